@@ -1,0 +1,77 @@
+"""Typed changes to pending jobs, and their typed outcomes.
+
+A backend turns each action into a mechanism (``scontrol update`` for Slurm, a state
+change for the simulator) and answers with an ``ActionResult``, never a traceback,
+so that one failed action cannot stop the rest of a plan.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SetStartTime:
+    """Earliest start (Slurm ``StartTime``); ``start`` is POSIX seconds."""
+
+    job_id: int
+    start: float
+
+
+@dataclass(frozen=True, slots=True)
+class SetGpus:
+    """GPUs per node (``TresPerNode=gres/gpu:N``) and, optionally, the node count."""
+
+    job_id: int
+    gpus_per_node: int
+    num_nodes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetDecision:
+    """Write the controller's signed decision token into the job's decision field."""
+
+    job_id: int
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class SetNice:
+    job_id: int
+    nice: int
+
+
+Action = SetStartTime | SetGpus | Hold | Release | SetDecision | SetNice
+
+
+class ActionError(str, enum.Enum):
+    """Why an action failed, in terms a controller can act on."""
+
+    JOB_GONE = "job_gone"
+    NOT_PENDING = "not_pending"
+    PERMISSION_DENIED = "permission_denied"
+    UNREACHABLE = "unreachable"
+    INVALID = "invalid"
+    OTHER = "other"
+
+
+@dataclass(frozen=True, slots=True)
+class ActionResult:
+    action: Action
+    error: ActionError | None = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None

@@ -1,0 +1,172 @@
+"""An immutable snapshot of a cluster: jobs, nodes and partitions.
+
+Backends (the real Slurm adapter and the simulator) produce a ``ClusterSnapshot``;
+policies only read one. Times are POSIX seconds (float, UTC) because policies and
+the simulator do arithmetic on them in tight loops; convert at the edges.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class JobState(str, enum.Enum):
+    """Slurm's base job states (flags such as REQUEUED are dropped)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    SUSPENDED = "SUSPENDED"
+    COMPLETING = "COMPLETING"
+    COMPLETED = "COMPLETED"
+    CANCELLED = "CANCELLED"
+    FAILED = "FAILED"
+    TIMEOUT = "TIMEOUT"
+    NODE_FAIL = "NODE_FAIL"
+    PREEMPTED = "PREEMPTED"
+    BOOT_FAIL = "BOOT_FAIL"
+    DEADLINE = "DEADLINE"
+    OUT_OF_MEMORY = "OUT_OF_MEMORY"
+    OTHER = "OTHER"
+
+    @classmethod
+    def parse(cls, text: str) -> "JobState":
+        try:
+            return cls(text.upper())
+        except ValueError:
+            return cls.OTHER
+
+    @property
+    def is_active(self) -> bool:
+        """Holds or will hold resources: what a scheduler must still account for."""
+        return self in (JobState.PENDING, JobState.RUNNING, JobState.SUSPENDED, JobState.COMPLETING)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One job as the scheduler sees it.
+
+    ``gpus_per_node`` counts whole GPUs; ``shards_per_node`` counts ``gres/shard``
+    units (a GPU shared with other jobs). ``comment``/``extra`` are user-writable and
+    therefore untrusted; ``admin_comment`` only an administrator can set.
+    """
+
+    job_id: int
+    name: str = ""
+    user: str = ""
+    account: str = ""
+    partition: str = ""
+    state: JobState = JobState.PENDING
+    state_reason: str = ""
+    submit_time: float = 0.0
+    eligible_time: float | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    time_limit_s: float | None = None
+    num_nodes: int = 1
+    gpus_per_node: int = 0
+    shards_per_node: int = 0
+    gpu_type: str | None = None
+    nodes: tuple[str, ...] = ()
+    priority: int = 0
+    nice: int = 0
+    held: bool = False
+    comment: str = ""
+    extra: str = ""
+    admin_comment: str = ""
+
+    @property
+    def total_gpus(self) -> int:
+        return self.num_nodes * self.gpus_per_node
+
+    @property
+    def is_pending(self) -> bool:
+        return self.state is JobState.PENDING
+
+
+class NodeState(str, enum.Enum):
+    """Slurm's base node states."""
+
+    IDLE = "IDLE"
+    MIXED = "MIXED"
+    ALLOCATED = "ALLOCATED"
+    DOWN = "DOWN"
+    ERROR = "ERROR"
+    FUTURE = "FUTURE"
+    UNKNOWN = "UNKNOWN"
+
+    @classmethod
+    def parse(cls, text: str) -> "NodeState":
+        try:
+            return cls(text.upper())
+        except ValueError:
+            return cls.UNKNOWN
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One compute node. ``flags`` holds Slurm's state flags (DRAIN, NOT_RESPONDING, ...)."""
+
+    name: str
+    state: NodeState = NodeState.IDLE
+    flags: frozenset[str] = frozenset()
+    reason: str = ""
+    gpus_total: int = 0
+    gpus_allocated: int = 0
+    gpu_indices_allocated: tuple[int, ...] = ()
+    gpu_type: str | None = None
+    shards_total: int = 0
+    shards_allocated: int = 0
+    features: tuple[str, ...] = ()
+    partitions: tuple[str, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        """Can accept new work: up, responding and not being drained."""
+        bad_flags = {"DRAIN", "DRAINING", "DRAINED", "NOT_RESPONDING", "POWERED_DOWN", "MAINTENANCE", "RESERVED"}
+        return self.state in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED) and not (self.flags & bad_flags)
+
+    @property
+    def gpus_free(self) -> int:
+        return max(0, self.gpus_total - self.gpus_allocated) if self.available else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Partition:
+    name: str
+    nodes: tuple[str, ...] = ()
+    state: str = "UP"
+    default: bool = False
+    max_time_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    """A consistent view of the cluster at ``taken_at`` (POSIX seconds)."""
+
+    taken_at: float
+    slurm_version: str = ""
+    jobs: tuple[Job, ...] = ()
+    nodes: tuple[Node, ...] = ()
+    partitions: tuple[Partition, ...] = ()
+    _job_index: dict[int, Job] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._job_index.update({job.job_id: job for job in self.jobs})
+
+    def job(self, job_id: int) -> Job | None:
+        return self._job_index.get(job_id)
+
+    def pending(self) -> tuple[Job, ...]:
+        return tuple(job for job in self.jobs if job.state is JobState.PENDING)
+
+    def running(self) -> tuple[Job, ...]:
+        return tuple(job for job in self.jobs if job.state is JobState.RUNNING)
+
+    @property
+    def gpus_total(self) -> int:
+        return sum(node.gpus_total for node in self.nodes if node.available)
+
+    @property
+    def gpus_free(self) -> int:
+        return sum(node.gpus_free for node in self.nodes)

@@ -1,0 +1,66 @@
+"""Signed decisions: how the controller tells a compute node's Prolog what to enforce.
+
+The controller holds only Slurm operator rights, and operators cannot write
+AdminComment, so the decision travels in a user-writable field (the job's Comment).
+It is therefore signed: an HMAC-SHA256 over the job id and the payload with a
+site key that users cannot read. A user can neither forge a decision nor move one
+from another job; a missing or bad token makes the Prolog apply the site default.
+Standard library only, because the Prolog imports it on every job start.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import re
+from pathlib import Path
+
+PREFIX = "sg1."
+_TOKEN = re.compile(r"sg1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}")
+
+
+class InvalidToken(ValueError):
+    """The token is absent, malformed, or not signed by this site for this job."""
+
+
+def load_key(path: str | Path) -> bytes:
+    key = Path(path).read_bytes().strip()
+    if len(key) < 16:
+        raise ValueError(f"decision key {path} is shorter than 16 bytes")
+    return key
+
+
+def _mac(key: bytes, job_id: int, body: str) -> str:
+    return hmac.new(key, f"{job_id}.{body}".encode(), hashlib.sha256).hexdigest()
+
+
+def sign(key: bytes, job_id: int, payload: dict[str, object]) -> str:
+    body = base64.urlsafe_b64encode(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).decode()
+    body = body.rstrip("=")
+    return f"{PREFIX}{body}.{_mac(key, job_id, body)}"
+
+
+def verify(key: bytes, job_id: int, token: str) -> dict[str, object]:
+    if not _TOKEN.fullmatch(token):
+        raise InvalidToken("malformed decision token")
+    body, mac = token[len(PREFIX):].split(".")
+    if not hmac.compare_digest(mac, _mac(key, job_id, body)):
+        raise InvalidToken(f"decision token not signed for job {job_id}")
+    padded = body + "=" * (-len(body) % 4)
+    payload = json.loads(base64.urlsafe_b64decode(padded))
+    if not isinstance(payload, dict):
+        raise InvalidToken("decision payload is not an object")
+    return payload
+
+
+def find_token(text: str) -> str | None:
+    match = _TOKEN.search(text)
+    return match.group(0) if match else None
+
+
+def replace_token(text: str, token: str) -> str:
+    """``text`` with its token (if any) replaced by ``token``; the user's words are kept."""
+    kept = " ".join(word for word in text.split() if not word.startswith(PREFIX))
+    return f"{kept} {token}".strip()

@@ -1,0 +1,145 @@
+"""A job's green options: what the user asked for, and the trusted copy the site keeps.
+
+Users opt in or out with a standard sbatch flag, ``--comment``::
+
+    --comment "green:flex=6h,gpus=2-8,cap=yes,share=no"
+    --comment "green:off"
+
+``job_submit.lua`` validates that text at submission (it mirrors ``parse_user_options``)
+and writes a normalised *marker* into the job's AdminComment, which neither users nor
+Slurm operators can change. The controller trusts only the marker: anything users
+write into ``--comment`` later is ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+USER_PREFIX = "green:"
+MARKER_PREFIX = "sg:"
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_UNIT_S = {"": 3600.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_YES = {"yes", "y", "1", "true", "on"}
+_NO = {"no", "n", "0", "false", "off"}
+
+
+class GreenOptionError(ValueError):
+    """The user's green options are malformed; the message says what is allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class GreenOptions:
+    managed: bool = True
+    max_delay_s: float = 0.0
+    gpus_min: int | None = None
+    gpus_max: int | None = None
+    accept_cap: bool = True
+    accept_share: bool = False
+    deadline: float | None = None
+
+
+def parse_duration(text: str) -> float:
+    """``90m``, ``6h``, ``1.5d``, ``3600s``; a bare number is hours."""
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        raise GreenOptionError(f"flex={text!r}: expected a non-negative duration such as 30m, 6h or 1d")
+    return float(match.group(1)) * _UNIT_S[match.group(2)]
+
+
+def _parse_bool(key: str, text: str) -> bool:
+    value = text.strip().lower()
+    if value in _YES:
+        return True
+    if value in _NO:
+        return False
+    raise GreenOptionError(f"{key}={text!r}: expected yes or no")
+
+
+def _parse_gpu_range(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
+    if not match:
+        raise GreenOptionError(f"gpus={text!r}: expected a count or a range such as 2-8")
+    low = int(match.group(1))
+    high = int(match.group(2) or low)
+    if low < 1 or high < low:
+        raise GreenOptionError(f"gpus={text!r}: expected 1 <= MIN <= MAX")
+    return low, high
+
+
+def find_user_options(comment: str) -> str | None:
+    """The ``green:...`` word of a comment, if any (the rest of the comment is the user's own)."""
+    for word in comment.split():
+        if word.lower().startswith(USER_PREFIX):
+            return word[len(USER_PREFIX):]
+    return None
+
+
+def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
+    """Parse the text after ``green:``; ``off`` opts out. Keys: flex, gpus, cap, share."""
+    text = text.strip()
+    if text.lower() in _NO:
+        return GreenOptions(managed=False)
+    options: dict[str, object] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep and key in ("on", "yes"):
+            continue
+        if not sep:
+            raise GreenOptionError(f"{item!r}: expected KEY=VALUE with KEY one of flex, gpus, cap, share")
+        if key == "flex":
+            delay = parse_duration(value)
+            if delay > max_delay_limit_s:
+                raise GreenOptionError(f"flex={value}: this site allows at most {max_delay_limit_s / 3600:g}h")
+            options["max_delay_s"] = delay
+        elif key == "gpus":
+            options["gpus_min"], options["gpus_max"] = _parse_gpu_range(value)
+        elif key == "cap":
+            options["accept_cap"] = _parse_bool(key, value)
+        elif key == "share":
+            options["accept_share"] = _parse_bool(key, value)
+        else:
+            raise GreenOptionError(f"unknown key {key!r}: allowed are flex, gpus, cap, share")
+    return GreenOptions(**options)  # type: ignore[arg-type]
+
+
+def format_marker(options: GreenOptions) -> str:
+    """The trusted marker job_submit.lua writes into AdminComment (same format)."""
+    fields = [
+        f"managed={int(options.managed)}",
+        f"flex={int(options.max_delay_s)}",
+        f"cap={int(options.accept_cap)}",
+        f"share={int(options.accept_share)}",
+    ]
+    if options.gpus_min is not None:
+        fields.append(f"gmin={options.gpus_min}")
+        fields.append(f"gmax={options.gpus_max}")
+    if options.deadline is not None:
+        fields.append(f"deadline={int(options.deadline)}")
+    return MARKER_PREFIX + ";".join(fields)
+
+
+def parse_marker(admin_comment: str) -> GreenOptions | None:
+    """The options job_submit.lua recorded, or ``None`` for a job it did not mark."""
+    for word in admin_comment.split():
+        if word.startswith(MARKER_PREFIX):
+            break
+    else:
+        return None
+    values: dict[str, str] = {}
+    for item in word[len(MARKER_PREFIX):].split(";"):
+        key, _, value = item.partition("=")
+        values[key] = value
+    try:
+        return GreenOptions(
+            managed=values.get("managed", "1") == "1",
+            max_delay_s=float(values.get("flex", 0)),
+            gpus_min=int(values["gmin"]) if "gmin" in values else None,
+            gpus_max=int(values["gmax"]) if "gmax" in values else None,
+            accept_cap=values.get("cap", "1") == "1",
+            accept_share=values.get("share", "0") == "1",
+            deadline=float(values["deadline"]) if "deadline" in values else None,
+        )
+    except ValueError:
+        return None

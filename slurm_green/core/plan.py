@@ -1,0 +1,56 @@
+"""What a policy returns: one decision per managed job, each with its reason.
+
+A decision is the policy's intent ("start this job at 14:00 on 4 GPUs capped at
+70 %"); turning it into backend actions, and skipping what is already in force, is
+the controller's job, so policies stay pure and easy to test on literals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from slurm_green.core.cluster import ClusterSnapshot
+
+
+@dataclass(frozen=True, slots=True)
+class JobDecision:
+    """The policy's choice for one pending job.
+
+    ``start_at`` is the earliest start (POSIX seconds); ``None`` or a time not after
+    ``now`` means "release now". ``gpus_per_node``/``num_nodes`` of ``None`` keep the
+    job's request. ``power_cap_fraction`` is a fraction of the board's maximum power
+    limit (the node's Prolog turns it into watts, clamped to the board's range).
+    ``share_with`` names a job whose GPUs this one may share (co-location).
+    """
+
+    job_id: int
+    start_at: float | None = None
+    gpus_per_node: int | None = None
+    num_nodes: int | None = None
+    power_cap_fraction: float | None = None
+    share_with: int | None = None
+    reason: str = ""
+    expected_runtime_s: float | None = None
+    expected_energy_kwh: float | None = None
+    expected_carbon_kg: float | None = None
+    carbon_if_now_kg: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    decisions: tuple[JobDecision, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+class Policy(Protocol):
+    """A pure function of what is known now; no I/O, no clock of its own.
+
+    ``forecast`` is a ``slurm_green.carbon.signal.CarbonSignal`` or ``None`` when no
+    carbon source answered (then a policy must behave carbon-agnostically).
+    ``models`` is a ``slurm_green.models`` registry.
+    """
+
+    name: str
+
+    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan: ...

@@ -1,0 +1,1 @@
+"""Throughput and energy models of DL jobs, fitted from measured profiles."""

@@ -1,0 +1,49 @@
+"""The models interface policies and the simulator program against.
+
+A ``JobModel`` answers, for one job type, how fast it trains and how much power it
+draws in a given configuration. Throughput is in the job type's own work units per
+second (samples/s, steps/s); only ratios between configurations of the same job
+matter to a policy, so ``speedup`` is what most callers use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A way to run a job: GPUs in all, over how many nodes, at what power-cap fraction."""
+
+    gpus: int
+    nodes: int = 1
+    cap_fraction: float = 1.0
+
+
+class JobModel(Protocol):
+    job_type: str
+
+    def throughput(self, config: Config) -> float:
+        """Work units per second in ``config``."""
+        ...
+
+    def power_w(self, config: Config) -> float:
+        """Average electrical power of all the job's GPUs in ``config``, watts."""
+        ...
+
+
+class ModelRegistry(Protocol):
+    def for_job(self, job_type: str | None) -> JobModel:
+        """The model of ``job_type``; a conservative default for an unknown or missing type."""
+        ...
+
+
+def speedup(model: JobModel, config: Config) -> float:
+    """Throughput relative to one GPU at full power: how much faster ``config`` finishes."""
+    return model.throughput(config) / model.throughput(Config(gpus=1))
+
+
+def energy_per_work_j(model: JobModel, config: Config) -> float:
+    """Joules per unit of work: what an energy or carbon budget is spent on."""
+    return model.power_w(config) / model.throughput(config)

@@ -29,6 +29,14 @@ class SetGpus:
 
 
 @dataclass(frozen=True, slots=True)
+class SetNodes:
+    """Pin the job to these nodes (``ReqNodeList``): how a placement decision is enacted."""
+
+    job_id: int
+    nodes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Hold:
     job_id: int
 
@@ -52,7 +60,7 @@ class SetNice:
     nice: int
 
 
-Action = SetStartTime | SetGpus | Hold | Release | SetDecision | SetNice
+Action = SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetNice
 
 
 class ActionError(str, enum.Enum):

@@ -21,13 +21,15 @@ class JobDecision:
     ``now`` means "release now". ``gpus_per_node``/``num_nodes`` of ``None`` keep the
     job's request. ``power_cap_fraction`` is a fraction of the board's maximum power
     limit (the node's Prolog turns it into watts, clamped to the board's range).
-    ``share_with`` names a job whose GPUs this one may share (co-location).
+    ``nodes`` pins a placement (network packing, buddy blocks); ``None`` leaves it to
+    the backend's own scheduler. ``share_with`` names a job whose GPUs this one may share (co-location).
     """
 
     job_id: int
     start_at: float | None = None
     gpus_per_node: int | None = None
     num_nodes: int | None = None
+    nodes: tuple[str, ...] | None = None
     power_cap_fraction: float | None = None
     share_with: int | None = None
     reason: str = ""

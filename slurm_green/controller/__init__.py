@@ -1,0 +1,1 @@
+"""The periodic controller: snapshot, decide, plan, enact, record."""

@@ -1,0 +1,159 @@
+"""The controller's memory: every decision with its reason, every action with its outcome.
+
+SQLite, because an admin can query it with the ``sqlite3`` shell and it survives a
+killed controller: each tick's writes are one transaction, and a decision is stored
+once however often the same decision is re-derived (a unique digest per job).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+
+from slurm_green.core.actions import Action, ActionResult
+from slurm_green.core.plan import JobDecision
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY,
+    job_id INTEGER NOT NULL,
+    decided_at REAL NOT NULL,
+    start_at REAL,
+    gpus_per_node INTEGER,
+    num_nodes INTEGER,
+    cap_fraction REAL,
+    share_with INTEGER,
+    reason TEXT NOT NULL,
+    expected_energy_kwh REAL,
+    expected_carbon_kg REAL,
+    carbon_if_now_kg REAL,
+    digest TEXT NOT NULL,
+    UNIQUE (job_id, digest)
+);
+CREATE TABLE IF NOT EXISTS actions (
+    id INTEGER PRIMARY KEY,
+    job_id INTEGER NOT NULL,
+    tick_at REAL NOT NULL,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL,
+    ok INTEGER NOT NULL,
+    error TEXT,
+    message TEXT
+);
+CREATE TABLE IF NOT EXISTS ticks (
+    tick_at REAL PRIMARY KEY,
+    policy TEXT NOT NULL,
+    carbon_source TEXT,
+    notes TEXT NOT NULL,
+    pending INTEGER NOT NULL,
+    decisions INTEGER NOT NULL,
+    actions INTEGER NOT NULL,
+    failures INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
+"""
+
+
+def decision_digest(decision: JobDecision) -> str:
+    """Identity of a decision's content: the same choice re-made each tick is one decision.
+
+    The start is rounded to the minute so that a forecast moving by seconds is not news.
+    """
+    start = None if decision.start_at is None else round(decision.start_at / 60.0)
+    key = (start, decision.gpus_per_node, decision.num_nodes, decision.nodes,
+           decision.power_cap_fraction, decision.share_with)
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+
+class StateStore:
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def record_tick(
+        self,
+        tick_at: float,
+        policy: str,
+        carbon_source: str | None,
+        notes: Sequence[str],
+        pending: int,
+        decisions: Iterable[JobDecision],
+        results: Sequence[ActionResult],
+    ) -> int:
+        """Store one tick atomically; returns how many decisions were new."""
+        new = 0
+        decisions = list(decisions)
+        with self._db:  # one transaction
+            self._db.execute("BEGIN")
+            for decision in decisions:
+                cursor = self._db.execute(
+                    "INSERT OR IGNORE INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes,"
+                    " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
+                    " carbon_if_now_kg, digest) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (decision.job_id, tick_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
+                     decision.power_cap_fraction, decision.share_with, decision.reason,
+                     decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg,
+                     decision_digest(decision)),
+                )
+                new += cursor.rowcount
+            for result in results:
+                self._db.execute(
+                    "INSERT INTO actions (job_id, tick_at, kind, detail, ok, error, message) VALUES (?,?,?,?,?,?,?)",
+                    (result.action.job_id, tick_at, type(result.action).__name__, _action_detail(result.action),
+                     int(result.ok), result.error.value if result.error else None, result.message),
+                )
+            self._db.execute(
+                "INSERT OR REPLACE INTO ticks VALUES (?,?,?,?,?,?,?,?)",
+                (tick_at, policy, carbon_source, json.dumps(list(notes)), pending, len(decisions),
+                 len(results), sum(not r.ok for r in results)),
+            )
+        return new
+
+    def decisions(self, job_id: int | None = None) -> list[dict[str, object]]:
+        query = "SELECT * FROM decisions"
+        args: tuple[object, ...] = ()
+        if job_id is not None:
+            query += " WHERE job_id = ?"
+            args = (job_id,)
+        return self._rows(query + " ORDER BY decided_at, id", args)
+
+    def latest_decisions(self) -> dict[int, dict[str, object]]:
+        """The newest decision per job: what the controller currently intends."""
+        rows = self._rows(
+            "SELECT d.* FROM decisions d JOIN (SELECT job_id, MAX(id) AS id FROM decisions GROUP BY job_id) m"
+            " ON d.id = m.id"
+        )
+        return {int(row["job_id"]): row for row in rows}  # type: ignore[arg-type]
+
+    def actions(self, job_id: int | None = None) -> list[dict[str, object]]:
+        query = "SELECT * FROM actions"
+        args: tuple[object, ...] = ()
+        if job_id is not None:
+            query += " WHERE job_id = ?"
+            args = (job_id,)
+        return self._rows(query + " ORDER BY id", args)
+
+    def ticks(self) -> list[dict[str, object]]:
+        return self._rows("SELECT * FROM ticks ORDER BY tick_at")
+
+    def _rows(self, query: str, args: tuple[object, ...] = ()) -> list[dict[str, object]]:
+        cursor = self._db.execute(query, args)
+        names = [c[0] for c in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _action_detail(action: Action) -> str:
+    fields = asdict(action)
+    fields.pop("job_id")
+    return json.dumps(fields, sort_keys=True, default=str)

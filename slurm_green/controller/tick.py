@@ -1,0 +1,97 @@
+"""One controller tick: snapshot, decide, plan, enact, record.
+
+``Controller.tick(now)`` is a plain function of injected parts, so the daemon, the
+tests and the simulator call the very same code; only the backend differs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from slurm_green.controller.planner import plan_actions
+from slurm_green.controller.store import StateStore
+from slurm_green.core.actions import Action, ActionResult
+from slurm_green.core.backend import ClusterBackend
+from slurm_green.core.plan import Plan, Policy
+
+log = logging.getLogger(__name__)
+
+
+class CarbonFeed(Protocol):
+    """Where a tick gets its forecast; must answer from memory, never wait on the network.
+
+    ``signal`` raises when no source has usable data; the tick then runs the policy
+    carbon-agnostically (``forecast=None``) and says so.
+    """
+
+    def signal(self, now: float) -> object: ...
+
+    def source_name(self) -> str | None: ...
+
+
+@dataclass
+class TickReport:
+    now: float
+    plan: Plan = field(default_factory=Plan)
+    actions: list[Action] = field(default_factory=list)
+    results: list[ActionResult] = field(default_factory=list)
+    carbon_source: str | None = None
+    notes: list[str] = field(default_factory=list)
+    pending: int = 0
+
+    @property
+    def failures(self) -> list[ActionResult]:
+        return [r for r in self.results if not r.ok]
+
+
+@dataclass
+class Controller:
+    backend: ClusterBackend
+    policy: Policy
+    carbon: CarbonFeed | None
+    models: object
+    store: StateStore | None = None
+    sign: Callable[[int, dict[str, object]], str] | None = None
+    verify: Callable[[int, str], dict[str, object]] | None = None
+    dry_run: bool = False
+
+    def _forecast(self, now: float, report: TickReport) -> object | None:
+        if self.carbon is None:
+            report.notes.append("no carbon source configured: carbon-agnostic")
+            return None
+        try:
+            signal = self.carbon.signal(now)
+        except Exception as exc:  # any failing source must degrade, never stop the tick
+            report.notes.append(f"carbon data unavailable ({exc}): carbon-agnostic, deferred jobs are released")
+            log.warning("carbon data unavailable: %s; running carbon-agnostic", exc)
+            return None
+        report.carbon_source = self.carbon.source_name()
+        return signal
+
+    def decide(self, now: float) -> tuple[TickReport, object]:
+        """Snapshot, forecast, policy and planning, without changing anything."""
+        report = TickReport(now=now)
+        snapshot = self.backend.snapshot()
+        report.pending = len(snapshot.pending())
+        forecast = self._forecast(now, report)
+        report.plan = self.policy(snapshot, forecast, self.models, now)
+        report.notes.extend(report.plan.notes)
+        report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify)
+        return report, snapshot
+
+    def tick(self, now: float) -> TickReport:
+        report, _ = self.decide(now)
+        if not self.dry_run:
+            report.results = self.backend.apply(report.actions)
+            for failure in report.failures:
+                log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
+                            failure.error.value if failure.error else "", failure.message)
+        if self.store is not None and not self.dry_run:
+            self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
+                                   report.plan.decisions, report.results)
+        log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,
+                 len(report.plan.decisions), len(report.actions), len(report.failures))
+        return report

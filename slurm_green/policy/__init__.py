@@ -1,0 +1,1 @@
+"""Policies: pure functions from (snapshot, carbon forecast, models, now) to a plan."""

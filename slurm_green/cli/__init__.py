@@ -11,3 +11,15 @@ from slurm_green import __version__
 @click.version_option(__version__, prog_name="slurm-green")
 def main() -> None:
     """Carbon- and energy-aware scheduling for Slurm GPU clusters."""
+
+
+def _register() -> None:
+    """Attach each area's commands (imported here to keep ``slurm-green --help`` one place)."""
+    from slurm_green.cli.install import install
+    from slurm_green.cli.sbatch import sbatch
+
+    for command in (install, sbatch):
+        main.add_command(command)
+
+
+_register()

@@ -1,0 +1,51 @@
+"""``slurm-green sbatch``: render (and optionally submit) a green training job script."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import click
+
+from slurm_green.core.green_options import GreenOptionError
+from slurm_green.jobscript import TrainingJob, render_sbatch
+
+
+def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
+    if text is None:
+        return None, None
+    low, _, high = text.partition("-")
+    try:
+        return int(low), int(high or low)
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: expected MIN-MAX, e.g. 2-8") from None
+
+
+@click.command("sbatch", context_settings={"ignore_unknown_options": True})
+@click.argument("script")
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--name", default="train", show_default=True, help="Slurm job name (also the model type hint).")
+@click.option("--gpus", "gpus_per_node", type=int, default=1, show_default=True, help="GPUs per node requested.")
+@click.option("--nodes", type=int, default=1, show_default=True, help="Nodes; more than one uses srun + torchrun rendezvous.")
+@click.option("--gpus-range", help="Total GPUs slurm-green may choose from, e.g. 2-8 (elastic jobs).")
+@click.option("--flex", help="Maximum start delay slurm-green may use, e.g. 6h or 1d.")
+@click.option("--time", help="Time limit, Slurm format (HH:MM:SS).")
+@click.option("--partition", help="Slurm partition.")
+@click.option("--cap/--no-cap", "accept_cap", default=True, show_default=True, help="Accept a GPU power cap.")
+@click.option("--share/--no-share", "accept_share", default=False, show_default=True, help="Accept a shared GPU.")
+@click.option("--submit", is_flag=True, help="Pipe the script to sbatch instead of printing it.")
+def sbatch(script: str, args: tuple[str, ...], gpus_range: str | None, submit: bool, **fields: object) -> None:
+    """Render an sbatch script that runs SCRIPT with torchrun on the GPUs Slurm grants."""
+    gpus_min, gpus_max = _gpu_range(gpus_range)
+    job = TrainingJob(script=script, args=args, gpus_min=gpus_min, gpus_max=gpus_max, **fields)  # type: ignore[arg-type]
+    try:
+        text = render_sbatch(job)
+    except (ValueError, GreenOptionError) as exc:
+        raise click.UsageError(str(exc)) from None
+    if not submit:
+        click.echo(text, nl=False)
+        return
+    result = subprocess.run(["sbatch"], input=text, text=True, capture_output=True, timeout=60)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    sys.exit(result.returncode)

@@ -1,0 +1,90 @@
+"""The controller's configuration: a TOML file validated with errors that name the key.
+
+Default path ``/etc/slurm-green/config.toml``; every key has a sensible default, so
+an empty file (or none, with ``--config`` pointing nowhere) is a valid configuration.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ControllerSettings(_Section):
+    interval_s: float = Field(300.0, gt=0, description="seconds between ticks")
+    state_db: Path = Path("/var/lib/slurm-green/state.db")
+    decision_key_file: Path = Path("/etc/slurm-green/decision.key")
+    dry_run: bool = False
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    metrics_port: int | None = Field(None, ge=1, le=65535, description="Prometheus exporter port; none = off")
+
+
+class SlurmSettings(_Section):
+    backend: Literal["auto", "cli", "pyslurm"] = "auto"
+    command_timeout_s: float = Field(15.0, gt=0)
+
+
+class CarbonSettings(_Section):
+    sources: list[str] = Field(default_factory=lambda: ["synthetic"], min_length=1,
+                               description="source specs, first healthy wins")
+    cache_dir: Path = Path("/var/cache/slurm-green")
+    horizon_h: float = Field(48.0, gt=0)
+
+
+class PolicySettings(_Section):
+    name: Literal["window", "greenflow", "powerflow"] = "window"
+    cap_fraction: float | None = Field(0.7, gt=0.0, le=1.0, description="GPU power cap, fraction of board max")
+    default_runtime_h: float = Field(1.0, gt=0)
+
+
+class GpuSettings(_Section):
+    enact: Literal["power_cap", "gpu_freq"] = "power_cap"
+
+
+class Config(_Section):
+    controller: ControllerSettings = ControllerSettings()
+    slurm: SlurmSettings = SlurmSettings()
+    carbon: CarbonSettings = CarbonSettings()
+    policy: PolicySettings = PolicySettings()
+    gpu: GpuSettings = GpuSettings()
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names each bad key."""
+
+
+def _describe(error: ValidationError, path: Path) -> str:
+    lines = [f"{path}: invalid configuration"]
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"])
+        if item["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key")
+        else:
+            lines.append(f"  {key}: {item['msg']} (got {item.get('input')!r})")
+    return "\n".join(lines)
+
+
+def load_config(path: Path | str | None = None) -> Config:
+    """Read and validate ``path``; a missing default file means all defaults."""
+    path = Path(path) if path is not None else DEFAULT_PATH
+    if not path.exists():
+        if path == DEFAULT_PATH:
+            return Config()
+        raise ConfigError(f"{path}: no such configuration file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_describe(exc, path)) from exc

@@ -2,18 +2,18 @@
 
 SQLite, because an admin can query it with the ``sqlite3`` shell and it survives a
 killed controller: each tick's writes are one transaction, and a decision is stored
-once however often the same decision is re-derived (a unique digest per job).
+once however often the same decision is re-derived.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.plan import JobDecision
 
@@ -25,14 +25,13 @@ CREATE TABLE IF NOT EXISTS decisions (
     start_at REAL,
     gpus_per_node INTEGER,
     num_nodes INTEGER,
+    nodes TEXT,
     cap_fraction REAL,
     share_with INTEGER,
     reason TEXT NOT NULL,
     expected_energy_kwh REAL,
     expected_carbon_kg REAL,
-    carbon_if_now_kg REAL,
-    digest TEXT NOT NULL,
-    UNIQUE (job_id, digest)
+    carbon_if_now_kg REAL
 );
 CREATE TABLE IF NOT EXISTS actions (
     id INTEGER PRIMARY KEY,
@@ -58,15 +57,21 @@ CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
 """
 
 
-def decision_digest(decision: JobDecision) -> str:
-    """Identity of a decision's content: the same choice re-made each tick is one decision.
+def same_choice(decision: JobDecision, row: dict[str, object]) -> bool:
+    """Whether ``decision`` re-states the stored one: the same choice re-made each tick is
+    one decision; a start moved by less than the planner's tolerance is not news."""
+    start = row["start_at"]
+    if (decision.start_at is None) != (start is None):
+        return False
+    if decision.start_at is not None and abs(decision.start_at - float(start)) >= START_TOLERANCE_S:  # type: ignore[arg-type]
+        return False
+    return (decision.gpus_per_node, decision.num_nodes, _nodes_text(decision), decision.power_cap_fraction,
+            decision.share_with) == (row["gpus_per_node"], row["num_nodes"], row["nodes"], row["cap_fraction"],
+                                     row["share_with"])
 
-    The start is rounded to the minute so that a forecast moving by seconds is not news.
-    """
-    start = None if decision.start_at is None else round(decision.start_at / 60.0)
-    key = (start, decision.gpus_per_node, decision.num_nodes, decision.nodes,
-           decision.power_cap_fraction, decision.share_with)
-    return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+def _nodes_text(decision: JobDecision) -> str | None:
+    return None if decision.nodes is None else ",".join(decision.nodes)
 
 
 class StateStore:
@@ -96,17 +101,21 @@ class StateStore:
         decisions = list(decisions)
         with self._db:  # one transaction
             self._db.execute("BEGIN")
+            latest = self.latest_decisions()
             for decision in decisions:
-                cursor = self._db.execute(
-                    "INSERT OR IGNORE INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes,"
+                previous = latest.get(decision.job_id)
+                if previous is not None and same_choice(decision, previous):
+                    continue
+                self._db.execute(
+                    "INSERT INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes, nodes,"
                     " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
-                    " carbon_if_now_kg, digest) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " carbon_if_now_kg) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                     (decision.job_id, tick_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
+                     _nodes_text(decision),
                      decision.power_cap_fraction, decision.share_with, decision.reason,
-                     decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg,
-                     decision_digest(decision)),
+                     decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg),
                 )
-                new += cursor.rowcount
+                new += 1
             for result in results:
                 self._db.execute(
                     "INSERT INTO actions (job_id, tick_at, kind, detail, ok, error, message) VALUES (?,?,?,?,?,?,?)",

@@ -1,0 +1,37 @@
+import pytest
+
+from slurm_green.controller.config import Config, ConfigError, load_config
+
+
+def test_empty_file_is_all_defaults(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("")
+    assert load_config(path) == Config()
+
+
+def test_values_are_read(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[controller]\ninterval_s = 60\n[carbon]\nsources = ["csv:/x.csv", "synthetic"]\n')
+    config = load_config(path)
+    assert config.controller.interval_s == 60
+    assert config.carbon.sources == ["csv:/x.csv", "synthetic"]
+
+
+def test_errors_name_every_bad_key(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[controller]\ninterval_s = -5\ncolour = "green"\n[policy]\ncap_fraction = 1.5\n')
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    text = str(info.value)
+    assert "controller.interval_s" in text and "greater than 0" in text
+    assert "controller.colour: unknown key" in text
+    assert "policy.cap_fraction" in text
+
+
+def test_broken_toml_and_missing_file(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[controller\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(path)
+    with pytest.raises(ConfigError, match="no such configuration file"):
+        load_config(tmp_path / "absent.toml")

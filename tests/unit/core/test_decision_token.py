@@ -1,0 +1,53 @@
+import pytest
+
+from slurm_green.core import decision_token as dt
+
+KEY = b"k" * 32
+
+
+def test_sign_verify_round_trip():
+    token = dt.sign(KEY, 42, {"cap": 0.7})
+    assert dt.verify(KEY, 42, token) == {"cap": 0.7}
+
+
+def test_token_for_another_job_is_refused():
+    token = dt.sign(KEY, 42, {"cap": 0.7})
+    with pytest.raises(dt.InvalidToken, match="job 43"):
+        dt.verify(KEY, 43, token)
+
+
+def test_token_with_other_key_is_refused():
+    token = dt.sign(b"x" * 32, 42, {"cap": 1.0})
+    with pytest.raises(dt.InvalidToken):
+        dt.verify(KEY, 42, token)
+
+
+def test_tampered_payload_is_refused():
+    token = dt.sign(KEY, 42, {"cap": 0.5})
+    forged_body = dt.sign(KEY, 42, {"cap": 1.0}).split(".")[1]
+    prefix, _, mac = token.split(".")
+    with pytest.raises(dt.InvalidToken):
+        dt.verify(KEY, 42, f"{prefix}.{forged_body}.{mac}")
+
+
+@pytest.mark.parametrize("garbage", ["", "sg1.", "sg1.abc.def", "hello"])
+def test_malformed(garbage):
+    with pytest.raises(dt.InvalidToken, match="malformed"):
+        dt.verify(KEY, 1, garbage)
+
+
+def test_find_and_replace_keep_users_words():
+    first = dt.sign(KEY, 7, {"cap": 0.6})
+    second = dt.sign(KEY, 7, {"cap": 0.8})
+    comment = dt.replace_token("green:flex=2h my notes", first)
+    assert dt.find_token(comment) == first
+    comment = dt.replace_token(comment, second)
+    assert comment == f"green:flex=2h my notes {second}"
+    assert dt.find_token(comment) == second
+
+
+def test_short_key_is_refused(tmp_path):
+    path = tmp_path / "key"
+    path.write_bytes(b"short\n")
+    with pytest.raises(ValueError, match="shorter than 16"):
+        dt.load_key(path)

@@ -20,16 +20,20 @@ from slurm_green.core.plan import Plan, Policy
 log = logging.getLogger(__name__)
 
 
-class CarbonFeed(Protocol):
-    """Where a tick gets its forecast; must answer from memory, never wait on the network.
+class CarbonReading(Protocol):
+    signal: object  #: a ``slurm_green.carbon.signal.CarbonSignal``
+    source: str  #: which source answered
 
-    ``signal`` raises when no source has usable data; the tick then runs the policy
-    carbon-agnostically (``forecast=None``) and says so.
+
+class CarbonFeed(Protocol):
+    """Where a tick gets its forecast (``slurm_green.carbon.feed.CarbonFeed``).
+
+    It answers from memory, never waiting on the network; it raises when no source
+    has usable data, and the tick then runs the policy carbon-agnostically
+    (``forecast=None``) and says so.
     """
 
-    def signal(self, now: float) -> object: ...
-
-    def source_name(self) -> str | None: ...
+    def snapshot(self, now: float | None = None) -> CarbonReading: ...
 
 
 @dataclass
@@ -63,13 +67,13 @@ class Controller:
             report.notes.append("no carbon source configured: carbon-agnostic")
             return None
         try:
-            signal = self.carbon.signal(now)
+            reading = self.carbon.snapshot(now)
         except Exception as exc:  # any failing source must degrade, never stop the tick
             report.notes.append(f"carbon data unavailable ({exc}): carbon-agnostic, deferred jobs are released")
             log.warning("carbon data unavailable: %s; running carbon-agnostic", exc)
             return None
-        report.carbon_source = self.carbon.source_name()
-        return signal
+        report.carbon_source = reading.source
+        return reading.signal
 
     def decide(self, now: float) -> tuple[TickReport, object]:
         """Snapshot, forecast, policy and planning, without changing anything."""

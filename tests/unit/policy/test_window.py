@@ -1,0 +1,92 @@
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from slurm_green.carbon.signal import CarbonSignal
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.models.base import Config
+from slurm_green.policy.window import WindowPolicy
+
+T0 = pd.Timestamp("2023-06-01T00:00:00Z")
+NOW = T0.timestamp()
+HOUR = 3600.0
+
+
+@dataclass
+class LinearModel:
+    """Literal test model: perfect scaling, throughput and power proportional to the cap."""
+
+    job_type: str = "test"
+
+    def throughput(self, config: Config) -> float:
+        return config.gpus * (0.5 + 0.5 * config.cap_fraction)
+
+    def power_w(self, config: Config) -> float:
+        return config.gpus * 300.0 * config.cap_fraction
+
+
+class Models:
+    def for_job(self, job_type):
+        return LinearModel()
+
+
+def signal(values):
+    index = pd.date_range(T0, periods=len(values), freq="h")
+    return CarbonSignal.from_series(pd.Series(np.asarray(values, dtype=float), index=index))
+
+
+def job(job_id=1, flex_h=12.0, runtime_h=2.0, cap=True, managed=True, state=JobState.PENDING):
+    options = GreenOptions(managed=managed, max_delay_s=flex_h * HOUR, accept_cap=cap)
+    return Job(job_id, state=state, submit_time=NOW, time_limit_s=runtime_h * HOUR, gpus_per_node=2,
+               admin_comment=format_marker(options))
+
+
+#: high carbon now, a clear 3-hour dip from 06:00, high again after
+CURVE = [400] * 6 + [100] * 3 + [400] * 39
+
+
+def test_job_is_deferred_to_the_low_carbon_window():
+    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(),)), signal(CURVE), Models(), NOW).decisions
+    assert decision.start_at == NOW + 6 * HOUR
+    assert decision.expected_carbon_kg < decision.carbon_if_now_kg
+    assert decision.power_cap_fraction == 0.7
+    assert "deferred 6.0 h" in decision.reason
+
+
+def test_window_beyond_the_deadline_is_not_used():
+    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(flex_h=3),)), signal(CURVE), Models(), NOW).decisions
+    assert NOW <= decision.start_at <= NOW + 3 * HOUR
+
+
+def test_best_window_now_releases_at_once():
+    curve = [50] * 3 + [400] * 45
+    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(),)), signal(curve), Models(), NOW).decisions
+    assert decision.start_at == NOW
+    assert "now" in decision.reason
+
+
+def test_without_forecast_every_managed_job_starts_now():
+    plan = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(1), job(2))), None, Models(), NOW)
+    assert [d.start_at for d in plan.decisions] == [NOW, NOW]
+    assert any("carbon-agnostic" in note for note in plan.notes)
+
+
+def test_unmanaged_running_and_unmarked_jobs_are_left_alone():
+    jobs = (job(1, managed=False), job(2, state=JobState.RUNNING), Job(3, comment="green:flex=24h"))
+    assert WindowPolicy()(ClusterSnapshot(NOW, jobs=jobs), signal(CURVE), Models(), NOW).decisions == ()
+
+
+@pytest.mark.parametrize("cap, expected", [(True, 0.7), (False, None)])
+def test_cap_only_for_jobs_that_accept_it(cap, expected):
+    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(cap=cap),)), signal(CURVE), Models(), NOW).decisions
+    assert decision.power_cap_fraction == expected
+
+
+def test_capped_job_runs_longer_but_uses_less_energy():
+    capped = WindowPolicy(cap_fraction=0.5)(ClusterSnapshot(NOW, jobs=(job(),)), None, Models(), NOW).decisions[0]
+    full = WindowPolicy(cap_fraction=None)(ClusterSnapshot(NOW, jobs=(job(),)), None, Models(), NOW).decisions[0]
+    assert capped.expected_runtime_s > full.expected_runtime_s
+    assert capped.expected_energy_kwh < full.expected_energy_kwh

@@ -1,0 +1,136 @@
+"""``slurm-green carbon``: look at carbon forecasts and check which sources answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from slurm_green.carbon.errors import CarbonError
+from slurm_green.carbon.secrets import CarbonSecrets
+from slurm_green.carbon.spec import parse_source_spec, parse_sources
+from slurm_green.carbon.timebase import as_utc
+from slurm_green.carbon.windows import low_carbon_windows
+
+SOURCE_HELP = "Source spec (repeat or comma-separate for a fallback chain), e.g. ukgrid, csv:PATH?replay=1, synthetic."
+
+
+def _now(at: str | None) -> pd.Timestamp:
+    try:
+        return as_utc(pd.Timestamp(at, tz="UTC") if at and pd.Timestamp(at).tzinfo is None else at)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--at") from None
+
+
+@click.group()
+def carbon() -> None:
+    """Grid carbon intensity: forecasts and source health."""
+
+
+@carbon.command()
+@click.option("--source", "specs", multiple=True, default=("synthetic",), show_default=True, help=SOURCE_HELP)
+@click.option("--hours", default=48, show_default=True, type=click.IntRange(1, 24 * 14), help="Hours ahead.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG of the forecast.")
+@click.option("--at", help="Evaluate at this UTC time instead of now (for recorded files).")
+def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, at: str | None) -> None:
+    """Show the carbon-intensity forecast of the next hours and its low-carbon windows."""
+    now = _now(at)
+    try:
+        answer = parse_sources(specs, CarbonSecrets.load()).answer(pd.Timedelta(hours=hours), now=now)
+    except CarbonError as exc:
+        raise click.ClickException(str(exc)) from None
+    series = answer.series.loc[: now + pd.Timedelta(hours=hours)]
+    windows = low_carbon_windows(series)
+    label = f"{answer.source}{' (SYNTHETIC data)' if answer.synthetic else ''}"
+    if plot:
+        _plot(series, windows, label, plot)
+    if as_json:
+        click.echo(json.dumps(_as_json(series, windows, answer.source, answer.synthetic, answer.failures), indent=2))
+        return
+    console = Console()
+    for name, reason in answer.failures.items():
+        console.print(f"[yellow]skipped {name}: {reason}[/]")
+    table = Table(title=f"Carbon intensity from {label}, gCO2eq/kWh")
+    table.add_column("time (UTC)")
+    table.add_column("gCO2eq/kWh", justify="right")
+    table.add_column("")
+    top = max(float(series.max()), 1.0)
+    for when, value in series.items():
+        low = any(start <= when < end for start, end in windows)
+        bar = "█" * int(round(20 * value / top))
+        table.add_row(when.strftime("%a %Y-%m-%d %H:%M"), f"{value:.0f}", f"[green]{bar} low[/]" if low else bar)
+    console.print(table)
+    if plot:
+        console.print(f"plot written to {plot}")
+
+
+@carbon.command()
+@click.option("--source", "specs", multiple=True, default=("synthetic",), show_default=True, help=SOURCE_HELP)
+@click.option("--at", help="Check at this UTC time instead of now.")
+def check(specs: tuple[str, ...], at: str | None) -> None:
+    """Check which sources answer and how fresh their data is (exit 1 if none does)."""
+    now = _now(at)
+    secrets = CarbonSecrets.load()
+    table = Table(title="Carbon sources")
+    for column in ("source", "status", "latest (UTC)", "age", "forecast to", "detail"):
+        table.add_column(column)
+    healthy = 0
+    for spec in [part.strip() for item in specs for part in item.split(",") if part.strip()]:
+        try:
+            source = parse_source_spec(spec, secrets)
+            series = source.forecast(pd.Timedelta(hours=24), now=now)
+            reading = source.latest(now)
+        except CarbonError as exc:
+            table.add_row(spec, "[red]FAIL[/]", "", "", "", f"{type(exc).__name__}: {exc}")
+            continue
+        healthy += 1
+        age = now - reading.time
+        table.add_row(
+            source.name,
+            "[green]OK[/]",
+            f"{reading.time:%Y-%m-%d %H:%M}",
+            f"{age.total_seconds() / 60:.0f} min",
+            f"{series.index[-1]:%Y-%m-%d %H:%M}",
+            "SYNTHETIC data" if source.synthetic else f"{reading.value:.0f} gCO2eq/kWh now",
+        )
+    Console().print(table)
+    if not healthy:
+        raise SystemExit(1)
+
+
+def _as_json(series: pd.Series, windows: list, source: str, synthetic: bool, failures: dict) -> dict:
+    return {
+        "source": source,
+        "synthetic": synthetic,
+        "unit": "gCO2eq/kWh",
+        "failures": failures,
+        "points": [{"time": t.isoformat(), "value": round(float(v), 3)} for t, v in series.items()],
+        "low_carbon_windows": [{"start": s.isoformat(), "end": e.isoformat()} for s, e in windows],
+    }
+
+
+def _plot(series: pd.Series, windows: list, label: str, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 4), dpi=100)
+    ax.step(series.index, series.to_numpy(), where="post", color="black", linewidth=1.5)
+    for i, (start, end) in enumerate(windows):
+        ax.axvspan(start, end, color="tab:green", alpha=0.25, label="low-carbon window" if i == 0 else None)
+    ax.set_title(f"Carbon intensity forecast: {label}")
+    ax.set_ylabel("gCO2eq/kWh")
+    ax.set_xlabel("time (UTC)")
+    ax.set_ylim(bottom=0)
+    if windows:
+        ax.legend(loc="upper right")
+    fig.autofmt_xdate()
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core.actions import Action, ActionResult
+from slurm_green.core.cluster import Job
 from slurm_green.core.plan import JobDecision
 
 _SCHEMA = """
@@ -52,6 +53,16 @@ CREATE TABLE IF NOT EXISTS ticks (
     decisions INTEGER NOT NULL,
     actions INTEGER NOT NULL,
     failures INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    job_id INTEGER PRIMARY KEY,
+    user TEXT,
+    name TEXT,
+    submit_time REAL,
+    start_time REAL,
+    end_time REAL,
+    state TEXT,
+    last_seen REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
 """
@@ -128,6 +139,22 @@ class StateStore:
                  len(results), sum(not r.ok for r in results)),
             )
         return new
+
+    def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
+        """Keep what Slurm says of managed jobs (their actual start and end), for reports."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "INSERT INTO jobs (job_id, user, name, submit_time, start_time, end_time, state, last_seen)"
+                " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET"
+                " start_time=COALESCE(excluded.start_time, start_time),"
+                " end_time=COALESCE(excluded.end_time, end_time), state=excluded.state, last_seen=excluded.last_seen",
+                [(job.job_id, job.user, job.name, job.submit_time, job.start_time if not job.is_pending else None,
+                  job.end_time if not job.state.is_active else None, job.state.value, seen_at) for job in jobs],
+            )
+
+    def jobs(self) -> list[dict[str, object]]:
+        return self._rows("SELECT * FROM jobs ORDER BY job_id")
 
     def decisions(self, job_id: int | None = None) -> list[dict[str, object]]:
         query = "SELECT * FROM decisions"

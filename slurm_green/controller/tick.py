@@ -15,6 +15,8 @@ from slurm_green.controller.planner import plan_actions
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import Plan, Policy
 
 log = logging.getLogger(__name__)
@@ -75,7 +77,7 @@ class Controller:
         report.carbon_source = reading.source
         return reading.signal
 
-    def decide(self, now: float) -> tuple[TickReport, object]:
+    def decide(self, now: float) -> tuple[TickReport, ClusterSnapshot]:
         """Snapshot, forecast, policy and planning, without changing anything."""
         report = TickReport(now=now)
         snapshot = self.backend.snapshot()
@@ -87,13 +89,14 @@ class Controller:
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:
-        report, _ = self.decide(now)
+        report, snapshot = self.decide(now)
         if not self.dry_run:
             report.results = self.backend.apply(report.actions)
             for failure in report.failures:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
                             failure.error.value if failure.error else "", failure.message)
         if self.store is not None and not self.dry_run:
+            self.store.observe_jobs(now, (job for job in snapshot.jobs if parse_marker(job.admin_comment)))
             self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
                                    report.plan.decisions, report.results)
         log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,

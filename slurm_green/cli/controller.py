@@ -1,0 +1,131 @@
+"""``slurm-green run`` (the daemon), ``run --once``, ``plan`` (a dry run) and ``report``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from slurm_green.controller.config import DEFAULT_PATH, ConfigError, load_config
+from slurm_green.controller.daemon import run_forever, safe_tick
+from slurm_green.controller.metrics import ControllerMetrics
+from slurm_green.controller.report import job_report
+
+config_option = click.option("--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_PATH,
+                             show_default=True, help="Controller configuration (TOML).")
+
+
+def _load(config_path: Path):
+    try:
+        return load_config(config_path)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _when(t: float | None, now: float) -> str:
+    if t is None:
+        return "-"
+    stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%m-%d %H:%M:%S")
+    delta = (t - now) / 60
+    return stamp if abs(delta) < 0.5 else f"{stamp} ({delta:+.0f} min)"
+
+
+@click.command("run")
+@config_option
+@click.option("--once", is_flag=True, help="Run one tick and exit.")
+def run(config_path: Path, once: bool) -> None:
+    """Run the controller: a tick every controller.interval_s seconds."""
+    from slurm_green.controller.assemble import assemble
+
+    config = _load(config_path)
+    logging.basicConfig(level=config.controller.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parts = assemble(config)
+    metrics = ControllerMetrics()
+    try:
+        parts.feed.refresh()  # one bounded fetch before the first tick, so a cold start is not carbon-agnostic
+    except Exception as exc:
+        logging.getLogger(__name__).warning("first carbon fetch failed: %s", exc)
+    if once:
+        report = safe_tick(parts.controller, parts.clock, metrics)
+        raise SystemExit(0 if report is not None else 1)
+    if config.controller.metrics_port:
+        metrics.serve(config.controller.metrics_port)
+    parts.feed.start()
+    run_forever(parts.controller, parts.clock, config.controller.interval_s, metrics)
+
+
+@click.command("plan")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def plan(config_path: Path, as_json: bool) -> None:
+    """What the controller would do now, and why (nothing is changed)."""
+    from slurm_green.controller.assemble import assemble
+
+    config = _load(config_path)
+    parts = assemble(config, dry_run=True, with_store=False)
+    try:
+        parts.feed.refresh()
+    except Exception as exc:
+        click.echo(f"carbon: {exc}", err=True)
+    now = parts.clock.now()
+    report, _ = parts.controller.decide(now)
+    actions = {}
+    for action in report.actions:
+        actions.setdefault(action.job_id, []).append(type(action).__name__)
+    if as_json:
+        click.echo(json.dumps({
+            "now": now, "policy": parts.controller.policy.name, "carbon_source": report.carbon_source,
+            "notes": report.notes,
+            "decisions": [{
+                "job_id": d.job_id, "start_at": d.start_at, "gpus_per_node": d.gpus_per_node,
+                "num_nodes": d.num_nodes, "power_cap_fraction": d.power_cap_fraction, "reason": d.reason,
+                "expected_carbon_kg": d.expected_carbon_kg, "carbon_if_now_kg": d.carbon_if_now_kg,
+                "actions": actions.get(d.job_id, []),
+            } for d in report.plan.decisions],
+        }, indent=2))
+        return
+    table = Table(title=f"slurm-green plan ({parts.controller.policy.name}, carbon: {report.carbon_source or 'none'})")
+    for column in ("job", "start", "GPUs/node", "cap", "reason", "actions"):
+        table.add_column(column)
+    for d in report.plan.decisions:
+        table.add_row(str(d.job_id), _when(d.start_at, now), str(d.gpus_per_node or "as asked"),
+                      "-" if d.power_cap_fraction is None else f"{d.power_cap_fraction:.0%}", d.reason,
+                      ", ".join(actions.get(d.job_id, [])) or "none (in force)")
+    console = Console()
+    console.print(table)
+    for note in report.notes:
+        console.print(f"note: {note}")
+
+
+@click.command("report")
+@config_option
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def report(config_path: Path, as_json: bool) -> None:
+    """Per managed job: submit, decided and actual start, cap, and carbon against starting at once."""
+    config = _load(config_path)
+    rows, totals = job_report(config)
+    if as_json:
+        click.echo(json.dumps({"jobs": rows, "totals": totals}, indent=2))
+        return
+    table = Table(title="slurm-green: managed jobs")
+    for column in ("job", "submit", "decided start", "actual start", "cap", "kgCO2 (decided)", "kgCO2 (at once)"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(str(row["job_id"]), _when(row["submit_time"], row["submit_time"] or 0),
+                      _when(row["decided_start"], row["submit_time"] or 0),
+                      _when(row["actual_start"], row["submit_time"] or 0),
+                      "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}",
+                      _kg(row["expected_carbon_kg"]), _kg(row["carbon_if_now_kg"]))
+    console = Console()
+    console.print(table)
+    console.print(f"estimated carbon saved: {totals['saved_kg']:.4f} kg ({totals['saved_fraction']:.1%}) over "
+                  f"{totals['jobs']} jobs")
+
+
+def _kg(value: object) -> str:
+    return "-" if value is None else f"{float(value):.4f}"

@@ -1,0 +1,75 @@
+"""Build a working controller from a validated configuration (the daemon's wiring).
+
+Kept apart from ``tick`` so that tests and the simulator can assemble their own
+parts, while ``slurm-green run``/``plan`` get exactly what the config says.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+
+import pandas as pd
+
+from slurm_green.carbon.feed import CarbonFeed
+from slurm_green.carbon.secrets import CarbonSecrets
+from slurm_green.carbon.spec import parse_sources
+from slurm_green.controller.config import Config
+from slurm_green.controller.store import StateStore
+from slurm_green.controller.tick import Controller
+from slurm_green.core import decision_token
+from slurm_green.core.clock import Clock, SystemClock
+from slurm_green.core.plan import Policy
+from slurm_green.models import default_registry
+from slurm_green.policy.registry import make_policy
+from slurm_green.slurm.factory import make_backend
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Assembly:
+    controller: Controller
+    feed: CarbonFeed
+    clock: Clock
+
+
+def build_feed(config: Config, clock: Clock) -> CarbonFeed:
+    source = parse_sources(config.carbon.sources, CarbonSecrets.load())
+    return CarbonFeed(source, cache_path=config.carbon.cache_dir / "carbon.json",
+                      horizon=pd.Timedelta(hours=config.carbon.horizon_h), clock=clock.now)
+
+
+def build_policy(config: Config) -> Policy:
+    return make_policy(config.policy)
+
+
+def signer(config: Config) -> tuple[object, object] | tuple[None, None]:
+    """Sign and verify functions over the site key; without a key no cap decisions are sent."""
+    path = config.controller.decision_key_file
+    try:
+        key = decision_token.load_key(path)
+    except (OSError, ValueError) as exc:
+        log.warning("no decision key (%s): power-cap decisions will not be sent to the nodes", exc)
+        return None, None
+    return functools.partial(decision_token.sign, key), functools.partial(decision_token.verify, key)
+
+
+def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = True, clock: Clock | None = None) -> Assembly:
+    clock = clock or SystemClock()
+    dry = config.controller.dry_run if dry_run is None else dry_run
+    sign, verify = signer(config)
+    controller = Controller(
+        backend=make_backend(config.slurm, dry_run=dry),
+        policy=build_policy(config),
+        carbon=None,
+        models=default_registry(),
+        store=StateStore(config.controller.state_db) if with_store else None,
+        sign=sign,  # type: ignore[arg-type]
+        verify=verify,  # type: ignore[arg-type]
+        dry_run=dry,
+    )
+    feed = build_feed(config, clock)
+    controller.carbon = feed
+    return Assembly(controller, feed, clock)

@@ -1,0 +1,399 @@
+--[[
+slurm-green job_submit.lua: opt-in, trusted marker and guard for green-scheduled jobs.
+
+At submission it
+  * reads the user's green options from --comment ("green:flex=6h,gpus=2-8,cap=yes,share=no"
+    or "green:off"), accepting and rejecting exactly what
+    slurm_green.core.green_options.parse_user_options does,
+  * writes the normalised marker (format_marker) into AdminComment, which users cannot
+    change, and defers the job to its deadline (begin_time) so that it still starts in
+    time when the controller is down; the controller moves it earlier,
+  * strips any decision token ("sg1.<body>.<mac>") from the user's own comment.
+On update it keeps users from changing what only the controller may set on a managed job
+(StartTime, Comment = the decision channel, TresPerNode).
+
+It never rejects or delays a job through its own failure: every entry point runs under
+pcall, logs with slurm.log_error and lets the job through. Only invalid user input is
+refused, with a slurm.log_user message that says what is allowed.
+
+Written for Lua 5.1 (Debian's job_submit/lua plugin); see docs/enactment.md.
+]]
+
+------------------------------------------------------------------------------------------
+-- Site settings
+------------------------------------------------------------------------------------------
+local SETTINGS = {
+    -- Longest flexibility a user may grant (seconds); flex=999d is refused above this.
+    max_flex_s = 72 * 3600,
+    -- Whether GPU jobs without any "green:" option are managed, and the flexibility
+    -- they are given (0: the controller may pick GPU count and cap but not delay them).
+    manage_unmarked_gpu_jobs = true,
+    default_flex_s = 0,
+    -- The controller's account: only it (and root / SlurmUser) may change a managed
+    -- job's StartTime, Comment and TresPerNode. Resolved to a uid once, at load.
+    controller_user = "sgreen",
+    controller_uid = nil, -- a number here skips the lookup
+    slurm_user = "slurm",
+    passwd_file = "/etc/passwd",
+    -- Set to true when the site enacts decisions as --gpu-freq (TresFreq) instead of
+    -- power caps (gpu enactment = gpu_freq): then TresFreq is guarded as well.
+    guard_tres_freq = false,
+}
+
+------------------------------------------------------------------------------------------
+-- Mirror of slurm_green/core/green_options.py (keep the two in step; the unit tests
+-- compare them on random inputs).
+------------------------------------------------------------------------------------------
+local USER_PREFIX = "green:"
+local MARKER_PREFIX = "sg:"
+local UNIT_S = { [""] = 3600, s = 1, m = 60, h = 3600, d = 86400 }
+local YES = { yes = true, y = true, ["1"] = true, ["true"] = true, on = true }
+local NO = { no = true, n = true, ["0"] = true, ["false"] = true, off = true }
+-- CPython refuses int() of more digits than this (leading zeros count).
+local PY_INT_MAX_DIGITS = 4300
+-- The token regex of decision_token.py: sg1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}
+local TOKEN_PATTERN = "sg1%.[A-Za-z0-9_%-]+%." .. string.rep("[0-9a-f]", 64)
+-- Python's str.split() also splits on these (as UTF-8): U+0085, U+00A0, U+1680,
+-- U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000.
+local UNICODE_SPACES = {
+    "\194\133", "\194\160", "\225\154\128", "\226\128[\128-\138]", "\226\128\168",
+    "\226\128\169", "\226\128\175", "\226\129\159", "\227\128\128",
+}
+local ASCII_WORD = "[^%s\28-\31]+" -- Python's ASCII whitespace includes \x1c-\x1f
+
+local function strip(s)
+    return (s:gsub("^[%s\28-\31]+", ""):gsub("[%s\28-\31]+$", ""))
+end
+
+local function words(text)
+    if text:find("[\128-\255]") then
+        for _, space in ipairs(UNICODE_SPACES) do
+            text = text:gsub(space, " ")
+        end
+    end
+    return text:gmatch(ASCII_WORD)
+end
+
+local function find_user_options(comment)
+    for word in words(comment) do
+        if word:sub(1, #USER_PREFIX):lower() == USER_PREFIX then
+            return word:sub(#USER_PREFIX + 1)
+        end
+    end
+    return nil
+end
+
+-- A parse error: a message for the user, raised with error() as a table so that it is
+-- told apart from a bug in this file.
+local function invalid(message)
+    error({ user_message = message }, 0)
+end
+
+local function parse_duration(text)
+    local value = strip(text):lower()
+    local number, unit = value:match("^(%d+)([smhd]?)$")
+    if not number then
+        number, unit = value:match("^(%d+%.%d+)([smhd]?)$")
+    end
+    if not number then
+        invalid(string.format("flex='%s': expected a non-negative duration such as 30m, 6h or 1d", text))
+    end
+    return tonumber(number) * UNIT_S[unit]
+end
+
+local function parse_bool(key, text)
+    local value = strip(text):lower()
+    if YES[value] then return true end
+    if NO[value] then return false end
+    invalid(string.format("%s='%s': expected yes or no", key, text))
+end
+
+-- Integers of any length, as Python compares them: canonical digit strings.
+local function canonical_int(digits, text)
+    if #digits > PY_INT_MAX_DIGITS then
+        invalid(string.format("gpus='%s': number too long", text))
+    end
+    local trimmed = digits:gsub("^0+", "")
+    return trimmed == "" and "0" or trimmed
+end
+
+local function int_less(a, b)
+    if #a ~= #b then return #a < #b end
+    return a < b
+end
+
+local function parse_gpu_range(text)
+    local value = strip(text)
+    local low, high = value:match("^(%d+)%-(%d+)$")
+    if not low then
+        low = value:match("^(%d+)$")
+        high = low
+    end
+    if not low then
+        invalid(string.format("gpus='%s': expected a count or a range such as 2-8", text))
+    end
+    low, high = canonical_int(low, text), canonical_int(high, text)
+    if low == "0" or int_less(high, low) then
+        invalid(string.format("gpus='%s': expected 1 <= MIN <= MAX", text))
+    end
+    return low, high
+end
+
+local function default_options()
+    return { managed = true, flex_s = 0, accept_cap = true, accept_share = false }
+end
+
+local function parse_user_options(text)
+    text = strip(text)
+    if NO[text:lower()] then
+        local options = default_options()
+        options.managed = false
+        return options
+    end
+    local options = default_options()
+    for part in (text .. ","):gmatch("([^,]*),") do
+        local item = strip(part)
+        if item ~= "" then
+            local eq = item:find("=", 1, true)
+            local key = strip(eq and item:sub(1, eq - 1) or item):lower()
+            local value = eq and item:sub(eq + 1) or ""
+            if not eq and (key == "on" or key == "yes") then
+                -- a bare "on"/"yes" only confirms the opt-in
+            elseif not eq then
+                invalid(string.format("'%s': expected KEY=VALUE with KEY one of flex, gpus, cap, share", item))
+            elseif key == "flex" then
+                local delay = parse_duration(value)
+                if delay > SETTINGS.max_flex_s then
+                    invalid(string.format("flex=%s: this site allows at most %gh", value, SETTINGS.max_flex_s / 3600))
+                end
+                options.flex_s = delay
+            elseif key == "gpus" then
+                options.gpus_min, options.gpus_max = parse_gpu_range(value)
+            elseif key == "cap" then
+                options.accept_cap = parse_bool(key, value)
+            elseif key == "share" then
+                options.accept_share = parse_bool(key, value)
+            else
+                invalid(string.format("unknown key '%s': allowed are flex, gpus, cap, share", key))
+            end
+        end
+    end
+    return options
+end
+
+local function format_marker(options)
+    local fields = {
+        "managed=" .. (options.managed and 1 or 0),
+        string.format("flex=%d", math.floor(options.flex_s)),
+        "cap=" .. (options.accept_cap and 1 or 0),
+        "share=" .. (options.accept_share and 1 or 0),
+    }
+    if options.gpus_min then
+        fields[#fields + 1] = "gmin=" .. options.gpus_min
+        fields[#fields + 1] = "gmax=" .. options.gpus_max
+    end
+    if options.deadline then
+        fields[#fields + 1] = string.format("deadline=%d", math.floor(options.deadline))
+    end
+    return MARKER_PREFIX .. table.concat(fields, ";")
+end
+
+------------------------------------------------------------------------------------------
+-- Jobs
+------------------------------------------------------------------------------------------
+
+-- Does a TRES string ask for at least one GPU? Seen forms: "gres/gpu:2" (23.02+),
+-- "gres:gpu:2" (22.05), "gpu:a100:2", "gres/gpu" (one), "cpu:4,gres/gpu:1" (per task).
+local function asks_for_gpu(tres)
+    if not tres or not tres:find("gpu", 1, true) then return false end
+    for item in tres:gmatch("[^,]+") do
+        local name = strip(item):gsub("^gres[/:]", "")
+        if name == "gpu" then return true end
+        if name:sub(1, 4) == "gpu:" or name:sub(1, 4) == "gpu=" then
+            local count = name:match("[:=](%d+)$")
+            if not count or tonumber(count) > 0 then return true end
+        end
+    end
+    return false
+end
+
+local function is_gpu_job(job_desc)
+    return asks_for_gpu(job_desc.tres_per_node) or asks_for_gpu(job_desc.tres_per_job)
+        or asks_for_gpu(job_desc.tres_per_task) or asks_for_gpu(job_desc.tres_per_socket)
+end
+
+local function strip_tokens(text)
+    return strip((text:gsub(TOKEN_PATTERN, " ")))
+end
+
+local function with_marker(admin_comment, marker)
+    local kept = {}
+    for word in (admin_comment or ""):gmatch("%S+") do
+        if word:sub(1, #MARKER_PREFIX) ~= MARKER_PREFIX then kept[#kept + 1] = word end
+    end
+    kept[#kept + 1] = marker
+    return table.concat(kept, " ")
+end
+
+local function marker_says_managed(admin_comment)
+    if not admin_comment then return false end
+    for word in admin_comment:gmatch("%S+") do
+        if word:sub(1, #MARKER_PREFIX) == MARKER_PREFIX then
+            -- as parse_marker: managed unless the field says otherwise than "1"
+            local managed = (word .. ";"):match("[:;]managed=([^;]*);")
+            return managed == nil or managed == "1"
+        end
+    end
+    return false
+end
+
+local ALLOWED_HINT = 'allowed: --comment "green:flex=6h,gpus=2-8,cap=yes,share=no" (flex up to %gh; '
+    .. 'units s, m, h, d; gpus a count or MIN-MAX; cap and share yes or no) or --comment "green:off"'
+
+local function on_submit(job_desc)
+    local comment = job_desc.comment
+    local options
+    if comment then
+        if comment:find(TOKEN_PATTERN) then
+            comment = strip_tokens(comment)
+            job_desc.comment = comment
+            slurm.log_info("%s", "slurm-green: removed a decision token from a submitted comment")
+        end
+        local text = find_user_options(comment)
+        if text then
+            local ok, result = pcall(parse_user_options, text)
+            if not ok then
+                if type(result) == "table" and result.user_message then
+                    slurm.log_user("%s", "slurm-green: " .. result.user_message .. "; "
+                        .. string.format(ALLOWED_HINT, SETTINGS.max_flex_s / 3600))
+                    return slurm.ERROR
+                end
+                error(result, 0)
+            end
+            options = result
+        end
+    end
+    if not options then
+        if not (SETTINGS.manage_unmarked_gpu_jobs and is_gpu_job(job_desc) and job_desc.script) then
+            return slurm.SUCCESS
+        end
+        options = default_options()
+        options.flex_s = SETTINGS.default_flex_s
+    end
+    if options.managed then
+        local now = os.time()
+        local begin = tonumber(job_desc.begin_time) or 0
+        -- A user's own --begin stays the earliest start; flex counts from there.
+        local base = (begin > now and begin < 4294967294) and begin or now
+        options.deadline = base + options.flex_s
+        if math.floor(options.deadline) > base then
+            job_desc.begin_time = math.floor(options.deadline)
+        end
+    end
+    job_desc.admin_comment = with_marker(job_desc.admin_comment, format_marker(options))
+    return slurm.SUCCESS
+end
+
+local PRIVILEGED_UIDS = {}
+
+local function on_modify(job_desc, job_rec, modify_uid)
+    if PRIVILEGED_UIDS[tonumber(modify_uid)] then return slurm.SUCCESS end
+    if not marker_says_managed(job_rec.admin_comment) then
+        local comment = job_desc.comment
+        if comment and comment:find(TOKEN_PATTERN) then
+            job_desc.comment = strip_tokens(comment)
+        end
+        return slurm.SUCCESS
+    end
+    local begin = tonumber(job_desc.begin_time) or 0
+    local refused = {}
+    if begin ~= 0 then refused[#refused + 1] = "StartTime" end
+    if job_desc.comment ~= nil then refused[#refused + 1] = "Comment" end
+    if job_desc.tres_per_node ~= nil then refused[#refused + 1] = "TresPerNode" end
+    if SETTINGS.guard_tres_freq and job_desc.tres_freq ~= nil then refused[#refused + 1] = "TresFreq" end
+    if #refused == 0 then return slurm.SUCCESS end
+    slurm.log_user("%s", string.format(
+        "slurm-green: job %s is green-scheduled; only the slurm-green controller may change its %s. "
+            .. "To run it without green scheduling, cancel it and resubmit with --comment green:off.",
+        tostring(job_rec.job_id), table.concat(refused, ", ")))
+    return slurm.ERROR
+end
+
+------------------------------------------------------------------------------------------
+-- Privileged uids: root, SlurmUser and the controller, resolved once at load.
+------------------------------------------------------------------------------------------
+local function uid_of(name)
+    local passwd = io.open(SETTINGS.passwd_file, "r")
+    if passwd then
+        for line in passwd:lines() do
+            local user, uid = line:match("^([^:]*):[^:]*:(%d+):")
+            if user == name then
+                passwd:close()
+                return tonumber(uid)
+            end
+        end
+        passwd:close()
+    end
+    -- Directory services (LDAP, SSSD): ask once, at load only.
+    if name:match("^[%w._-]+$") then
+        local pipe = io.popen("id -u -- '" .. name .. "' 2>/dev/null")
+        if pipe then
+            local uid = tonumber(pipe:read("*l") or "")
+            pipe:close()
+            return uid
+        end
+    end
+    return nil
+end
+
+local function resolve_privileged_uids()
+    local uids = { [0] = true }
+    local slurm_uid = uid_of(SETTINGS.slurm_user)
+    if slurm_uid then uids[slurm_uid] = true end
+    local controller_uid = SETTINGS.controller_uid or uid_of(SETTINGS.controller_user)
+    if controller_uid then
+        uids[controller_uid] = true
+    else
+        slurm.log_error("%s", "slurm-green: controller user '" .. SETTINGS.controller_user
+            .. "' not found: only root and SlurmUser may change managed jobs")
+    end
+    PRIVILEGED_UIDS = uids
+    return uids
+end
+
+------------------------------------------------------------------------------------------
+-- Entry points
+------------------------------------------------------------------------------------------
+local function fail_open(where, err)
+    pcall(slurm.log_error, "%s", "slurm-green: job_submit.lua " .. where .. " failed, job let through: "
+        .. tostring(type(err) == "table" and err.user_message or err))
+    return slurm.SUCCESS
+end
+
+function slurm_job_submit(job_desc, part_list, submit_uid)
+    local ok, rc = pcall(on_submit, job_desc)
+    if ok then return rc end
+    return fail_open("submit", rc)
+end
+
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)
+    local ok, rc = pcall(on_modify, job_desc, job_rec, modify_uid)
+    if ok then return rc end
+    return fail_open("modify", rc)
+end
+
+-- For tests and for an administrator's `lua` session; slurmctld ignores it.
+slurm_green = {
+    settings = SETTINGS,
+    parse_user_options = parse_user_options,
+    find_user_options = find_user_options,
+    format_marker = format_marker,
+    strip_tokens = strip_tokens,
+    asks_for_gpu = asks_for_gpu,
+    resolve_privileged_uids = resolve_privileged_uids,
+}
+
+local ok, err = pcall(resolve_privileged_uids)
+if not ok then pcall(slurm.log_error, "%s", "slurm-green: uid lookup failed: " .. tostring(err)) end
+
+return slurm.SUCCESS

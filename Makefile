@@ -31,7 +31,7 @@ cluster-down:
 	./docker/cluster down
 
 demo: venv
-	./docker/demo.sh
+	./docker/demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache

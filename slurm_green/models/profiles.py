@@ -1,0 +1,158 @@
+"""Readers for the measured profiles in ``perf_energy/`` (see PROVENANCE.md, section C).
+
+Each reader returns plain rows in the units the fits use, so the fitting code never
+touches file formats and the hot path never touches pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import pandas as pd
+
+# Maximum board power limit of each GPU in the Zeus sweeps: the cap fraction is power_limit / this.
+ZEUS_MAX_LIMIT_W = {"v100": 250.0, "a40": 300.0, "p100": 250.0}
+POLLUX_APPS = ("cifar10", "imagenet", "deepspeech2", "ncf", "bert", "yolov3")
+GAVEL_GPUS = ("v100", "p100", "k80")
+
+
+@dataclass(frozen=True, slots=True)
+class ScalingRow:
+    """One measured multi-GPU point: ``throughput`` in the job's units/s with ``gpus`` over ``nodes``."""
+
+    gpus: int
+    nodes: int
+    throughput: float
+
+
+@dataclass(frozen=True, slots=True)
+class CapRow:
+    """One Zeus point: cap fraction, seconds per epoch and average board power (W)."""
+
+    cap_fraction: float
+    time_s: float
+    power_w: float
+
+
+_GAVEL_KEY = re.compile(r"^\('(.*)', (\d+)\)$")
+
+
+def _gavel_key(key: str) -> tuple[str, int]:
+    """Gavel keys are Python tuple reprs, ``"('ResNet-50 (batch size 64)', 1)"``."""
+    match = _GAVEL_KEY.match(key)
+    if match is None:
+        raise ValueError(f"unexpected Gavel key {key!r}")
+    return match.group(1), int(match.group(2))
+
+
+@lru_cache(maxsize=4)
+def gavel(perf: Path) -> dict[str, dict[tuple[str, int], dict[object, object]]]:
+    """``{worker_type: {(job_type, scale_factor): {"null": tput, (other, 1): [self, other]}}}``."""
+    raw = json.loads((perf / "gavel" / "simulation_throughputs.json").read_text())
+    return {
+        worker: {
+            _gavel_key(key): {("null" if k == "null" else _gavel_key(k)): v for k, v in inner.items()}
+            for key, inner in entries.items()
+        }
+        for worker, entries in raw.items()
+    }
+
+
+def gavel_job_types(perf: Path) -> list[str]:
+    return sorted({job for job, _ in gavel(perf)["v100"]})
+
+
+def gavel_scaling_rows(perf: Path, gpu: str, job_type: str) -> list[ScalingRow]:
+    """Consolidated rows are on one server; ``*_unconsolidated`` put each GPU on its own server."""
+    rows = []
+    for worker, spread in ((gpu, False), (f"{gpu}_unconsolidated", True)):
+        for (job, scale), inner in gavel(perf).get(worker, {}).items():
+            tput = float(inner.get("null", 0.0))  # type: ignore[arg-type]
+            if job == job_type and tput > 0 and not (spread and scale == 1):
+                rows.append(ScalingRow(scale, scale if spread else 1, tput))
+    return sorted(rows, key=lambda r: (r.nodes > 1, r.gpus))
+
+
+def gavel_pairs(perf: Path, gpu: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """Single-GPU co-location: ``(a, b) -> (tput_a_when_shared, tput_b_when_shared)``, steps/s."""
+    pairs = {}
+    for (job, scale), inner in gavel(perf)[gpu].items():
+        if scale != 1:
+            continue
+        for other, value in inner.items():
+            if other != "null":
+                pairs[(job, other[0])] = (float(value[0]), float(value[1]))  # type: ignore[index]
+    return pairs
+
+
+def pollux_placements(perf: Path, app: str) -> pd.DataFrame:
+    """Rows with ``gpus``, ``nodes``, ``local_bsz``, ``step_time`` from both Pollux files."""
+    base = perf / "pollux" / app
+    placed = pd.read_csv(base / "placements.csv", dtype={"placement": str})
+    placed["gpus"] = placed["placement"].map(lambda p: sum(int(c) for c in p))
+    placed["nodes"] = placed["placement"].str.len()
+    placed["source"] = "placements"
+    scal = pd.read_csv(base / "scalability.csv").rename(columns={"num_replicas": "gpus", "num_nodes": "nodes"})
+    scal["source"] = "scalability"
+    cols = ["gpus", "nodes", "local_bsz", "step_time", "source"]
+    return pd.concat([placed[cols], scal[cols]], ignore_index=True)
+
+
+def pollux_local_bsz(frame: pd.DataFrame) -> int:
+    """The per-GPU batch the model is fitted at: the median of those measured in both files."""
+    both = sorted(set(frame.loc[frame.source == "placements", "local_bsz"])
+                  & set(frame.loc[frame.source == "scalability", "local_bsz"]))
+    return int(both[len(both) // 2])
+
+
+def pollux_scaling_rows(perf: Path, app: str, source: str) -> list[ScalingRow]:
+    """Samples/s at the app's fitted local batch; ``source`` is "placements" or "scalability"."""
+    frame = pollux_placements(perf, app)
+    bsz = pollux_local_bsz(frame)
+    sel = frame[(frame.local_bsz == bsz) & (frame.source == source)]
+    grouped = sel.groupby(["gpus", "nodes"], as_index=False)["step_time"].median()
+    return [ScalingRow(int(r.gpus), int(r.nodes), float(r.gpus * bsz / r.step_time)) for r in grouped.itertuples()]
+
+
+def zeus_summary(perf: Path, gpu: str) -> dict[tuple[str, int], list[CapRow]]:
+    """``(network, batch_size) -> rows by cap``, averaged over datasets and optimizers."""
+    frame = pd.read_csv(perf / "zeus" / f"summary_power_{gpu}.csv")
+    mean = frame.groupby(["network", "batch_size", "power_limit"], as_index=False)[
+        ["time_per_epoch", "average_power"]].mean()
+    out: dict[tuple[str, int], list[CapRow]] = {}
+    for (net, bs), group in mean.groupby(["network", "batch_size"]):
+        out[(str(net), int(bs))] = [
+            CapRow(r.power_limit / ZEUS_MAX_LIMIT_W[gpu], float(r.time_per_epoch), float(r.average_power))
+            for r in group.sort_values("power_limit").itertuples()
+        ]
+    return out
+
+
+def zeus_profiles(perf: Path) -> dict[tuple[str, str, int], list[CapRow]]:
+    """``(gpu, network, n_gpus) -> per-cap windows``: seconds per window and mean power per GPU."""
+    out: dict[tuple[str, str, int], list[CapRow]] = {}
+    for path in sorted((perf / "zeus" / "profile_data").glob("*.csv")):
+        gpu, net, ids = path.stem.split("+")
+        frame = pd.read_csv(path)
+        energy_cols = [c for c in frame.columns if c.endswith("_energy")]
+        rows = []
+        for r in frame.itertuples():
+            limit = float(str(r.window_name).rsplit("_", 1)[1])
+            per_gpu_w = sum(getattr(r, c) for c in energy_cols) / len(energy_cols) / r.elapsed_time
+            rows.append(CapRow(limit / ZEUS_MAX_LIMIT_W[gpu.lower()], float(r.elapsed_time), per_gpu_w))
+        out[(gpu.lower(), net, len(energy_cols))] = sorted(rows, key=lambda c: c.cap_fraction)
+    return out
+
+
+def perseus(perf: Path) -> dict[str, pd.DataFrame]:
+    """Per GPU: SM clock (MHz) -> time (s) and energy (J) of one micro-batch through all stages."""
+    out = {}
+    for path in sorted((perf / "perseus").glob("stage_profile_*.csv")):
+        gpu = path.stem.split("+")[1].removesuffix("_bf16")
+        frame = pd.read_csv(path)
+        out[gpu] = frame.groupby("frequency", as_index=False)[["time", "energy"]].sum()
+    return out

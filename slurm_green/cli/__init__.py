@@ -16,9 +16,10 @@ def main() -> None:
 def _register() -> None:
     """Attach each area's commands (imported here to keep ``slurm-green --help`` one place)."""
     from slurm_green.cli.install import install
+    from slurm_green.cli.models import models
     from slurm_green.cli.sbatch import sbatch
 
-    for command in (install, sbatch):
+    for command in (install, sbatch, models):
         main.add_command(command)
 
 

@@ -5,8 +5,8 @@ one, while its level wanders with the weather for hours to days. The forecast
 is therefore a *seasonal profile* (a recency-weighted mean of the same time of
 day over the last days, blended with the same time last week) plus the
 *current anomaly* (latest value minus the profile now), which decays from the
-latest value toward the profile over the horizon, and keeps a floor share
-because level shifts often outlast a day.
+latest value toward the profile over the horizon (half-life 24 h: level
+shifts often outlast a day).
 
 Only data up to the forecast origin is used. The numeric core
 (:meth:`SeasonalForecaster.predict`) works on plain arrays so the benchmark
@@ -35,8 +35,8 @@ class SeasonalForecaster:
     days: int = 14  #: days of history in the daily profile
     day_weight_ratio: float = 0.5  #: weight of a day relative to the next more recent one
     weekly_weight: float = 0.2  #: share of "same time last week" in the profile
-    half_life_hours: float = 12.0  #: half-life of the current anomaly
-    anomaly_floor: float = 0.4  #: share of the anomaly that never decays within the horizon
+    half_life_hours: float = 24.0  #: half-life of the current anomaly
+    anomaly_floor: float = 0.0  #: share of the anomaly that never decays (tuning chose none)
     max_lag: pd.Timedelta = pd.Timedelta(hours=6)  #: oldest acceptable last data point
 
     def predict(self, past: np.ndarray, steps_per_day: int, horizon_steps: int) -> np.ndarray:

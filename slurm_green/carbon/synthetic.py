@@ -28,7 +28,7 @@ def synthetic_intensity(index: pd.DatetimeIndex) -> np.ndarray:
     hour = index.hour + index.minute / 60.0
     dip = SOLAR_DIP * np.exp(-0.5 * ((hour - SOLAR_NOON_UTC) / SOLAR_WIDTH) ** 2)
     peak = EVENING_PEAK * np.exp(-0.5 * ((hour - 19.0) / 1.5) ** 2)
-    weekend = np.where(index.dayofweek >= 5, WEEKEND_DISCOUNT, 0.0)
+    weekend = np.where(index.day_of_week >= 5, WEEKEND_DISCOUNT, 0.0)
     return np.asarray(BASE - dip + peak - weekend, dtype=np.float64)
 
 

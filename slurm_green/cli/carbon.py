@@ -121,7 +121,9 @@ def _plot(series: pd.Series, windows: list, label: str, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(10, 4), dpi=100)
-    ax.step(series.index, series.to_numpy(), where="post", color="black", linewidth=1.5)
+    step = series.index[-1] - series.index[-2] if len(series) > 1 else pd.Timedelta(hours=1)
+    extended = pd.concat([series, pd.Series([series.iloc[-1]], index=[series.index[-1] + step])])
+    ax.step(extended.index, extended.to_numpy(), where="post", color="black", linewidth=1.5)
     for i, (start, end) in enumerate(windows):
         ax.axvspan(start, end, color="tab:green", alpha=0.25, label="low-carbon window" if i == 0 else None)
     ax.set_title(f"Carbon intensity forecast: {label}")

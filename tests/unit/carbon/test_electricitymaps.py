@@ -1,0 +1,121 @@
+"""Electricity Maps v3 client against a local server answering in the documented format."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import pytest
+from pydantic import SecretStr
+
+from slurm_green.carbon.electricitymaps import ElectricityMapsSource
+from slurm_green.carbon.errors import AuthError, MalformedResponseError, SourceError, StaleDataError
+from slurm_green.carbon.http import HttpClient
+
+TOKEN = "em-secret-token-123"
+NOW = pd.Timestamp("2024-05-01 10:20", tz="UTC")
+
+
+def iso(ts: pd.Timestamp) -> str:
+    return ts.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def latest_body(value: float = 250.0, when: pd.Timestamp = NOW.floor("h")) -> dict:
+    return {
+        "zone": "DE",
+        "carbonIntensity": value,
+        "datetime": iso(when),
+        "updatedAt": iso(when),
+        "emissionFactorType": "direct",
+        "isEstimated": False,
+    }
+
+
+def forecast_body(start: pd.Timestamp, values: list[float]) -> dict:
+    points = [{"carbonIntensity": v, "datetime": iso(start + pd.Timedelta(hours=i))} for i, v in enumerate(values)]
+    return {"zone": "DE", "forecast": points, "updatedAt": iso(NOW)}
+
+
+def history_body(end: pd.Timestamp, values: list[float]) -> dict:
+    start = end - pd.Timedelta(hours=len(values) - 1)
+    points = [
+        {"zone": "DE", "carbonIntensity": v, "datetime": iso(start + pd.Timedelta(hours=i)), "isEstimated": False}
+        for i, v in enumerate(values)
+    ]
+    return {"zone": "DE", "history": points}
+
+
+@pytest.fixture
+def source(httpserver) -> ElectricityMapsSource:
+    http = HttpClient(httpserver.url_for("/v3"), label="electricitymaps:DE", retries=1, sleep=lambda s: None)
+    return ElectricityMapsSource("DE", SecretStr(TOKEN), http=http)
+
+
+def expect(httpserver, path: str):
+    return httpserver.expect_request(
+        f"/v3/carbon-intensity/{path}",
+        headers={"auth-token": TOKEN},
+        query_string={"zone": "DE", "emissionFactorType": "direct"},
+    )
+
+
+def test_latest_reads_value_and_time(httpserver, source):
+    expect(httpserver, "latest").respond_with_json(latest_body(312.0))
+    reading = source.latest(NOW)
+    assert reading.value == 312.0 and reading.time == NOW.floor("h") and reading.source == "electricitymaps:DE"
+
+
+def test_forecast_starts_with_the_latest_value(httpserver, source):
+    expect(httpserver, "latest").respond_with_json(latest_body(300.0))
+    expect(httpserver, "forecast").respond_with_json(forecast_body(NOW.floor("h") + pd.Timedelta(hours=1), [280, 260, 240]))
+    series = source.forecast(pd.Timedelta(hours=3), now=NOW)
+    assert list(series) == [300, 280, 260, 240]
+    assert series.index[0] == NOW.floor("h") and str(series.index.tz) == "UTC"
+
+
+def test_forecast_not_in_plan_falls_back_to_the_model_on_history(httpserver, source, caplog):
+    expect(httpserver, "latest").respond_with_json(latest_body(200.0))
+    expect(httpserver, "forecast").respond_with_data("Forbidden", status=403)
+    expect(httpserver, "history").respond_with_json(history_body(NOW.floor("h"), [200.0] * 24))
+    with caplog.at_level(logging.WARNING):
+        series = source.forecast(pd.Timedelta(hours=6), now=NOW)
+    assert len(series) >= 6 and (series == 200.0).all()  # flat history: the model predicts flat
+    assert "built-in forecaster" in caplog.text
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_refused_token_is_an_auth_error_without_the_token(httpserver, source, caplog, status):
+    expect(httpserver, "latest").respond_with_data("unauthorized", status=status)
+    with caplog.at_level(logging.DEBUG), pytest.raises(AuthError) as info:
+        source.latest(NOW)
+    assert TOKEN not in str(info.value) and TOKEN not in caplog.text and TOKEN not in repr(source)
+
+
+def test_429_then_success(httpserver, source):
+    httpserver.expect_ordered_request("/v3/carbon-intensity/latest").respond_with_data("", status=429, headers={"Retry-After": "0"})
+    httpserver.expect_ordered_request("/v3/carbon-intensity/latest").respond_with_json(latest_body(99.0))
+    assert source.latest(NOW).value == 99.0
+
+
+def test_500_is_a_source_error(httpserver, source):
+    expect(httpserver, "latest").respond_with_data("oops", status=500)
+    with pytest.raises(SourceError, match="500"):
+        source.latest(NOW)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [{"zone": "DE"}, {"zone": "DE", "forecast": "soon"}, {"zone": "DE", "forecast": [{"datetime": "x", "carbonIntensity": 1}]},
+     {"zone": "DE", "forecast": [{"datetime": "2024-05-01T11:00:00Z", "carbonIntensity": "high"}]}],
+)
+def test_malformed_forecast_is_a_typed_error(httpserver, source, body):
+    expect(httpserver, "latest").respond_with_json(latest_body())
+    expect(httpserver, "forecast").respond_with_json(body)
+    with pytest.raises(MalformedResponseError):
+        source.forecast(pd.Timedelta(hours=3), now=NOW)
+
+
+def test_stale_latest_is_rejected(httpserver, source):
+    expect(httpserver, "latest").respond_with_json(latest_body(when=NOW - pd.Timedelta(hours=8)))
+    with pytest.raises(StaleDataError):
+        source.latest(NOW)

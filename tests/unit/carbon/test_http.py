@@ -1,0 +1,103 @@
+"""The shared HTTP client against a real local server: retries, backoff, 429, timeouts, bad bodies."""
+
+from __future__ import annotations
+
+import email.utils
+import time
+
+import pytest
+from werkzeug import Response
+
+from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
+from slurm_green.carbon.http import HttpClient
+
+
+@pytest.fixture
+def sleeps() -> list[float]:
+    return []
+
+
+@pytest.fixture
+def client(httpserver, sleeps) -> HttpClient:
+    return HttpClient(httpserver.url_for(""), label="test", timeout=0.5, retries=2, backoff=0.1, sleep=sleeps.append)
+
+
+def test_ok_json(httpserver, client):
+    httpserver.expect_request("/x", query_string="a=1").respond_with_json({"ok": True})
+    assert client.get_json("/x", params={"a": 1}) == {"ok": True}
+
+
+def test_429_waits_for_retry_after_then_succeeds(httpserver, client, sleeps):
+    httpserver.expect_ordered_request("/x").respond_with_data("slow down", status=429, headers={"Retry-After": "7"})
+    httpserver.expect_ordered_request("/x").respond_with_json({"n": 1})
+    assert client.get_json("/x") == {"n": 1}
+    assert sleeps == [7.0]
+
+
+def test_429_with_http_date_retry_after(httpserver, client, sleeps):
+    when = email.utils.formatdate(time.time() + 5, usegmt=True)
+    httpserver.expect_ordered_request("/x").respond_with_data("", status=429, headers={"Retry-After": when})
+    httpserver.expect_ordered_request("/x").respond_with_json({})
+    client.get_json("/x")
+    assert 3.0 <= sleeps[0] <= 6.0
+
+
+def test_429_with_a_long_retry_after_fails_fast(httpserver, client, sleeps):
+    httpserver.expect_request("/x").respond_with_data("", status=429, headers={"Retry-After": "3600"})
+    with pytest.raises(RateLimitedError, match="429"):
+        client.get_json("/x")
+    assert sleeps == []
+
+
+def test_429_forever_gives_up_after_the_retries(httpserver, client, sleeps):
+    httpserver.expect_request("/x").respond_with_data("", status=429)
+    with pytest.raises(RateLimitedError):
+        client.get_json("/x")
+    assert sleeps == [0.1, 0.2]  # exponential backoff when no Retry-After
+
+
+def test_500_is_retried_with_exponential_backoff(httpserver, client, sleeps):
+    httpserver.expect_ordered_request("/x").respond_with_data("boom", status=500)
+    httpserver.expect_ordered_request("/x").respond_with_data("boom", status=503)
+    httpserver.expect_ordered_request("/x").respond_with_json({"finally": 1})
+    assert client.get_json("/x") == {"finally": 1}
+    assert sleeps == [0.1, 0.2]
+
+
+def test_500_forever_is_a_source_error(httpserver, client):
+    httpserver.expect_request("/x").respond_with_data("boom", status=500)
+    with pytest.raises(SourceError, match="HTTP 500 after 3 attempts"):
+        client.get_json("/x")
+    assert len(httpserver.log) == 3
+
+
+@pytest.mark.parametrize("status", [401, 403])
+def test_auth_failures_are_not_retried(httpserver, client, status):
+    httpserver.expect_request("/x").respond_with_data("nope", status=status)
+    with pytest.raises(AuthError, match=str(status)):
+        client.get_json("/x")
+    assert len(httpserver.log) == 1
+
+
+def test_timeout_is_retried_then_reported(httpserver, sleeps):
+    def slow(request):
+        time.sleep(0.6)
+        return Response("{}", content_type="application/json")
+
+    httpserver.expect_request("/slow").respond_with_handler(slow)
+    client = HttpClient(httpserver.url_for(""), label="test", timeout=0.2, retries=1, sleep=sleeps.append)
+    with pytest.raises(SourceError, match="timed out after 2 attempts"):
+        client.get_json("/slow")
+    assert sleeps == [0.5]
+
+
+def test_malformed_body_is_a_typed_error(httpserver, client):
+    httpserver.expect_request("/x").respond_with_data("<html>oops</html>", status=200)
+    with pytest.raises(MalformedResponseError, match="not JSON"):
+        client.get_json("/x")
+
+
+def test_connection_refused_is_a_source_error(sleeps):
+    client = HttpClient("http://127.0.0.1:9", label="nowhere", timeout=0.5, retries=1, sleep=sleeps.append)
+    with pytest.raises(SourceError, match="connection failed"):
+        client.get_json("/x")

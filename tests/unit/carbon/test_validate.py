@@ -1,0 +1,179 @@
+"""Validation and repair: properties over random series, and each named failure."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurm_green.carbon.errors import (
+    DuplicateTimestampError,
+    GapError,
+    StaleDataError,
+    TimezoneError,
+    UnitError,
+    ValueRangeError,
+)
+from slurm_green.carbon.validate import check_value, validate_series
+
+T0 = pd.Timestamp("2023-05-01", tz="UTC")
+MAX_GAP = pd.Timedelta(hours=3)
+HOUR = pd.Timedelta(hours=1)
+
+
+@st.composite
+def damaged_series(draw):
+    """A plausible hourly series with dropped points, NaNs, exact duplicates and small negatives."""
+    n = draw(st.integers(2, 80))
+    values = draw(st.lists(st.floats(0, 900, allow_nan=False), min_size=n, max_size=n))
+    index = pd.date_range(T0, periods=n, freq="h")
+    series = pd.Series(values, index=index)
+    keep = draw(st.lists(st.booleans(), min_size=n, max_size=n))
+    keep[0] = keep[-1] = True
+    series = series[keep]
+    nan_at = draw(st.lists(st.integers(1, max(1, len(series) - 2)), max_size=5))
+    series.iloc[[i for i in nan_at if 0 < i < len(series) - 1]] = np.nan
+    dup_at = draw(st.lists(st.integers(0, len(series) - 1), max_size=4))
+    series = pd.concat([series, series.iloc[dup_at]]).sample(frac=1.0, random_state=draw(st.integers(0, 99)))
+    return series, index
+
+
+def long_gap_mask(raw: pd.Series, index: pd.DatetimeIndex) -> pd.Series:
+    """Oracle: True where a point lies in a run of missing points spanning more than MAX_GAP."""
+    known = raw.dropna().groupby(level=0).first().reindex(index).notna()
+    mask = pd.Series(False, index=index)
+    run = []
+    for t, ok in known.items():
+        if ok:
+            if run and (len(run) + 1) * pd.Timedelta(hours=1) > MAX_GAP:
+                mask[run] = True
+            run = []
+        else:
+            run.append(t)
+    return mask
+
+
+@settings(max_examples=150, deadline=None)
+@given(damaged_series())
+def test_repaired_series_is_regular_utc_nonnegative_and_never_invents_over_long_gaps(case):
+    raw, index = case
+    out = validate_series(raw, resolution=HOUR, max_gap=MAX_GAP, keep_long_gaps=True)
+    assert str(out.index.tz) == "UTC"
+    assert out.index.is_monotonic_increasing and out.index.is_unique
+    assert (out.index[1:] - out.index[:-1] == pd.Timedelta(hours=1)).all()
+    assert (out.dropna() >= 0).all()
+    long_gap = long_gap_mask(raw, out.index)
+    assert out[long_gap].isna().all()  # nothing invented over a long gap
+    assert out[~long_gap].notna().all()  # short gaps are filled
+    original = raw.dropna().groupby(level=0).first()
+    common = original.index.intersection(out.index)
+    np.testing.assert_allclose(out[common], original[common])  # known values untouched
+
+
+@settings(max_examples=60, deadline=None)
+@given(damaged_series())
+def test_without_keep_long_gaps_a_long_gap_is_an_error_not_a_guess(case):
+    raw, index = case
+    has_long = long_gap_mask(raw, pd.date_range(index[0], index[-1], freq="h")).any()
+    if has_long:
+        with pytest.raises(GapError):
+            validate_series(raw, resolution=HOUR, max_gap=MAX_GAP)
+    else:
+        assert validate_series(raw, resolution=HOUR, max_gap=MAX_GAP).notna().all()
+
+
+def test_naive_stamps_need_a_stated_timezone():
+    raw = pd.Series([100.0, 110.0], index=pd.date_range("2023-01-01", periods=2, freq="h"))
+    with pytest.raises(TimezoneError, match="no timezone"):
+        validate_series(raw)
+
+
+def test_naive_local_stamps_across_dst_are_converted(caplog):
+    # Berlin local time across the October 2023 fall-back: 02:00 occurs twice.
+    local = ["2023-10-29 00:00", "2023-10-29 01:00", "2023-10-29 02:00", "2023-10-29 02:00", "2023-10-29 03:00"]
+    raw = pd.Series([10.0, 20.0, 30.0, 40.0, 50.0], index=pd.to_datetime(local))
+    with caplog.at_level(logging.WARNING):
+        out = validate_series(raw, tz="Europe/Berlin")
+    assert list(out.index) == list(pd.date_range("2023-10-28 22:00", periods=5, freq="h", tz="UTC"))
+    assert list(out) == [10.0, 20.0, 30.0, 40.0, 50.0]
+    assert "localised as Europe/Berlin" in caplog.text
+
+
+def test_nonexistent_local_time_is_a_timezone_error():
+    raw = pd.Series([1.0, 2.0, 3.0], index=pd.to_datetime(["2023-03-26 01:00", "2023-03-26 02:00", "2023-03-26 03:00"]))
+    with pytest.raises(TimezoneError):
+        validate_series(raw, tz="Europe/Berlin")
+
+
+def test_local_time_mislabelled_as_utc_shows_as_conflicting_duplicates():
+    stamps = pd.to_datetime(["2023-10-29 00:00", "2023-10-29 01:00", "2023-10-29 01:00", "2023-10-29 02:00"], utc=True)
+    with pytest.raises(DuplicateTimestampError, match="2023-10-29 01:00"):
+        validate_series(pd.Series([100.0, 200.0, 400.0, 300.0], index=stamps))
+
+
+def test_exact_duplicates_collapse_with_a_warning(caplog):
+    stamps = pd.to_datetime(["2023-01-01 00:00", "2023-01-01 01:00", "2023-01-01 01:00"], utc=True)
+    with caplog.at_level(logging.WARNING):
+        out = validate_series(pd.Series([100.0, 200.0, 200.0], index=stamps))
+    assert list(out) == [100.0, 200.0]
+    assert "duplicate" in caplog.text
+
+
+def test_off_grid_stamps_are_rejected():
+    stamps = pd.to_datetime(["2023-01-01 00:00", "2023-01-01 01:00", "2023-01-01 02:30", "2023-01-01 03:00"], utc=True)
+    with pytest.raises(TimezoneError, match="off the"):
+        validate_series(pd.Series([1.0, 2.0, 3.0, 4.0], index=stamps), resolution=pd.Timedelta(hours=1))
+
+
+def hourly(values) -> pd.Series:
+    return pd.Series(np.asarray(values, dtype=float), index=pd.date_range(T0, periods=len(values), freq="h"))
+
+
+def test_lbs_per_mwh_magnitudes_are_a_unit_error():
+    with pytest.raises(UnitError, match="lbs/MWh"):
+        validate_series(hourly(np.linspace(1700, 2100, 48)))
+
+
+def test_kg_per_kwh_magnitudes_are_a_unit_error_unless_waived():
+    kg = hourly(np.linspace(0.2, 0.45, 48))
+    with pytest.raises(UnitError, match="kg/kWh"):
+        validate_series(kg)
+    assert validate_series(kg, check_units=False).iloc[0] == pytest.approx(0.2)
+
+
+def test_a_clean_grid_in_grams_is_not_mistaken_for_kg():
+    norway_like = hourly(np.linspace(1, 48, 48))
+    assert validate_series(norway_like).iloc[-1] == 48
+
+
+def test_isolated_spike_is_dropped_and_interpolated(caplog):
+    values = [200.0] * 60
+    values[30] = 99999.0
+    with caplog.at_level(logging.WARNING):
+        out = validate_series(hourly(values))
+    assert out.iloc[30] == 200.0
+    assert "out-of-range" in caplog.text
+
+
+def test_many_negative_values_are_an_error_and_tiny_ones_are_clipped():
+    with pytest.raises(ValueRangeError, match="negative"):
+        validate_series(hourly([-50.0] * 10 + [100.0] * 10))
+    assert validate_series(hourly([-0.4] + [100.0] * 60)).iloc[0] == 0.0
+
+
+def test_stale_data_is_rejected():
+    series = hourly([100.0] * 5)
+    with pytest.raises(StaleDataError):
+        validate_series(series, now=T0 + pd.Timedelta(hours=10), max_age=pd.Timedelta(hours=2))
+    validate_series(series, now=T0 + pd.Timedelta(hours=5), max_age=pd.Timedelta(hours=2))
+
+
+def test_check_value_rejects_missing_negative_and_absurd_readings():
+    assert check_value(120.5, label="x") == 120.5
+    for bad in (float("nan"), -20.0, 5000.0):
+        with pytest.raises(ValueRangeError):
+            check_value(bad, label="x")

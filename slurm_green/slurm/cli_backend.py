@@ -1,0 +1,216 @@
+"""The Slurm backend that speaks through Slurm's own commands (``squeue``, ``scontrol``).
+
+A snapshot costs a fixed number of slurmctld RPCs whatever the queue length: one
+``squeue --json`` (REQUEST_JOB_INFO) and one ``scontrol show nodes --json``
+(REQUEST_NODE_INFO + REQUEST_PARTITION_INFO: scontrol loads partitions to fill in
+each node's), so 3. Partitions change rarely, so ``scontrol show partitions
+--oneliner`` (one more RPC) is read only on the first snapshot and then once per
+``partition_ttl_s``. The two reads are not one
+atomic RPC: a job may change between them; the snapshot is as consistent as Slurm's
+own tools are.
+
+Actions are planned by ``commands.plan`` and run through the injected runner; every
+failure becomes an ``ActionResult`` with a typed ``ActionError``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetGpus
+from slurm_green.core.clock import Clock, SystemClock
+from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
+from slurm_green.core.decision_token import replace_token
+from slurm_green.slurm import commands, schema
+from slurm_green.slurm.errors import SlurmError, classify
+from slurm_green.slurm.runner import CommandResult, CommandRunner, CommandTimeout, CommandUnavailable, LocalRunner
+
+log = logging.getLogger(__name__)
+
+SQUEUE = ("squeue", "--json")
+SHOW_NODES = ("scontrol", "show", "nodes", "--json")
+SHOW_PARTITIONS = ("scontrol", "show", "partitions", "--oneliner")
+
+# Errors after which retrying the same job's actions one by one cannot help.
+_WHOLE_JOB_ERRORS = (ActionError.JOB_GONE, ActionError.NOT_PENDING)
+
+
+class CliBackend:
+    """``ClusterBackend`` over Slurm's command-line tools.
+
+    ``dry_run`` records the scontrol commands that ``apply`` would run (``recorded``)
+    and reports them as successful; reads still go to Slurm. ``batch_jobs`` lets jobs
+    receiving identical changes share one scontrol call.
+    """
+
+    def __init__(
+        self,
+        runner: CommandRunner | None = None,
+        *,
+        clock: Clock | None = None,
+        timeout_s: float = 30.0,
+        dry_run: bool = False,
+        batch_jobs: bool = True,
+        partition_ttl_s: float = 300.0,
+    ) -> None:
+        self.runner = runner or LocalRunner()
+        self.clock = clock or SystemClock()
+        self.timeout_s = timeout_s
+        self.dry_run = dry_run
+        self.batch_jobs = batch_jobs
+        self.partition_ttl_s = partition_ttl_s
+        self.recorded: list[tuple[str, ...]] = []
+        self._partitions: tuple[Partition, ...] = ()
+        self._partitions_at: float | None = None
+        self._last: ClusterSnapshot | None = None
+
+    # -- reading -------------------------------------------------------------------
+
+    def _run(self, argv: Sequence[str]) -> CommandResult:
+        try:
+            return self.runner.run(argv, timeout=self.timeout_s, env=commands.SCONTROL_ENV)
+        except CommandTimeout as exc:
+            return CommandResult(tuple(argv), -1, "", str(exc) + " (Socket timed out)")
+        except CommandUnavailable as exc:
+            return CommandResult(tuple(argv), -1, "", str(exc))
+
+    def _read_json(self, argv: Sequence[str]) -> dict[str, Any]:
+        result = self._run(argv)
+        message = (result.stderr or result.stdout).strip()
+        if not result.ok:
+            raise SlurmError(classify(message), f"{' '.join(argv)} failed: {message}")
+        try:
+            document = json.loads(result.stdout)
+        except json.JSONDecodeError as exc:
+            raise SlurmError(ActionError.OTHER, f"{' '.join(argv)} printed no JSON: {exc}") from exc
+        if not isinstance(document, dict):
+            raise SlurmError(ActionError.OTHER, f"{' '.join(argv)} printed JSON that is not an object")
+        problems = schema.errors(document)
+        if problems and not (document.get("jobs") or document.get("nodes") or document.get("partitions")):
+            raise SlurmError(classify(problems[0]), f"{' '.join(argv)}: {'; '.join(problems)}")
+        return document
+
+    def _current_partitions(self, now: float) -> tuple[Partition, ...]:
+        fresh = self._partitions_at is not None and now - self._partitions_at < self.partition_ttl_s
+        if not fresh:
+            result = self._run(SHOW_PARTITIONS)
+            if not result.ok:
+                message = (result.stderr or result.stdout).strip()
+                raise SlurmError(classify(message), f"{' '.join(SHOW_PARTITIONS)} failed: {message}")
+            self._partitions = schema.parse_partitions_text(result.stdout)
+            self._partitions_at = now
+        return self._partitions
+
+    def snapshot(self) -> ClusterSnapshot:
+        """Jobs, nodes and partitions; raises ``SlurmError`` if Slurm cannot be read."""
+        taken_at = self.clock.now()
+        jobs_document = self._read_json(SQUEUE)
+        nodes_document = self._read_json(SHOW_NODES)
+        snapshot = ClusterSnapshot(
+            taken_at=taken_at,
+            slurm_version=schema.slurm_version(jobs_document) or schema.slurm_version(nodes_document),
+            jobs=schema.parse_jobs(jobs_document),
+            nodes=schema.parse_nodes(nodes_document),
+            partitions=self._current_partitions(taken_at),
+        )
+        self._last = snapshot
+        return snapshot
+
+    def _job_info(self, job_id: int) -> Job | None:
+        """The job as last seen, or read now (one RPC) when the last snapshot lacks it."""
+        job = self._last.job(job_id) if self._last else None
+        if job is not None:
+            return job
+        try:
+            jobs = schema.parse_jobs(self._read_json(("scontrol", "show", "job", str(job_id), "--json")))
+        except SlurmError:
+            return None
+        return next((job for job in jobs if job.job_id == job_id), None)
+
+    # -- changing ------------------------------------------------------------------
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        """Carry out actions in order; one result per action. Never raises for Slurm's errors."""
+        results: dict[int, ActionResult] = {}
+        known: dict[int, Job | None] = {}
+        runnable: list[tuple[int, Action]] = []
+        for index, action in enumerate(actions):
+            if isinstance(action, (SetDecision, SetGpus)):
+                # Both rewrite a field from its current value (comment, GPU type).
+                if action.job_id not in known:
+                    known[action.job_id] = self._job_info(action.job_id)
+                if known[action.job_id] is None and isinstance(action, SetDecision):
+                    results[index] = ActionResult(action, ActionError.JOB_GONE, "job not found; comment unknown")
+                    continue
+            runnable.append((index, action))
+        now = self.clock.now()
+        planned = commands.plan(
+            runnable, lambda job_id: known.get(job_id) or self._job_cached(job_id), now, self.batch_jobs
+        )
+        unreachable: str | None = None
+        for command in planned:
+            unreachable = self._execute(command, actions, results, unreachable)
+        self._remember_comments(actions, results)
+        return [results[index] for index in range(len(actions))]
+
+    def _job_cached(self, job_id: int) -> Job | None:
+        return self._last.job(job_id) if self._last else None
+
+    def _execute(
+        self,
+        command: commands.Command,
+        actions: Sequence[Action],
+        results: dict[int, ActionResult],
+        unreachable: str | None,
+    ) -> str | None:
+        """Run one planned command (falling back to finer ones); returns the outage message if any."""
+        if unreachable is not None:
+            for index in command.actions:
+                results[index] = ActionResult(actions[index], ActionError.UNREACHABLE, unreachable)
+            return unreachable
+        if self.dry_run:
+            self.recorded.append(command.argv)
+            for index in command.actions:
+                results[index] = ActionResult(actions[index], None, "dry-run: " + " ".join(command.argv))
+            return None
+        result = self._run(command.argv)
+        if result.ok:
+            for index in command.actions:
+                results[index] = ActionResult(actions[index], None, " ".join(command.argv))
+            return None
+        message = (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
+        error = classify(message)
+        log.info("%s failed (%s): %s", " ".join(command.argv), error.value, message)
+        if error is ActionError.UNREACHABLE:
+            for index in command.actions:
+                results[index] = ActionResult(actions[index], error, message)
+            return message
+        spans_jobs = len(set(command.job_ids)) > 1
+        if command.fallback and (spans_jobs or error not in _WHOLE_JOB_ERRORS):
+            for finer in command.fallback:
+                unreachable = self._execute(finer, actions, results, unreachable)
+            return unreachable
+        for index in command.actions:
+            results[index] = ActionResult(actions[index], error, message)
+        return None
+
+    def _remember_comments(self, actions: Sequence[Action], results: dict[int, ActionResult]) -> None:
+        """Keep comments we wrote, so a second decision before the next snapshot keeps the user's words."""
+        if self._last is None or self.dry_run:
+            return
+        written = {
+            action.job_id: action.token
+            for index, action in enumerate(actions)
+            if isinstance(action, SetDecision) and results[index].ok
+        }
+        if not written:
+            return
+        jobs = tuple(
+            replace(job, comment=replace_token(job.comment, written[job.job_id])) if job.job_id in written else job
+            for job in self._last.jobs
+        )
+        self._last = replace(self._last, jobs=jobs, _job_index={})

@@ -1,0 +1,166 @@
+"""Actions on pending jobs turned into as few ``scontrol`` commands as possible.
+
+Pure: no I/O. The CLI backend runs the commands this module plans, and dry-run mode
+records them. Batching follows what scontrol allows:
+
+- all field changes of one job go into one ``scontrol update JobId=N F1=.. F2=..``;
+- jobs that receive identical fields share one call, ``JobId=1,2,3`` (scontrol
+  accepts a job list and slurmctld applies the update to each job);
+- consecutive holds (releases) share one ``scontrol hold 1,2,3``.
+
+A shared call that fails cannot say which job or field failed, so each planned
+command carries finer fallbacks (per job, then per action) that the executor runs
+only then.
+
+StartTime: ``scontrol`` parses ``YYYY-MM-DDTHH:MM:SS`` in the local time zone *of the
+scontrol process*, which is not necessarily ours (think ``docker exec`` or a
+controller host with another TZ, or a DST switch making a local hour ambiguous). We
+therefore format the instant in UTC and run scontrol with ``TZ=UTC0``
+(``SCONTROL_ENV``): exact to the second, DST-free, whatever the hosts' zones. A time
+not after ``now`` becomes ``now``. (``now+Ns`` would also be zone-free but is
+measured from when scontrol runs, so queueing and latency would shift it.)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from slurm_green.core.actions import Action, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.cluster import Job
+from slurm_green.core.decision_token import replace_token
+
+SCONTROL_ENV = {"TZ": "UTC0"}
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One scontrol invocation and the indices of the actions it carries out."""
+
+    argv: tuple[str, ...]
+    actions: tuple[int, ...]
+    job_ids: tuple[int, ...]
+    fallback: tuple["Command", ...] = field(default=())
+
+
+def format_start_time(start: float, now: float) -> str:
+    """Slurm ``StartTime`` value for POSIX ``start``, to be parsed under ``TZ=UTC0``."""
+    if start <= now:
+        return "now"
+    return datetime.fromtimestamp(math.ceil(start), tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def gres_gpu(count: int, gpu_type: str | None) -> str:
+    """``TresPerNode`` value; a job's GPU type is kept so a change never widens its request."""
+    return f"gres/gpu:{gpu_type}:{count}" if gpu_type else f"gres/gpu:{count}"
+
+
+def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[str, str]:
+    if isinstance(action, SetStartTime):
+        return {"StartTime": format_start_time(action.start, now)}
+    if isinstance(action, SetGpus):
+        fields = {"TresPerNode": gres_gpu(action.gpus_per_node, job.gpu_type if job else None)}
+        if action.num_nodes is not None:
+            fields["NumNodes"] = str(action.num_nodes)
+        return fields
+    if isinstance(action, SetDecision):
+        return {"Comment": replace_token(comment, action.token)}
+    if isinstance(action, SetNice):
+        return {"Nice": str(action.nice)}
+    raise TypeError(f"not an update action: {action!r}")
+
+
+def update_argv(job_ids: Sequence[int], fields: dict[str, str]) -> tuple[str, ...]:
+    ids = ",".join(str(job_id) for job_id in job_ids)
+    return ("scontrol", "update", f"JobId={ids}", *(f"{key}={value}" for key, value in fields.items()))
+
+
+def _plan_updates(
+    indexed: list[tuple[int, Action]], job_info: Callable[[int], Job | None], now: float, batch_jobs: bool
+) -> list[Command]:
+    per_job: dict[int, list[tuple[int, dict[str, str]]]] = {}
+    comments: dict[int, str] = {}
+    for index, action in indexed:
+        job = job_info(action.job_id)
+        comment = comments.get(action.job_id, job.comment if job else "")
+        fields = _fields(action, job, now, comment)
+        if "Comment" in fields:
+            comments[action.job_id] = fields["Comment"]
+        per_job.setdefault(action.job_id, []).append((index, fields))
+
+    job_commands: dict[tuple[tuple[str, str], ...], list[Command]] = {}
+    for job_id, items in per_job.items():
+        merged: dict[str, str] = {}
+        for _, fields in items:
+            merged.update(fields)
+        singles = tuple(Command(update_argv([job_id], fields), (index,), (job_id,)) for index, fields in items)
+        command = Command(
+            update_argv([job_id], merged),
+            tuple(index for index, _ in items),
+            (job_id,),
+            singles if len(singles) > 1 else (),
+        )
+        key = tuple(merged.items()) if batch_jobs else (("JobId", str(job_id)),)
+        job_commands.setdefault(key, []).append(command)
+
+    planned: list[Command] = []
+    for key, commands in job_commands.items():
+        if len(commands) == 1:
+            planned.append(commands[0])
+            continue
+        job_ids = tuple(job_id for command in commands for job_id in command.job_ids)
+        planned.append(
+            Command(
+                update_argv(job_ids, dict(key)),
+                tuple(index for command in commands for index in command.actions),
+                job_ids,
+                tuple(commands),
+            )
+        )
+    return planned
+
+
+def _plan_hold(verb: str, indexed: list[tuple[int, Action]], batch_jobs: bool) -> list[Command]:
+    singles = [Command(("scontrol", verb, str(a.job_id)), (i,), (a.job_id,)) for i, a in indexed]
+    if not batch_jobs or len(singles) == 1:
+        return singles
+    job_ids = tuple(dict.fromkeys(a.job_id for _, a in indexed))
+    argv = ("scontrol", verb, ",".join(str(job_id) for job_id in job_ids))
+    return [Command(argv, tuple(i for i, _ in indexed), job_ids, tuple(singles))]
+
+
+def plan(
+    actions: Sequence[tuple[int, Action]],
+    job_info: Callable[[int], Job | None],
+    now: float,
+    batch_jobs: bool = True,
+) -> list[Command]:
+    """Commands for ``(index, action)`` pairs, in an order that respects the actions' order.
+
+    Runs of consecutive updates are merged; a hold or release ends a run, so
+    "hold, then change, then release" keeps its meaning. ``job_info`` gives the last
+    known state of a job (its comment, to keep the user's words, and its GPU type).
+    """
+    planned: list[Command] = []
+    run: list[tuple[int, Action]] = []
+    kind: str | None = None
+
+    def flush() -> None:
+        if not run:
+            return
+        if kind == "update":
+            planned.extend(_plan_updates(run, job_info, now, batch_jobs))
+        else:
+            planned.extend(_plan_hold(kind or "hold", run, batch_jobs))
+        run.clear()
+
+    for index, action in actions:
+        this = "hold" if isinstance(action, Hold) else "release" if isinstance(action, Release) else "update"
+        if this != kind:
+            flush()
+            kind = this
+        run.append((index, action))
+    flush()
+    return planned

@@ -1,0 +1,211 @@
+"""The Slurm backend over pyslurm (Slurm's C API from Python), written for pyslurm 25.11.
+
+UNTESTED AGAINST A REAL SLURM. pyslurm's major.minor must equal the cluster's
+Slurm; PyPI offers pyslurm 25.11.x (and 17.x/18.x) only, and the Slurm versions we
+run (Debian's 22.05, 24.11, 26.05) match none of them. This module is therefore
+exercised only against a fake module shaped after pyslurm 25.11's documented API:
+
+- ``pyslurm.Jobs.load()`` -> mapping whose ``values()`` are ``Job`` objects with
+  ``id, name, user_name, account, partition, state, state_reason, submit_time,
+  eligible_time, start_time, end_time, time_limit`` (minutes), ``num_nodes,
+  allocated_nodes, priority, nice, comment, admin_comment, gres_per_node``
+  (a dict such as ``{"gpu:a100": 2}``);
+- ``pyslurm.Nodes.load()`` -> list of ``Node`` with ``name, state`` (``"IDLE+DRAIN"``),
+  ``reason, configured_gres, allocated_gres`` (dicts; with indices
+  ``{"gpu:a100": {"count": 2, "indexes": "0-1"}}``), ``available_features, partitions``;
+- ``pyslurm.Partitions.load()`` -> mapping of ``Partition`` (``name, nodes, state,
+  is_default, max_time`` in minutes);
+- ``pyslurm.Job(id).modify(pyslurm.JobSubmitDescription(...))`` with ``begin_time``
+  (epoch digits are taken as-is: no time-zone question), ``gres_per_node``, ``nodes``,
+  ``comment``, ``nice``; ``Job(id).hold()`` / ``.release()``; failures raise
+  ``pyslurm.RPCError`` whose text is ``slurm_strerror()``'s, classified like scontrol's.
+
+The objects are turned into the same records the JSON parser reads, so normalisation
+lives in one place (``schema``). Dry-run records the scontrol commands that the CLI
+backend would run for the same actions.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from slurm_green.core.actions import (
+    Action,
+    ActionError,
+    ActionResult,
+    Hold,
+    Release,
+    SetDecision,
+    SetGpus,
+    SetNice,
+    SetStartTime,
+)
+from slurm_green.core.clock import Clock, SystemClock
+from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
+from slurm_green.core.decision_token import replace_token
+from slurm_green.slurm import commands, hostlist, schema
+from slurm_green.slurm.errors import SlurmError, classify
+
+log = logging.getLogger(__name__)
+
+
+def gres_text(value: Any) -> str:
+    """pyslurm's GRES dict back to Slurm's string form, for ``schema`` to read."""
+    if isinstance(value, str):
+        return value
+    if not isinstance(value, Mapping):
+        return ""
+    parts: list[str] = []
+    for name, amount in value.items():
+        if isinstance(amount, Mapping):
+            indexes = amount.get("indexes")
+            suffix = f"(IDX:{indexes})" if indexes not in (None, "") else ""
+            parts.append(f"{name}:{amount.get('count', 0)}{suffix}")
+        else:
+            parts.append(f"{name}:{amount}")
+    return ",".join(parts)
+
+
+def _values(collection: Any) -> list[Any]:
+    """Items of a pyslurm collection: ``Jobs`` is a mapping, ``Nodes`` a list."""
+    return list(collection.values()) if hasattr(collection, "values") else list(collection)
+
+
+def job_record(job: Any) -> dict[str, Any]:
+    priority = getattr(job, "priority", None)
+    return {
+        "job_id": job.id,
+        "name": getattr(job, "name", None),
+        "user_name": getattr(job, "user_name", None),
+        "account": getattr(job, "account", None),
+        "partition": getattr(job, "partition", None),
+        "job_state": getattr(job, "state", None),
+        "state_reason": getattr(job, "state_reason", None),
+        "submit_time": getattr(job, "submit_time", None),
+        "eligible_time": getattr(job, "eligible_time", None),
+        "start_time": getattr(job, "start_time", None),
+        "end_time": getattr(job, "end_time", None),
+        "time_limit": getattr(job, "time_limit", None),
+        "node_count": getattr(job, "num_nodes", None),
+        "tres_per_node": gres_text(getattr(job, "gres_per_node", None)),
+        "nodes": getattr(job, "allocated_nodes", None),
+        "priority": priority,
+        "nice": getattr(job, "nice", None),
+        "hold": priority == 0,
+        "comment": getattr(job, "comment", None),
+        "extra": getattr(job, "extra", None),
+        "admin_comment": getattr(job, "admin_comment", None),
+    }
+
+
+def node_record(node: Any) -> dict[str, Any]:
+    return {
+        "name": node.name,
+        "state": getattr(node, "state", None),
+        "reason": getattr(node, "reason", None),
+        "gres": gres_text(getattr(node, "configured_gres", None)),
+        "gres_used": gres_text(getattr(node, "allocated_gres", None)),
+        "features": getattr(node, "available_features", None),
+        "partitions": getattr(node, "partitions", None),
+    }
+
+
+def partition(record: Any) -> Partition:
+    max_minutes = schema.number(getattr(record, "max_time", None))
+    return Partition(
+        name=record.name,
+        nodes=hostlist.expand(schema.text(getattr(record, "nodes", None))),
+        state=(schema.text(getattr(record, "state", None)) or "UP").upper(),
+        default=bool(getattr(record, "is_default", False)),
+        max_time_s=max_minutes * 60.0 if max_minutes else None,
+    )
+
+
+class PyslurmBackend:
+    """``ClusterBackend`` over pyslurm; see the module docstring for what is verified."""
+
+    def __init__(
+        self,
+        module: ModuleType | Any,
+        *,
+        clock: Clock | None = None,
+        dry_run: bool = False,
+        partition_ttl_s: float = 300.0,
+    ) -> None:
+        self.pyslurm = module
+        self.clock = clock or SystemClock()
+        self.dry_run = dry_run
+        self.partition_ttl_s = partition_ttl_s
+        self.recorded: list[tuple[str, ...]] = []
+        self._partitions: tuple[Partition, ...] = ()
+        self._partitions_at: float | None = None
+        self._last: ClusterSnapshot | None = None
+
+    def _load(self, what: str) -> list[Any]:
+        try:
+            return _values(getattr(self.pyslurm, what).load())
+        except Exception as exc:  # pyslurm raises RPCError; anything else is as fatal here
+            raise SlurmError(classify(str(exc)), f"pyslurm.{what}.load() failed: {exc}") from exc
+
+    def snapshot(self) -> ClusterSnapshot:
+        taken_at = self.clock.now()
+        jobs = tuple(schema.parse_job(job_record(job)) for job in self._load("Jobs"))
+        nodes = tuple(schema.parse_node(node_record(node)) for node in self._load("Nodes"))
+        if self._partitions_at is None or taken_at - self._partitions_at >= self.partition_ttl_s:
+            self._partitions = tuple(partition(record) for record in self._load("Partitions"))
+            self._partitions_at = taken_at
+        version = getattr(self.pyslurm, "version", lambda: "")()
+        self._last = ClusterSnapshot(taken_at, str(version), jobs, nodes, self._partitions)
+        return self._last
+
+    def _job(self, job_id: int) -> Job | None:
+        return self._last.job(job_id) if self._last else None
+
+    def _change(self, action: Action, now: float) -> dict[str, Any]:
+        job = self._job(action.job_id)
+        if isinstance(action, SetStartTime):
+            return {"begin_time": str(int(max(action.start, now)))}
+        if isinstance(action, SetGpus):
+            gpu_type = job.gpu_type if job else None
+            gres = f"gpu:{gpu_type}:{action.gpus_per_node}" if gpu_type else f"gpu:{action.gpus_per_node}"
+            changes: dict[str, Any] = {"gres_per_node": gres}
+            if action.num_nodes is not None:
+                changes["nodes"] = action.num_nodes
+            return changes
+        if isinstance(action, SetDecision):
+            return {"comment": replace_token(job.comment if job else "", action.token)}
+        if isinstance(action, SetNice):
+            return {"nice": action.nice}
+        raise TypeError(f"unknown action {action!r}")
+
+    def _apply_one(self, action: Action, now: float) -> ActionResult:
+        if isinstance(action, SetDecision) and self._job(action.job_id) is None:
+            return ActionResult(action, ActionError.JOB_GONE, "job not in the last snapshot; comment unknown")
+        try:
+            job = self.pyslurm.Job(action.job_id)
+            if isinstance(action, Hold):
+                job.hold()
+            elif isinstance(action, Release):
+                job.release()
+            else:
+                job.modify(self.pyslurm.JobSubmitDescription(**self._change(action, now)))
+        except Exception as exc:  # RPCError carries slurm_strerror() text
+            return ActionResult(action, classify(str(exc)), str(exc))
+        return ActionResult(action, None, "pyslurm")
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        now = self.clock.now()
+        if self.dry_run:
+            planned = commands.plan(list(enumerate(actions)), self._job, now)
+            self.recorded.extend(command.argv for command in planned)
+            return [ActionResult(action, None, "dry-run") for action in actions]
+        results: list[ActionResult] = []
+        for action in actions:
+            if results and results[-1].error is ActionError.UNREACHABLE:
+                results.append(ActionResult(action, ActionError.UNREACHABLE, results[-1].message))
+                continue
+            results.append(self._apply_one(action, now))
+        return results

@@ -1,0 +1,285 @@
+"""Slurm's output (``squeue --json``, ``scontrol show nodes --json``, partitions) to core objects.
+
+Three schemas are in use on the Slurm versions we support:
+
+- 22.05, openapi v0.0.38: plain scalars (``"job_state": "PENDING"``, times as epoch
+  integers, 0 meaning unset), node ``state`` lower-case plus a ``state_flags`` list,
+  ``tres_per_node`` as ``gres:gpu:2``, features as a comma string, no ``hold`` field.
+- 24.11 (data_parser v0.0.42) and 26.05 (v0.0.44): lists for states
+  (``["PENDING"]``, ``["IDLE", "DRAIN"]``), numbers wrapped as
+  ``{"set": true, "infinite": false, "number": N}``, ``tres_per_node`` as ``gres/gpu:2``.
+
+Every reader here accepts all spellings, ignores unknown fields and defaults missing
+ones, so one record that Slurm renders oddly degrades one field, not the snapshot.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from slurm_green.core.cluster import Job, JobState, Node, NodeState, Partition
+from slurm_green.slurm import gres, hostlist
+
+# Slurm's NO_VAL/INFINITE sentinels (uint32 and uint16), printed raw by some versions.
+_SENTINELS = {0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF, 0xFFFE, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFE}
+_HELD_REASONS = {"JobHeldUser", "JobHeldAdmin"}
+
+Record = Mapping[str, Any]
+
+
+def number(value: Any) -> float | None:
+    """A number from a scalar, a numeric string or a ``{set, infinite, number}`` wrapper.
+
+    ``None`` for unset, infinite, Slurm sentinels and anything unreadable.
+    """
+    if isinstance(value, Mapping):
+        if value.get("set") is False or value.get("infinite") is True:
+            return None
+        value = value.get("number")
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    if not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    if value in _SENTINELS:
+        return None
+    return value
+
+
+def epoch(value: Any) -> float | None:
+    """A POSIX time; Slurm uses 0 for "not set"."""
+    seconds = number(value)
+    return float(seconds) if seconds else None
+
+
+def integer(value: Any, default: int = 0) -> int:
+    result = number(value)
+    return int(result) if result is not None else default
+
+
+def text(value: Any) -> str:
+    """A string field; Slurm's ``null`` and ``(null)`` become ``""``."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(item) for item in value)
+    result = str(value)
+    return "" if result == "(null)" else result
+
+
+def words(value: Any) -> tuple[str, ...]:
+    """A list field that may also come as a comma string (22.05 features)."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip() and part.strip() != "(null)")
+    if isinstance(value, Iterable):
+        return tuple(str(item) for item in value if item not in (None, ""))
+    return ()
+
+
+def _state_words(*values: Any) -> list[str]:
+    """Upper-case state words from strings (``idle``, ``IDLE+DRAIN``) and lists alike."""
+    result: list[str] = []
+    for value in values:
+        for word in words(value) if not isinstance(value, str) else [value]:
+            result.extend(part.strip().upper() for part in word.split("+") if part.strip())
+    return result
+
+
+def job_state(value: Any) -> JobState:
+    """The base state of ``"PENDING"`` or ``["PENDING", "REQUEUED"]``; flags are dropped."""
+    states = _state_words(value)
+    for word in states:
+        state = JobState.parse(word)
+        if state is not JobState.OTHER:
+            return state
+    return JobState.OTHER
+
+
+def node_state(state: Any, flags: Any = None) -> tuple[NodeState, frozenset[str]]:
+    """Base state and flags from ``["IDLE", "DRAIN"]`` or 22.05's ``"idle"`` + ``state_flags``."""
+    base: NodeState | None = None
+    rest: set[str] = set()
+    for word in _state_words(state, flags):
+        parsed = NodeState.parse(word)
+        if base is None and (parsed is not NodeState.UNKNOWN or word == "UNKNOWN"):
+            base = parsed
+        else:
+            rest.add(word)
+    return base or NodeState.UNKNOWN, frozenset(rest)
+
+
+def _gpus_per_node(record: Record, num_nodes: int) -> tuple[int, int, str | None]:
+    """GPUs and shards per node, and the GPU type, from the most specific field present.
+
+    ``tres_per_node`` holds ``--gres``/``--gpus-per-node``; ``tres_per_job`` holds
+    ``--gpus``; ``tres_req_str``/``tres_alloc_str`` hold job totals.
+    """
+    per_node = text(record.get("tres_per_node"))
+    gpus, gpu_type = gres.count(per_node, "gpu")
+    shards, _ = gres.count(per_node, "shard")
+    if gpus or shards:
+        return gpus, shards, gpu_type
+    nodes = max(num_nodes, 1)
+    for field in ("tres_per_job", "tres_alloc_str", "tres_req_str"):
+        total, gpu_type = gres.count(text(record.get(field)), "gpu")
+        total_shards, _ = gres.count(text(record.get(field)), "shard")
+        if total or total_shards:
+            return math.ceil(total / nodes), math.ceil(total_shards / nodes), gpu_type
+    return 0, 0, None
+
+
+def parse_job(record: Record) -> Job:
+    """One job record of ``squeue --json`` (any supported version)."""
+    num_nodes = integer(record.get("node_count"), default=1) or 1
+    gpus, shards, gpu_type = _gpus_per_node(record, num_nodes)
+    priority = integer(record.get("priority"))
+    reason = text(record.get("state_reason"))
+    held = record.get("hold")
+    if not isinstance(held, bool):
+        held = reason in _HELD_REASONS
+    time_limit_min = number(record.get("time_limit"))
+    return Job(
+        job_id=integer(record.get("job_id")),
+        name=text(record.get("name")),
+        user=text(record.get("user_name")),
+        account=text(record.get("account")),
+        partition=text(record.get("partition")),
+        state=job_state(record.get("job_state")),
+        state_reason=reason,
+        submit_time=epoch(record.get("submit_time")) or 0.0,
+        eligible_time=epoch(record.get("eligible_time")),
+        start_time=epoch(record.get("start_time")),
+        end_time=epoch(record.get("end_time")),
+        time_limit_s=time_limit_min * 60.0 if time_limit_min else None,
+        num_nodes=num_nodes,
+        gpus_per_node=gpus,
+        shards_per_node=shards,
+        gpu_type=gpu_type,
+        nodes=hostlist.expand(text(record.get("nodes"))),
+        priority=priority,
+        nice=integer(record.get("nice")),
+        held=held,
+        comment=text(record.get("comment")),
+        extra=text(record.get("extra")),
+        admin_comment=text(record.get("admin_comment")),
+    )
+
+
+def parse_node(record: Record) -> Node:
+    """One node record of ``scontrol show nodes --json`` (any supported version)."""
+    state, flags = node_state(record.get("state"), record.get("state_flags"))
+    configured = text(record.get("gres"))
+    used = text(record.get("gres_used"))
+    gpus_total, gpu_type = gres.count(configured, "gpu")
+    shards_total, _ = gres.count(configured, "shard")
+    if not configured:
+        gpus_total, gpu_type = gres.count(text(record.get("tres")), "gpu")
+        shards_total, _ = gres.count(text(record.get("tres")), "shard")
+    gpus_allocated, _ = gres.count(used or text(record.get("tres_used")), "gpu")
+    shards_allocated, _ = gres.count(used or text(record.get("tres_used")), "shard")
+    return Node(
+        name=text(record.get("name")),
+        state=state,
+        flags=flags,
+        reason=text(record.get("reason")),
+        gpus_total=gpus_total,
+        gpus_allocated=gpus_allocated,
+        gpu_indices_allocated=gres.used_indices(used),
+        gpu_type=gpu_type,
+        shards_total=shards_total,
+        shards_allocated=shards_allocated,
+        features=words(record.get("features")),
+        partitions=words(record.get("partitions")),
+    )
+
+
+def slurm_duration(value: str) -> float | None:
+    """Seconds from Slurm's ``[D-]HH:MM:SS`` (``MM:SS``, bare minutes); ``UNLIMITED`` gives ``None``."""
+    value = value.strip()
+    if not value or value.upper() in ("UNLIMITED", "INFINITE", "NONE", "N/A"):
+        return None
+    days, _, clock = value.rpartition("-")
+    try:
+        parts = [int(part) for part in clock.split(":")]
+        day_count = int(days) if days else 0
+    except ValueError:
+        return None
+    if len(parts) == 1:
+        hours, minutes, seconds = 0, parts[0], 0
+    elif len(parts) == 2:
+        hours, (minutes, seconds) = 0, parts
+    else:
+        hours, minutes, seconds = parts[-3:]
+    return float(((day_count * 24 + hours) * 60 + minutes) * 60 + seconds)
+
+
+def parse_partitions_text(output: str) -> tuple[Partition, ...]:
+    """Partitions from ``scontrol show partitions --oneliner``.
+
+    Text rather than JSON because 24.11's JSON leaves out the Default flag; the
+    one-line ``Key=Value`` form is the same on 22.05, 24.11 and 26.05.
+    """
+    partitions: list[Partition] = []
+    for line in output.splitlines():
+        fields = dict(token.split("=", 1) for token in line.split() if "=" in token)
+        if "PartitionName" not in fields:
+            continue
+        partitions.append(
+            Partition(
+                name=fields["PartitionName"],
+                nodes=hostlist.expand(fields.get("Nodes")),
+                state=fields.get("State", "UP").upper(),
+                default=fields.get("Default", "NO").upper() == "YES",
+                max_time_s=slurm_duration(fields.get("MaxTime", "")),
+            )
+        )
+    return tuple(partitions)
+
+
+def slurm_version(document: Record) -> str:
+    """``"24.11.5"`` from a document's ``meta`` (``meta.slurm`` or 22.05's ``meta.Slurm``)."""
+    meta = document.get("meta")
+    if not isinstance(meta, Mapping):
+        return ""
+    slurm = meta.get("slurm") or meta.get("Slurm")
+    if not isinstance(slurm, Mapping):
+        return ""
+    version = slurm.get("version")
+    if isinstance(version, Mapping) and {"major", "minor"} <= version.keys():
+        parts = [version.get("major"), version.get("minor"), version.get("micro")]
+        return ".".join(str(part).zfill(2) if i == 1 else str(part) for i, part in enumerate(parts) if part is not None)
+    return text(slurm.get("release"))
+
+
+def _records(document: Record, key: str) -> list[Record]:
+    value = document.get(key)
+    if not isinstance(value, list):
+        return []
+    return [item for item in value if isinstance(item, Mapping)]
+
+
+def parse_jobs(document: Record) -> tuple[Job, ...]:
+    return tuple(parse_job(record) for record in _records(document, "jobs"))
+
+
+def parse_nodes(document: Record) -> tuple[Node, ...]:
+    return tuple(parse_node(record) for record in _records(document, "nodes"))
+
+
+def errors(document: Record) -> list[str]:
+    """The messages of a document's ``errors`` list (both schemas put them there)."""
+    found: list[str] = []
+    for item in document.get("errors") or []:
+        if isinstance(item, Mapping):
+            found.append(text(item.get("error") or item.get("description")) or str(dict(item)))
+        else:
+            found.append(str(item))
+    return found

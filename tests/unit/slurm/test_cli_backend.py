@@ -1,0 +1,211 @@
+"""The CLI backend against a scripted runner (the subprocess edge) and captured Slurm output."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+import pytest
+from slurm_captured import FIXTURES, fixture_versions, load_json
+
+from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.clock import ManualClock
+from slurm_green.core.cluster import JobState
+from slurm_green.slurm.cli_backend import CliBackend
+from slurm_green.slurm.errors import SlurmError
+from slurm_green.slurm.runner import CommandResult, CommandTimeout
+
+NOW = 1_800_000_000.0
+TOKEN = "sg1.e30." + "a" * 64
+PARTITIONS = "PartitionName=gpu Default=YES MaxTime=UNLIMITED Nodes=node[1-4] State=UP\n"
+Reply = Callable[[tuple[str, ...]], tuple[int, str, str]]
+
+
+class ScriptedRunner:
+    """Answers like Slurm would, and remembers every command and its environment."""
+
+    def __init__(self, reply: Reply) -> None:
+        self.reply = reply
+        self.calls: list[tuple[str, ...]] = []
+        self.envs: list[Mapping[str, str] | None] = []
+
+    def run(self, argv: Sequence[str], *, timeout: float, env: Mapping[str, str] | None = None) -> CommandResult:
+        assert timeout > 0
+        self.calls.append(tuple(argv))
+        self.envs.append(env)
+        code, out, err = self.reply(tuple(argv))
+        return CommandResult(tuple(argv), code, out, err)
+
+
+def squeue_document(*jobs: dict) -> str:
+    return json.dumps({"meta": {"slurm": {"version": {"major": "24", "minor": "11", "micro": "5"}}}, "jobs": list(jobs), "errors": []})
+
+
+def reads(jobs_json: str, nodes_json: str = '{"nodes": []}') -> Reply:
+    def reply(argv: tuple[str, ...]) -> tuple[int, str, str]:
+        if argv[:2] == ("squeue", "--json"):
+            return 0, jobs_json, ""
+        if argv[:3] == ("scontrol", "show", "nodes"):
+            return 0, nodes_json, ""
+        if argv[:3] == ("scontrol", "show", "partitions"):
+            return 0, PARTITIONS, ""
+        return 0, "", ""
+
+    return reply
+
+
+def backend(reply: Reply, **kwargs) -> tuple[CliBackend, ScriptedRunner]:
+    runner = ScriptedRunner(reply)
+    return CliBackend(runner, clock=ManualClock(NOW), **kwargs), runner
+
+
+@pytest.mark.parametrize("version", fixture_versions())
+def test_snapshot_of_captured_output(version):
+    folder = FIXTURES / version
+    squeue = (folder / "squeue.json").read_text()
+    nodes = (folder / "scontrol-show-nodes.json").read_text()
+    cli, runner = backend(reads(squeue, nodes))
+    snapshot = cli.snapshot()
+    assert snapshot.taken_at == NOW
+    assert snapshot.slurm_version.startswith(version)
+    assert len(snapshot.jobs) == len(load_json(version, "squeue.json")["jobs"])
+    assert {node.name for node in snapshot.nodes} == {"node1", "node2", "node3", "node4"}
+    assert snapshot.partitions[0].default
+    assert snapshot.pending() and sum(node.gpus_total for node in snapshot.nodes) == 16
+    cli.snapshot()
+    # partitions are cached: the second snapshot reads jobs and nodes only
+    assert [call[:3] for call in runner.calls].count(("scontrol", "show", "partitions")) == 1
+    assert len(runner.calls) == 5
+
+
+def test_snapshot_failure_is_typed():
+    cli, _ = backend(lambda argv: (1, "", "squeue: error: Unable to contact slurm controller (connect failure)"))
+    with pytest.raises(SlurmError) as caught:
+        cli.snapshot()
+    assert caught.value.error is ActionError.UNREACHABLE
+
+
+def test_snapshot_timeout_is_typed():
+    class Hanging:
+        def run(self, argv, *, timeout, env=None):
+            raise CommandTimeout(f"{argv[0]} did not answer within {timeout}s")
+
+    with pytest.raises(SlurmError) as caught:
+        CliBackend(Hanging(), timeout_s=0.5).snapshot()
+    assert caught.value.error is ActionError.UNREACHABLE
+
+
+def test_garbage_output_is_a_slurm_error():
+    cli, _ = backend(lambda argv: (0, "squeue: warning: something\n", ""))
+    with pytest.raises(SlurmError):
+        cli.snapshot()
+
+
+JOB_5 = {"job_id": 5, "job_state": ["PENDING"], "comment": "green:flex=6h mine", "tres_per_node": "gres/gpu:a100:2"}
+
+
+def test_apply_merges_a_jobs_fields_and_runs_under_utc():
+    cli, runner = backend(reads(squeue_document(JOB_5)))
+    cli.snapshot()
+    runner.calls.clear()
+    runner.envs.clear()
+    results = cli.apply([SetStartTime(5, NOW + 3600), SetGpus(5, 4), SetDecision(5, TOKEN)])
+    assert all(result.ok for result in results)
+    assert runner.calls == [
+        ("scontrol", "update", "JobId=5", "StartTime=2027-01-15T09:00:00", "TresPerNode=gres/gpu:a100:4",
+         f"Comment=green:flex=6h mine {TOKEN}")
+    ]
+    assert runner.envs == [{"TZ": "UTC0"}]
+
+
+def test_errors_are_typed_per_job_after_a_shared_call_fails():
+    def reply(argv):
+        if argv[:2] == ("scontrol", "update"):
+            ids = argv[2].removeprefix("JobId=").split(",")
+            if "9" in ids:
+                return 1, "", "Invalid job id specified for job 9"
+            if "4" in ids:
+                return 1, "", "Job is no longer pending execution for job 4"
+        return reads(squeue_document(JOB_5))(argv)
+
+    cli, runner = backend(reply)
+    start = NOW + 60
+    results = cli.apply([SetStartTime(5, start), SetStartTime(9, start), SetStartTime(4, start), SetNice(4, 3)])
+    assert [r.error for r in results] == [None, ActionError.JOB_GONE, ActionError.NOT_PENDING, ActionError.NOT_PENDING]
+    updates = [call[2] for call in runner.calls if call[1] == "update"]
+    # one shared call for the equal start times, then one per job; job 4's two fields stay merged
+    assert updates == ["JobId=5,9", "JobId=5", "JobId=9", "JobId=4"]
+
+
+def test_a_refused_field_does_not_fail_the_others():
+    def reply(argv):
+        if any(arg.startswith("Nice=") for arg in argv):
+            return 1, "", "Access/permission denied for job 5"
+        return 0, "", ""
+
+    cli, _ = backend(reply)
+    results = cli.apply([SetStartTime(5, NOW + 60), SetNice(5, -5)])
+    assert [r.error for r in results] == [None, ActionError.PERMISSION_DENIED]
+
+
+def test_unreachable_controller_stops_further_calls():
+    cli, runner = backend(lambda argv: (1, "", "slurm_update error: Unable to contact slurm controller (connect failure)"))
+    results = cli.apply([Hold(1), SetNice(2, 1), Release(1)])
+    assert [r.error for r in results] == [ActionError.UNREACHABLE] * 3
+    assert len(runner.calls) == 1
+
+
+def test_decision_for_an_unknown_job_reads_its_comment_first():
+    def reply(argv):
+        if argv[:3] == ("scontrol", "show", "job"):
+            return 0, squeue_document({"job_id": 7, "job_state": ["PENDING"], "comment": "theirs"}), ""
+        return 0, "", ""
+
+    cli, runner = backend(reply)
+    assert cli.apply([SetDecision(7, TOKEN)])[0].ok
+    assert runner.calls[-1] == ("scontrol", "update", "JobId=7", f"Comment=theirs {TOKEN}")
+
+
+def test_decision_for_a_vanished_job_is_job_gone_without_an_update():
+    cli, runner = backend(lambda argv: (1, "", "slurm_load_jobs error: Invalid job id specified"))
+    result = cli.apply([SetDecision(7, TOKEN)])[0]
+    assert result.error is ActionError.JOB_GONE
+    assert not [call for call in runner.calls if call[1] == "update"]
+
+
+def test_second_decision_before_next_snapshot_keeps_the_users_words():
+    cli, runner = backend(reads(squeue_document(JOB_5)))
+    cli.snapshot()
+    cli.apply([SetDecision(5, TOKEN)])
+    second = "sg1.two." + "c" * 64
+    cli.apply([SetDecision(5, second)])
+    assert runner.calls[-1][-1] == f"Comment=green:flex=6h mine {second}"
+
+
+def test_dry_run_records_and_changes_nothing():
+    cli, runner = backend(reads(squeue_document(JOB_5)), dry_run=True)
+    cli.snapshot()
+    reads_before = list(runner.calls)
+    results = cli.apply([Hold(5), SetNice(5, 2), Release(5)])
+    assert all(r.ok and r.message.startswith("dry-run") for r in results)
+    assert runner.calls == reads_before
+    assert cli.recorded == [
+        ("scontrol", "hold", "5"),
+        ("scontrol", "update", "JobId=5", "Nice=2"),
+        ("scontrol", "release", "5"),
+    ]
+
+
+def test_held_job_from_snapshot():
+    held = {"job_id": 3, "job_state": ["PENDING"], "hold": True, "state_reason": "JobHeldAdmin"}
+    cli, _ = backend(reads(squeue_document(held)))
+    job = cli.snapshot().job(3)
+    assert job is not None and job.held and job.state is JobState.PENDING
+
+
+def test_start_time_string_is_what_slurm_would_parse_in_utc():
+    cli, runner = backend(lambda argv: (0, "", ""))
+    cli.apply([SetStartTime(1, NOW + 1.5)])
+    value = re.search(r"StartTime=(\S+)", " ".join(runner.calls[0])).group(1)
+    assert value == "2027-01-15T08:00:02"

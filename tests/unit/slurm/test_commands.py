@@ -1,0 +1,98 @@
+import os
+import time
+from datetime import UTC, datetime
+
+from slurm_green.core.actions import Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.cluster import Job
+from slurm_green.slurm import commands
+
+NOW = 1_800_000_000.0
+TOKEN = "sg1.e30." + "a" * 64
+
+
+def jobs(**by_id):
+    return lambda job_id: by_id.get(f"j{job_id}")
+
+
+def argvs(planned):
+    return [" ".join(command.argv) for command in planned]
+
+
+def test_start_time_is_utc_and_needs_tz_utc():
+    start = datetime(2026, 3, 29, 1, 30, 15, tzinfo=UTC).timestamp()  # inside the EU DST switch hour
+    assert commands.format_start_time(start, NOW - 10**9) == "2026-03-29T01:30:15"
+    assert commands.format_start_time(start + 0.2, NOW - 10**9) == "2026-03-29T01:30:16"  # never early
+    assert commands.format_start_time(NOW - 5, NOW) == "now"
+    assert commands.SCONTROL_ENV == {"TZ": "UTC0"}
+
+
+def test_start_time_does_not_depend_on_our_time_zone(monkeypatch):
+    start = NOW + 3600
+    expected = commands.format_start_time(start, NOW)
+    monkeypatch.setenv("TZ", "America/New_York")
+    time.tzset()
+    try:
+        assert commands.format_start_time(start, NOW) == expected
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+    assert os.environ.get("TZ") is None
+
+
+def test_fields_of_one_job_share_one_update():
+    job = Job(5, comment="green:flex=6h my run", gpu_type="a100")
+    planned = commands.plan(
+        [(0, SetStartTime(5, NOW + 60)), (1, SetGpus(5, 2, num_nodes=1)), (2, SetDecision(5, TOKEN)), (3, SetNice(5, 10))],
+        jobs(j5=job),
+        NOW,
+    )
+    assert len(planned) == 1
+    assert planned[0].argv == (
+        "scontrol", "update", "JobId=5",
+        f"StartTime={commands.format_start_time(NOW + 60, NOW)}",
+        "TresPerNode=gres/gpu:a100:2", "NumNodes=1",
+        f"Comment=green:flex=6h my run {TOKEN}", "Nice=10",
+    )
+    assert planned[0].actions == (0, 1, 2, 3)
+    assert [c.actions for c in planned[0].fallback] == [(0,), (1,), (2,), (3,)]
+
+
+def test_decision_replaces_an_old_token_and_keeps_the_users_words():
+    old = "sg1.old." + "b" * 64
+    planned = commands.plan([(0, SetDecision(5, TOKEN))], jobs(j5=Job(5, comment=f"keep {old} this")), NOW)
+    assert planned[0].argv[-1] == f"Comment=keep this {TOKEN}"
+
+
+def test_identical_changes_to_several_jobs_share_one_call():
+    start = NOW + 3600
+    planned = commands.plan([(0, SetStartTime(1, start)), (1, SetStartTime(2, start)), (2, SetNice(3, 1))], jobs(), NOW)
+    assert argvs(planned)[0].startswith("scontrol update JobId=1,2 StartTime=")
+    assert planned[0].actions == (0, 1) and planned[0].job_ids == (1, 2)
+    assert [c.job_ids for c in planned[0].fallback] == [(1,), (2,)]
+    assert argvs(planned)[1] == "scontrol update JobId=3 Nice=1"
+    unbatched = commands.plan([(0, SetStartTime(1, start)), (1, SetStartTime(2, start))], jobs(), NOW, batch_jobs=False)
+    assert [c.job_ids for c in unbatched] == [(1,), (2,)]
+
+
+def test_hold_and_release_keep_their_place_in_the_order():
+    planned = commands.plan(
+        [(0, Hold(1)), (1, Hold(2)), (2, SetNice(1, 5)), (3, Release(1)), (4, Release(2))], jobs(), NOW
+    )
+    assert argvs(planned) == [
+        "scontrol hold 1,2",
+        "scontrol update JobId=1 Nice=5",
+        "scontrol release 1,2",
+    ]
+    assert [c.argv for c in planned[0].fallback] == [("scontrol", "hold", "1"), ("scontrol", "hold", "2")]
+
+
+def test_gpu_change_without_known_type():
+    planned = commands.plan([(0, SetGpus(8, 4))], jobs(), NOW)
+    assert planned[0].argv == ("scontrol", "update", "JobId=8", "TresPerNode=gres/gpu:4")
+
+
+def test_two_decisions_for_one_job_build_on_each_other():
+    second = "sg1.two." + "c" * 64
+    planned = commands.plan([(0, SetDecision(5, TOKEN)), (1, SetDecision(5, second))], jobs(j5=Job(5, comment="mine")), NOW)
+    assert planned[0].argv[-1] == f"Comment=mine {second}"
+    assert [c.argv[-1] for c in planned[0].fallback] == [f"Comment=mine {TOKEN}", f"Comment=mine {second}"]

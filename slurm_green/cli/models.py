@@ -15,7 +15,7 @@ from slurm_green.models import evaluation, profiles
 from slurm_green.models.data_paths import has_perf_energy, perf_energy_dir
 
 
-def _perf(data_dir: str | None) -> Path:
+def require_perf(data_dir: str | None) -> Path:
     perf = perf_energy_dir(Path(data_dir) if data_dir else None)
     if not has_perf_energy(perf.parent):
         raise click.ClickException(f"no profile data under {perf} (set SLURM_GREEN_DATA or --data-dir)")
@@ -97,7 +97,7 @@ def models() -> None:
 @click.option("--data-dir", type=click.Path(file_okay=False), help="Overrides $SLURM_GREEN_DATA.")
 def report(as_json: bool, data_dir: str | None) -> None:
     """Held-out errors of every fitted model, and the energy-optimal caps and clocks in the data."""
-    perf = _perf(data_dir)
+    perf = require_perf(data_dir)
     if as_json:
         click.echo(json.dumps(build_report(perf), indent=1, default=float))
         return
@@ -118,7 +118,7 @@ def fit(gpu: str, out: str | None, write_builtin: bool, data_dir: str | None) ->
     from slurm_green.models.fit import fit_all
     from slurm_green.models.params import render_builtin_module
 
-    params = fit_all(_perf(data_dir), gpu)
+    params = fit_all(require_perf(data_dir), gpu)
     if out:
         params.save(out)
         click.echo(f"wrote {len(params.jobs)} job types to {out}")

@@ -39,6 +39,19 @@ class ModelRegistry(Protocol):
         ...
 
 
+class ColocationModel(Protocol):
+    def colocated_slowdown(self, type_a: str | None, type_b: str | None) -> tuple[float, float]:
+        """Time stretch (>= 1, ``inf`` if they do not fit) of each job when both share one GPU."""
+        ...
+
+
+class TelemetrySink(Protocol):
+    def observe(self, job_type: str | None, config: Config, measured_throughput: float | None = None,
+                measured_power_w: float | None = None) -> None:
+        """Refine ``job_type``'s model with what a job in ``config`` was measured doing."""
+        ...
+
+
 def speedup(model: JobModel, config: Config) -> float:
     """Throughput relative to one GPU at full power: how much faster ``config`` finishes."""
     return model.throughput(config) / model.throughput(Config(gpus=1))

@@ -13,17 +13,21 @@ from rich.table import Table
 from slurm_green.carbon.errors import CarbonError
 from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_source_spec, parse_sources
-from slurm_green.carbon.timebase import as_utc
+from slurm_green.carbon.timebase import utc_now
 from slurm_green.carbon.windows import low_carbon_windows
 
 SOURCE_HELP = "Source spec (repeat or comma-separate for a fallback chain), e.g. ukgrid, csv:PATH?replay=1, synthetic."
 
 
 def _now(at: str | None) -> pd.Timestamp:
+    """``--at`` as UTC (naive values are read as UTC), or now."""
+    if at is None:
+        return utc_now()
     try:
-        return as_utc(pd.Timestamp(at, tz="UTC") if at and pd.Timestamp(at).tzinfo is None else at)
+        stamp = pd.Timestamp(at)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--at") from None
+    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
 @click.group()

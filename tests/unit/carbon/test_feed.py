@@ -1,0 +1,134 @@
+"""The feed: a tick read never blocks, even while the source hangs; staleness and the disk cache."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pandas as pd
+import pytest
+
+from slurm_green.carbon.errors import CarbonUnavailable, SourceError
+from slurm_green.carbon.feed import CarbonFeed
+from slurm_green.carbon.source import CarbonSource
+from slurm_green.carbon.synthetic import SyntheticSource, synthetic_intensity
+
+
+class Clock:
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+class Hanging(CarbonSource):
+    """Answers once, then blocks every later fetch until released."""
+
+    resolution = pd.Timedelta(hours=1)
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.entered = threading.Event()
+        self.calls = 0
+
+    def history(self, start, end):
+        raise NotImplementedError
+
+    def forecast(self, horizon, now=None):
+        self.calls += 1
+        if self.calls > 1:
+            self.entered.set()
+            self.release.wait(10)
+            raise SourceError("gave up")
+        return SyntheticSource().forecast(horizon, now=now)
+
+
+class Broken(CarbonSource):
+    resolution = pd.Timedelta(hours=1)
+    name = "broken"
+
+    def history(self, start, end):
+        raise SourceError("down")
+
+    def forecast(self, horizon, now=None):
+        raise SourceError("down")
+
+
+T = pd.Timestamp("2025-03-03 08:00", tz="UTC").timestamp()
+
+
+def test_no_data_yet_is_carbon_unavailable():
+    with pytest.raises(CarbonUnavailable, match="no carbon data yet"):
+        CarbonFeed(SyntheticSource(), clock=Clock(T)).snapshot()
+
+
+def test_refresh_then_snapshot_serves_the_source_values():
+    feed = CarbonFeed(SyntheticSource(), clock=Clock(T))
+    feed.refresh()
+    snap = feed.snapshot()
+    noon = pd.Timestamp("2025-03-03 12:00", tz="UTC")
+    assert snap.source == "synthetic" and snap.synthetic
+    assert snap.signal.value_at(noon.timestamp()) == pytest.approx(synthetic_intensity(pd.DatetimeIndex([noon]))[0])
+
+
+def test_stale_snapshot_becomes_unavailable_with_the_refresh_error():
+    clock = Clock(T)
+    feed = CarbonFeed(Broken(), clock=clock, max_age=3600)
+    feed._snapshot = CarbonFeed(SyntheticSource(), clock=clock).refresh()
+    with pytest.raises(SourceError):
+        feed.refresh()
+    assert feed.snapshot().source == "synthetic"  # old data still within max_age
+    clock.t += 3601
+    with pytest.raises(CarbonUnavailable, match="down") as info:
+        feed.snapshot()
+    assert info.value.reasons == {"broken": "down"}
+
+
+def test_tick_read_never_blocks_while_the_source_hangs():
+    source = Hanging()
+    feed = CarbonFeed(source, refresh_interval=0.01, retry_interval=0.01)
+    feed.start()
+    try:
+        deadline = time.monotonic() + 5
+        while source.calls < 1 or feed._snapshot is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert source.entered.wait(5)  # the background thread is now stuck inside the source
+        timings = []
+        for _ in range(2000):
+            t0 = time.perf_counter()
+            snap = feed.snapshot()
+            snap.signal.value_at(time.time())
+            timings.append(time.perf_counter() - t0)
+        timings.sort()
+        assert timings[len(timings) // 2] < 1e-3  # median under 1 ms
+        assert timings[-1] < 0.05  # even the worst read does not wait for the hung fetch
+        assert snap.source == "hanging"  # still the first answer
+    finally:
+        source.release.set()
+        feed.stop()
+
+
+def test_disk_cache_survives_a_restart_and_respects_max_age(tmp_path):
+    path = tmp_path / "carbon.json"
+    clock = Clock(T)
+    first = CarbonFeed(SyntheticSource(), cache_path=path, clock=clock)
+    first.refresh()
+    restarted = CarbonFeed(Broken(), cache_path=path, clock=clock, max_age=3600)
+    snap = restarted.snapshot()
+    assert snap.source == "synthetic" and snap.synthetic
+    assert snap.signal.value_at(T) == first.snapshot().signal.value_at(T)
+    clock.t += 7200
+    with pytest.raises(CarbonUnavailable, match="old"):
+        restarted.snapshot()
+
+
+def test_corrupt_cache_is_ignored(tmp_path, caplog):
+    path = tmp_path / "carbon.json"
+    path.write_text("{not json")
+    feed = CarbonFeed(SyntheticSource(), cache_path=path, clock=Clock(T))
+    assert "unreadable carbon cache" in caplog.text
+    with pytest.raises(CarbonUnavailable):
+        feed.snapshot()

@@ -1,0 +1,51 @@
+"""Credentials come from config, environment or files, and never reach logs, errors or reprs."""
+
+from __future__ import annotations
+
+import logging
+
+import pandas as pd
+import pytest
+
+from slurm_green.carbon.errors import AuthError
+from slurm_green.carbon.secrets import CarbonSecrets
+from slurm_green.carbon.spec import parse_source_spec
+
+SECRET = "s3cr3t-value-xyz"
+
+
+def test_environment_and_file_variants(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(f"  {SECRET}\n")
+    env = {"ELECTRICITYMAPS_TOKEN_FILE": str(token_file), "WATTTIME_USERNAME": "bob", "WATTTIME_PASSWORD": "pw"}
+    secrets = CarbonSecrets.load(env=env)
+    assert secrets.electricitymaps_token.get_secret_value() == SECRET
+    assert secrets.watttime_username.get_secret_value() == "bob"
+
+
+def test_config_wins_over_environment():
+    secrets = CarbonSecrets.load({"electricitymaps_token": "from-config"}, env={"ELECTRICITYMAPS_TOKEN": "from-env"})
+    assert secrets.electricitymaps_token.get_secret_value() == "from-config"
+
+
+def test_unreadable_secret_file_is_an_auth_error(tmp_path):
+    with pytest.raises(AuthError, match="ELECTRICITYMAPS_TOKEN_FILE"):
+        CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": str(tmp_path / "nope")})
+
+
+def test_secrets_never_appear_in_repr_str_logs_or_errors(caplog, httpserver):
+    secrets = CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN": SECRET, "WATTTIME_USERNAME": SECRET, "WATTTIME_PASSWORD": SECRET})
+    source = parse_source_spec(f"electricitymaps:DE?base_url={httpserver.url_for('/v3')}", secrets)
+    httpserver.expect_request("/v3/carbon-intensity/latest").respond_with_data("denied", status=401)
+    log = logging.getLogger("slurm_green.test")
+    with caplog.at_level(logging.DEBUG):
+        log.warning("secrets=%s source=%r", secrets, source)
+        log.warning("%r", secrets)
+        with pytest.raises(AuthError) as info:
+            source.latest(pd.Timestamp.now(tz="UTC"))
+        log.exception("refresh failed", exc_info=info.value)
+    assert SECRET not in caplog.text
+    assert SECRET not in str(info.value) and SECRET not in repr(info.value)
+    assert SECRET not in repr(secrets) and SECRET not in str(secrets) and SECRET not in repr(source)
+    assert "**********" in repr(secrets)
+    assert httpserver.log[0][0].headers["auth-token"] == SECRET  # but it did reach the provider

@@ -1,0 +1,71 @@
+"""Source specs: every kind, options, chains and clear errors."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import SecretStr
+
+from slurm_green.carbon.chain import FallbackChain
+from slurm_green.carbon.electricitymaps import ElectricityMapsSource
+from slurm_green.carbon.errors import SourceSpecError
+from slurm_green.carbon.files import FileSource
+from slurm_green.carbon.secrets import CarbonSecrets
+from slurm_green.carbon.spec import parse_source_spec, parse_sources
+from slurm_green.carbon.synthetic import SyntheticSource
+from slurm_green.carbon.ukgrid import UkGridSource
+from slurm_green.carbon.watttime import WattTimeSource
+
+SECRETS = CarbonSecrets(
+    electricitymaps_token=SecretStr("tok"), watttime_username=SecretStr("u"), watttime_password=SecretStr("p")
+)
+
+
+def test_each_kind(carbon_csvs):
+    assert isinstance(parse_source_spec("synthetic"), SyntheticSource)
+    em = parse_source_spec("electricitymaps:DE?factor=lifecycle", SECRETS)
+    assert isinstance(em, ElectricityMapsSource) and em.zone == "DE" and em.emission_factor == "lifecycle"
+    wt = parse_source_spec("watttime:CAISO_NORTH", SECRETS)
+    assert isinstance(wt, WattTimeSource) and wt.region == "CAISO_NORTH"
+    assert parse_source_spec("ukgrid").region is None
+    assert parse_source_spec("ukgrid:13").region == 13 and isinstance(parse_source_spec("ukgrid:13"), UkGridSource)
+    csv = parse_source_spec(f"csv:{carbon_csvs['GB']}?replay=1&forecast=model")
+    assert isinstance(csv, FileSource) and csv.replay and csv.forecast_mode == "model"
+
+
+def test_chains_from_commas_and_lists(carbon_csvs):
+    chain = parse_sources(["ukgrid, synthetic", f"csv:{carbon_csvs['NO']}?replay=yes"])
+    assert isinstance(chain, FallbackChain)
+    assert [s.name for s in chain.sources][:2] == ["ukgrid", "synthetic"]
+    assert isinstance(parse_sources("synthetic"), SyntheticSource)
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("nonsense:1", "unknown source kind"),
+        ("csv:", "needs a path"),
+        ("csv:/x.csv?replay=maybe", "not a boolean"),
+        ("csv:/x.csv?tz=UTC&colour=red", "unknown option"),
+        ("electricitymaps", "needs a zone"),
+        ("ukgrid:london", "number 1..17"),
+        ("ukgrid:42", "1..17"),
+        ("synthetic:fast", "no argument"),
+        ("csv:/definitely/missing.csv", "cannot read"),
+        ("ukgrid?a", "malformed options"),
+    ],
+)
+def test_errors_name_the_problem(spec, message):
+    with pytest.raises(SourceSpecError, match=message):
+        parse_source_spec(spec)
+
+
+def test_missing_credentials_name_the_variable_to_set():
+    with pytest.raises(SourceSpecError, match="ELECTRICITYMAPS_TOKEN"):
+        parse_source_spec("electricitymaps:DE", CarbonSecrets())
+    with pytest.raises(SourceSpecError, match="WATTTIME_USERNAME"):
+        parse_source_spec("watttime:CAISO_NORTH", CarbonSecrets())
+
+
+def test_empty_chain_is_an_error():
+    with pytest.raises(SourceSpecError):
+        parse_sources(" , ")

@@ -9,7 +9,7 @@ Sources per job type (the table is also in docs/models.md):
 * ``zeus:<network>``: epochs/s at the network's median batch from the Zeus sweep;
   scaling borrowed from the Pollux app training the same model.
 
-Types with no multi-GPU data (A3C, CycleGAN, Recommendation, yolov3's cap curve)
+Types with no multi-GPU data (A3C, CycleGAN, Recommendation) or no matching Zeus sweep
 get the conservative default's part they lack, never an optimistic one.
 """
 
@@ -23,7 +23,6 @@ import numpy as np
 from slurm_green.models import colocation, power_cap, profiles
 from slurm_green.models.params import FittedParams, JobParams
 from slurm_green.models.power_cap import CapParams, GpuPowerParams
-from slurm_green.models.profiles import ScalingRow
 from slurm_green.models.scaling import ScalingParams, fit_scaling
 
 # Zeus network whose cap response stands in for a Gavel family / Pollux app (same or closest model).

@@ -1,0 +1,111 @@
+"""Model answers for every (job type, GPU count, power cap) a policy may choose, as arrays.
+
+A vectorised policy must not call a Python model per job and per candidate: with
+10,000 pending jobs that is millions of calls. Jobs of one type share their model,
+so the models are asked once per type and candidate configuration and the answers
+are kept in arrays indexed ``[type, gpu_option, cap_option]``. The answers depend
+only on the (immutable) registry, so they are memoised per registry object; this
+does not make a policy stateful, it only avoids asking the same question twice.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from slurm_green.models.base import Config
+
+
+def layout(gpus: int, gpus_per_node: int) -> tuple[int, int] | None:
+    """(GPUs per node, nodes) for ``gpus`` packed onto as few nodes as possible.
+
+    Slurm allocates the same number of GPUs on every node of a job, so a count
+    that cannot be split evenly over the fewest nodes (6 GPUs on 4-GPU nodes is
+    fine as 2 x 3, 5 is not) has no layout and is never a candidate.
+    """
+    if gpus <= gpus_per_node:
+        return gpus, 1
+    nodes = math.ceil(gpus / gpus_per_node)
+    if gpus % nodes:
+        return None
+    return gpus // nodes, nodes
+
+
+def gpu_options(requested: int, low: int, high: int, gpus_per_node: int) -> list[int]:
+    """Candidate GPU counts in [low, high]: powers of two (buddy blocks) and the request itself."""
+    counts = {requested} if low <= requested <= high else set()
+    power = 1
+    while power <= high:
+        if power >= low:
+            counts.add(power)
+        power *= 2
+    if not counts:
+        counts.add(low)
+    return sorted(g for g in counts if layout(g, gpus_per_node) is not None) or [requested]
+
+
+@dataclass(frozen=True)
+class ConfigTable:
+    """Throughput (work/s) and power (W) of each job type in each candidate configuration.
+
+    ``gpus`` and ``caps`` are the candidate axes; ``throughput[t, g, c]`` and
+    ``power_w[t, g, c]`` answer for type index ``t`` (see ``type_index``).
+    """
+
+    gpus: np.ndarray
+    caps: np.ndarray
+    type_index: dict[str | None, int]
+    throughput: np.ndarray
+    power_w: np.ndarray
+    gpus_per_node: int
+
+
+_CACHE: "weakref.WeakKeyDictionary[object, dict[tuple, ConfigTable]]" = weakref.WeakKeyDictionary()
+
+
+def _build(models: object, job_types: tuple[str | None, ...], gpus: tuple[int, ...], caps: tuple[float, ...],
+           gpus_per_node: int) -> ConfigTable:
+    shape = (len(job_types), len(gpus), len(caps))
+    tput = np.zeros(shape)
+    power = np.zeros(shape)
+    for t, job_type in enumerate(job_types):
+        model = models.for_job(job_type)  # type: ignore[attr-defined]
+        for g, count in enumerate(gpus):
+            nodes = layout(count, gpus_per_node)
+            n = nodes[1] if nodes else math.ceil(count / gpus_per_node)
+            for c, cap in enumerate(caps):
+                config = Config(gpus=count, nodes=n, cap_fraction=cap)
+                tput[t, g, c] = model.throughput(config)
+                power[t, g, c] = model.power_w(config)
+    return ConfigTable(np.asarray(gpus), np.asarray(caps), {jt: i for i, jt in enumerate(job_types)},
+                       tput, power, gpus_per_node)
+
+
+def config_table(models: object, job_types: set[str | None], gpus: set[int], caps: tuple[float, ...],
+                 gpus_per_node: int) -> ConfigTable:
+    """A table covering these types and candidate counts, memoised per registry (weakly).
+
+    The memo grows to the union of what was asked, so a simulation that sees a few
+    more types or counts over time rebuilds only a handful of times.
+    """
+    try:
+        per_registry = _CACHE.setdefault(models, {})
+    except TypeError:  # a registry that cannot be weakly referenced is simply not memoised
+        return _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node)
+    key = (tuple(caps), gpus_per_node)
+    table = per_registry.get(key)
+    if table is not None and job_types <= table.type_index.keys() and gpus <= set(table.gpus.tolist()):
+        return table
+    if table is not None:
+        job_types = job_types | table.type_index.keys()
+        gpus = gpus | set(table.gpus.tolist())
+    table = per_registry[key] = _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps),
+                                       gpus_per_node)
+    return table
+
+
+def _sorted_types(job_types: set[str | None]) -> tuple[str | None, ...]:
+    return tuple(sorted(job_types, key=lambda x: (x is None, x or "")))

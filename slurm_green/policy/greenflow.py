@@ -1,0 +1,344 @@
+"""GreenFlow and PowerFlow: shortest average JCT under a carbon (or energy) budget.
+
+After GreenFlow (TPDS 2024): each pending job gets a GPU count within its allowed
+range, a power cap and a start time. The objective is the sum of the jobs' expected
+completion times (wait + runtime), and the budget is priced in with a Lagrange
+multiplier ``price`` (seconds of JCT per kg CO2, or per kWh for PowerFlow):
+
+    cost(job, gpus, cap, start) = wait(start) + runtime(gpus, cap) + price * carbon(gpus, cap, start)
+
+For one price the plan is built greedily and in bulk (numpy over jobs x GPU
+options x caps x starts):
+
+1. per job, per GPU count and start, the cap with the lowest cost;
+2. a job defers to its lowest-carbon window before its deadline if that is cheaper
+   than starting now (never for PowerFlow: energy does not depend on the hour);
+3. jobs starting now are admitted in FIFO order at their smallest allowed count
+   (shrinking toward efficient configurations frees GPUs for the queue);
+4. GPUs still free are handed out in increments (doubling a job's count), best
+   JCT-saved-minus-priced-extra-carbon per extra GPU first, while that is positive:
+   when carbon is cheap more increments pay off, when it is dear fewer do;
+5. jobs admitted now get nodes (network packing, buddy blocks), see ``placement``.
+
+The price is the smallest one (bisection in log space) whose plan stays within the
+budget: ``budget_fraction`` times the carbon of the same jobs run the carbon-agnostic
+way (requested GPUs, full power, start now). With ``budget_fraction=None`` the fixed
+``price`` is used, which is how a frontier is swept.
+
+Extension points: the runtime of a configuration comes from one function
+(``_runtime``), where layer freezing (IceFrog) enters as an effective-progress
+factor; co-location (EaCO) adds candidates sharing a running job's GPUs, which
+``JobDecision.share_with`` already carries to the Prolog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.policy.config_table import ConfigTable, config_table, gpu_options, layout
+from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
+from slurm_green.policy.placement import FreeGpus
+
+_J_PER_KWH = 3.6e6
+_MAX_PRICE = 1e12
+_BISECTION_STEPS = 14
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The candidate space of one decision: jobs x GPU columns x caps, plus two starts."""
+
+    runtime: np.ndarray  #: [N, G, C] seconds, inf where not allowed
+    energy_kwh: np.ndarray  #: [N, G, C]
+    intensity: np.ndarray  #: [N, 2] budget units per kWh at start now / deferred
+    wait: np.ndarray  #: [N, 2] seconds
+    chain: np.ndarray  #: [N, M] allowed GPU columns ascending, -1 padded
+    gpus: np.ndarray  #: [G] GPU count of each column
+    requested_col: np.ndarray  #: [N]
+    full_cap: int  #: index of cap 1.0
+
+
+@dataclass(frozen=True)
+class _Choice:
+    col: np.ndarray
+    cap: np.ndarray
+    start: np.ndarray  #: 0 now, 1 deferred
+    admitted: np.ndarray
+    spent: float
+
+
+@dataclass(frozen=True)
+class GreenFlowPolicy:
+    name: str = "greenflow"
+    #: "carbon" (GreenFlow) or "energy" (PowerFlow).
+    resource: Literal["carbon", "energy"] = "carbon"
+    #: Plan budget as a fraction of the carbon-agnostic plan's carbon (energy); None = fixed price.
+    budget_fraction: float | None = 1.0
+    #: Seconds of JCT one kg CO2 (one kWh) is worth when ``budget_fraction`` is None.
+    price: float = 0.0
+    #: Power-cap candidates, fractions of the board limit (Zeus: the optimum is mostly 0.6-0.8).
+    caps: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9, 1.0)
+    #: Deferral candidates look this far ahead at most (and never past a job's deadline).
+    max_defer_s: float = 48 * 3600.0
+    default_runtime_s: float = 3600.0
+    #: Pin jobs started now to nodes (network packing + buddy blocks).
+    place: bool = True
+
+    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
+        jobs = pending_jobs(snapshot, self.default_runtime_s)
+        if not len(jobs):
+            return Plan()
+        if self.resource == "carbon" and forecast is None:
+            return _carbon_agnostic(jobs, now)
+        gpn = gpus_per_node_of(snapshot)
+        free = FreeGpus.from_snapshot(snapshot)
+        options, table = self._options(jobs, forecast, models, now, gpn)
+        budget_note, choice, price = self._solve(options, jobs, free.total_free())
+        nodes = self._placement(choice, options, jobs, free, gpn) if self.place else {}
+        decisions = self._decisions(jobs, options, table, choice, nodes, forecast, now, price, gpn)
+        return Plan(decisions=decisions, notes=(budget_note,))
+
+    # -- candidate space ---------------------------------------------------------------
+
+    def _options(self, jobs: PendingJobs, forecast: object | None, models: object, now: float,
+                 gpn: int) -> tuple[_Options, ConfigTable]:
+        per_job = [gpu_options(int(g), int(lo), int(hi), gpn)
+                   for g, lo, hi in zip(jobs.gpus, jobs.gpus_min, jobs.gpus_max)]
+        all_counts = {g for opts in per_job for g in opts} | set(jobs.gpus.tolist())
+        caps = tuple(sorted(set(self.caps) | {1.0}))
+        table = config_table(models, set(jobs.job_type), all_counts, caps, gpn)
+        counts = table.gpus
+        col_of = {int(g): i for i, g in enumerate(counts)}
+        n, g_cols, c_cols = len(jobs), len(counts), len(table.caps)
+        types = np.fromiter((table.type_index[t] for t in jobs.job_type), dtype=np.int64, count=n)
+        allowed = np.zeros((n, g_cols), dtype=bool)
+        width = max(len(o) for o in per_job)
+        chain = np.full((n, width), -1, dtype=np.int64)
+        for j, opts in enumerate(per_job):
+            cols = [col_of[g] for g in opts]
+            allowed[j, cols] = True
+            chain[j, : len(cols)] = cols
+        requested_col = np.fromiter((col_of[int(g)] for g in jobs.gpus), dtype=np.int64, count=n)
+        full_cap = int(np.flatnonzero(table.caps == 1.0)[0])
+        cap_ok = np.where(jobs.accept_cap[:, None], True, (np.arange(c_cols) == full_cap)[None, :])
+        tput = table.throughput[types]  # [N, G, C]
+        work = jobs.runtime_s * tput[np.arange(n), requested_col, full_cap]
+        runtime = _runtime(work, tput)
+        ok = allowed[:, :, None] & cap_ok[:, None, :]
+        energy = table.power_w[types] * runtime / _J_PER_KWH
+        # Energy stays finite everywhere: the requested configuration at full power is the
+        # carbon-agnostic reference even when the user's range excludes it.
+        runtime = np.where(ok, runtime, np.inf)
+        intensity, wait = self._intensity(jobs, forecast, now, jobs.runtime_s)
+        return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap), table
+
+    def _intensity(self, jobs: PendingJobs, forecast: object | None, now: float,
+                   runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Budget units per kWh when starting now and in the best window before the deadline."""
+        n = len(jobs)
+        wait = np.zeros((n, 2))
+        if self.resource == "energy":
+            return np.ones((n, 2)), np.column_stack([wait[:, 0], np.full(n, np.inf)])
+        mean_over = forecast.mean_over  # type: ignore[attr-defined]
+        now_ci = np.asarray(mean_over(np.full(n, now), now + runtime), dtype=np.float64) / 1000.0
+        starts = np.asarray(forecast.starts, dtype=np.float64)  # type: ignore[attr-defined]
+        latest = np.minimum(jobs.deadline, now + self.max_defer_s)
+        candidates = starts[(starts > now) & (starts <= latest.max(initial=now))]
+        if not len(candidates):
+            return np.column_stack([now_ci, now_ci]), np.column_stack([wait[:, 0], np.full(n, np.inf)])
+        ci = np.asarray(mean_over(np.broadcast_to(candidates, (n, len(candidates))),
+                                  candidates[None, :] + runtime[:, None]), dtype=np.float64) / 1000.0
+        ci = np.where(candidates[None, :] <= latest[:, None], ci, np.inf)
+        best = np.argmin(ci, axis=1)
+        best_ci = ci[np.arange(n), best]
+        deferrable = np.isfinite(best_ci)
+        defer_wait = np.where(deferrable, candidates[best] - now, np.inf)
+        return np.column_stack([now_ci, np.where(deferrable, best_ci, now_ci)]), \
+            np.column_stack([wait[:, 0], defer_wait])
+
+    # -- one price ---------------------------------------------------------------------
+
+    def _choose(self, o: _Options, price: float, free_gpus: int) -> _Choice:
+        n = o.runtime.shape[0]
+        rows = np.arange(n)
+        # cost[N, G, C, S]; non-allowed configurations and impossible deferrals are inf.
+        cost = o.wait[:, None, None, :] + o.runtime[..., None] + \
+            price * o.energy_kwh[..., None] * o.intensity[:, None, None, :]
+        cap_best = np.argmin(cost, axis=2)  # [N, G, S]
+        cost_gs = np.take_along_axis(cost, cap_best[:, :, None, :], axis=2)[:, :, 0, :]
+        now_cost = cost_gs[:, :, 0]
+        defer_col = np.argmin(cost_gs[:, :, 1], axis=1)
+        deferred = cost_gs[rows, defer_col, 1] < now_cost.min(axis=1)
+
+        base_col = o.chain[:, 0]
+        admitted = _admit(o.gpus[base_col], ~deferred, free_gpus)
+        steps = _increments(now_cost, o.chain, o.gpus, admitted,
+                            free_gpus - int(o.gpus[base_col][admitted].sum()))
+        col = np.where(deferred, defer_col, o.chain[rows, steps])
+        start = deferred.astype(np.int64)
+        cap = cap_best[rows, col, start]
+        spent = float((o.energy_kwh[rows, col, cap] * o.intensity[rows, start]).sum())
+        return _Choice(col, cap, start, admitted, spent)
+
+    def _solve(self, o: _Options, jobs: PendingJobs, free_gpus: int) -> tuple[str, _Choice, float]:
+        unit = "kg CO2" if self.resource == "carbon" else "kWh"
+        if self.budget_fraction is None:
+            choice = self._choose(o, self.price, free_gpus)
+            return f"{self.name}: fixed price {self.price:.3g} s/{unit}, plan {choice.spent:.3g} {unit}", \
+                choice, self.price
+        rows = np.arange(len(jobs))
+        reference = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
+        budget = self.budget_fraction * reference
+        choice = self._choose(o, 0.0, free_gpus)
+        price = 0.0
+        if choice.spent > budget:
+            low, high = 0.0, 1.0
+            best = self._choose(o, high, free_gpus)
+            while best.spent > budget and high < _MAX_PRICE:
+                low, high = high, high * 10.0
+                best = self._choose(o, high, free_gpus)
+            for _ in range(_BISECTION_STEPS if best.spent <= budget else 0):
+                mid = np.sqrt(max(low, 1e-9) * high)
+                trial = self._choose(o, mid, free_gpus)
+                if trial.spent <= budget:
+                    high, best = mid, trial
+                else:
+                    low = mid
+            choice, price = best, high
+        held = "holds" if choice.spent <= budget * (1 + 1e-9) else "cannot hold (cheapest plan shown)"
+        return (f"{self.name}: budget {budget:.3g} {unit} ({self.budget_fraction:g} x carbon-agnostic "
+                f"{reference:.3g}) {held}; plan {choice.spent:.3g} {unit} at price {price:.3g} s/{unit}"), \
+            choice, price
+
+    # -- placement and output ----------------------------------------------------------
+
+    def _placement(self, choice: _Choice, o: _Options, jobs: PendingJobs, free: FreeGpus,
+                   gpn: int) -> dict[int, tuple[int, tuple[str, ...]]]:
+        """Nodes for admitted jobs, largest first; a job that does not fit shrinks along its chain."""
+        placed: dict[int, tuple[int, tuple[str, ...]]] = {}
+        admitted = np.flatnonzero(choice.admitted & (choice.start == 0))
+        order = admitted[np.argsort(-o.gpus[choice.col[admitted]], kind="stable")]
+        for j in order.tolist():
+            chain = [c for c in o.chain[j].tolist() if 0 <= c and o.gpus[c] <= o.gpus[choice.col[j]]]
+            for col in reversed(chain):
+                shape = layout(int(o.gpus[col]), gpn)
+                nodes = free.place(*shape) if shape else None
+                if nodes is not None:
+                    placed[j] = (col, nodes)
+                    break
+        return placed
+
+    def _decisions(self, jobs: PendingJobs, o: _Options, table: ConfigTable, choice: _Choice,
+                   placed: dict[int, tuple[int, tuple[str, ...]]], forecast: object | None, now: float,
+                   price: float, gpn: int) -> tuple[JobDecision, ...]:
+        n = len(jobs)
+        rows = np.arange(n)
+        col = choice.col.copy()
+        for j, (c, _) in placed.items():
+            col[j] = c
+        cap = choice.cap
+        runtime = o.runtime[rows, col, cap]
+        energy = o.energy_kwh[rows, col, cap]
+        start_at = np.where(choice.start == 1, now + o.wait[rows, 1], now)
+        if forecast is not None:
+            mean_over = forecast.mean_over  # type: ignore[attr-defined]
+            ci_start = np.asarray(mean_over(start_at, start_at + runtime), dtype=np.float64)
+            ci_now = np.asarray(mean_over(np.full(n, now), now + runtime), dtype=np.float64)
+        else:
+            ci_start = ci_now = np.full(n, np.nan)
+        caps = table.caps[cap]
+        counts = o.gpus[col]
+        out = []
+        for j in range(n):
+            g = int(counts[j])
+            per_node, nodes = layout(g, gpn) or (g, 1)
+            cap_j = float(caps[j]) if jobs.accept_cap[j] else None
+            if choice.start[j]:
+                why = f"deferred {(start_at[j] - now) / 3600:.1f} h to {ci_start[j]:.0f} g/kWh"
+            elif j in placed:
+                why = f"start now on {len(placed[j][1])} node(s)"
+            else:
+                why = "released now, queued at its smallest allowed size"
+            carbon_kg = energy[j] * ci_start[j] / 1000.0 if forecast is not None else None
+            # A job not placed now loses any pin an earlier tick gave it (an empty node list
+            # clears ReqNodeList), or it would wait for nodes that were meant for another time.
+            out.append(JobDecision(
+                int(jobs.job_id[j]), start_at=float(start_at[j]), gpus_per_node=per_node, num_nodes=nodes,
+                nodes=placed[j][1] if j in placed else (() if jobs.jobs[j].nodes else None),
+                power_cap_fraction=cap_j,
+                reason=f"{why}: {g} GPU(s) at cap {caps[j]:.0%} (price {price:.3g})",
+                expected_runtime_s=float(runtime[j]), expected_energy_kwh=float(energy[j]),
+                expected_carbon_kg=carbon_kg,
+                carbon_if_now_kg=energy[j] * ci_now[j] / 1000.0 if forecast is not None else None,
+            ))
+        return tuple(out)
+
+
+def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:
+    """Seconds to do ``work`` at each configuration's throughput (the single place progress is modelled)."""
+    with np.errstate(divide="ignore"):
+        return np.where(throughput > 0, work[:, None, None] / np.where(throughput > 0, throughput, 1.0), np.inf)
+
+
+def _admit(sizes: np.ndarray, wants_now: np.ndarray, free: int) -> np.ndarray:
+    """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free."""
+    admitted = np.zeros(len(sizes), dtype=bool)
+    take = np.where(wants_now, sizes, 0)
+    prefix = np.cumsum(take) <= free
+    first_miss = int(np.argmin(prefix)) if not prefix.all() else len(sizes)
+    admitted[:first_miss] = wants_now[:first_miss]
+    left = free - int(take[:first_miss].sum())
+    for j in np.flatnonzero(wants_now[first_miss:] & (sizes[first_miss:] <= left)) + first_miss:
+        if sizes[j] <= left:
+            admitted[j] = True
+            left -= int(sizes[j])
+            if left <= 0:
+                break
+    return admitted
+
+
+def _increments(now_cost: np.ndarray, chain: np.ndarray, gpus: np.ndarray, admitted: np.ndarray,
+                spare: int) -> np.ndarray:
+    """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs.
+
+    Utility of a step = cost saved / extra GPUs; steps are made non-increasing per job
+    (so a job's steps are taken in order) and taken best first while GPUs remain.
+    """
+    n, width = chain.shape
+    steps = np.zeros(n, dtype=np.int64)
+    if spare <= 0 or width < 2 or not admitted.any():
+        return steps
+    rows = np.flatnonzero(admitted)
+    here, there = chain[rows, :-1], chain[rows, 1:]
+    valid = there >= 0
+    safe_there = np.where(valid, there, 0)
+    saved = now_cost[rows[:, None], here] - now_cost[rows[:, None], safe_there]
+    extra = np.where(valid, gpus[safe_there] - gpus[here], 1)
+    utility = np.where(valid, saved / extra, -np.inf)
+    utility = np.minimum.accumulate(utility, axis=1)
+    good = utility > 0
+    if not good.any():
+        return steps
+    r, m = np.nonzero(good)
+    order = np.lexsort((m, -utility[r, m]))
+    r, m = r[order], m[order]
+    fits = np.cumsum(extra[r, m]) <= spare
+    taken_rows = rows[r[fits]]
+    np.add.at(steps, taken_rows, 1)
+    return steps
+
+
+def _carbon_agnostic(jobs: PendingJobs, now: float) -> Plan:
+    decisions = tuple(JobDecision(int(j), start_at=now, reason="no carbon forecast: start now (carbon-agnostic)")
+                      for j in jobs.job_id)
+    return Plan(decisions=decisions, notes=("carbon-agnostic: no forecast, every managed job is released",))
+
+
+def powerflow(budget_fraction: float | None = 1.0, price: float = 0.0) -> GreenFlowPolicy:
+    """PowerFlow: GreenFlow with an energy budget instead of a carbon one (no time shifting)."""
+    return GreenFlowPolicy(name="powerflow", resource="energy", budget_fraction=budget_fraction, price=price)

@@ -1,0 +1,121 @@
+"""Where a job's GPUs go: network packing across nodes, buddy blocks inside a node.
+
+Fragmentation is what makes a cluster with free GPUs unable to start a job: one
+free GPU on each of eight nodes does not run an 8-GPU job. Two rules limit it:
+
+- *network packing*: a multi-node job takes whole nodes under as few switches as
+  possible, choosing the switch whose free nodes it fills most tightly (best fit),
+  so all-reduce traffic stays under one switch and large holes stay large;
+- *buddy allocation*: inside a node, a power-of-two job gets an aligned block
+  (2 GPUs at 0-1 or 2-3, 4 GPUs at 0-3 or 4-7) on the fullest node that has one,
+  so freed blocks merge back into larger aligned blocks.
+
+The switch of a node is read from a node feature ``switch=NAME`` (the simulator
+sets it; a real site can add it to ``Features`` in slurm.conf); nodes without one
+count as one switch each. Placement is computed on a copy of the snapshot's free
+GPUs and never changes the cluster: the decision carries the node list and the
+backend enacts it (Slurm: ``ReqNodeList``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from slurm_green.core.cluster import ClusterSnapshot
+
+SWITCH_FEATURE = "switch="
+
+
+def fragmentation(free: np.ndarray, total: np.ndarray) -> float:
+    """Share of free GPUs that sit on partly used nodes (0 = every free GPU is in a whole free node)."""
+    free_sum = float(free.sum())
+    if free_sum <= 0:
+        return 0.0
+    whole = float(free[(free == total) & (total > 0)].sum())
+    return 1.0 - whole / free_sum
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+@dataclass
+class FreeGpus:
+    """A scratch copy of which GPU slots are free on each available node."""
+
+    names: tuple[str, ...]
+    free: np.ndarray  #: bool [node, slot]
+    switch: np.ndarray  #: int switch id per node
+
+    @classmethod
+    def from_snapshot(cls, snapshot: ClusterSnapshot) -> "FreeGpus":
+        nodes = [n for n in snapshot.nodes if n.available and n.gpus_total > 0]
+        slots = max((n.gpus_total for n in nodes), default=0)
+        free = np.zeros((len(nodes), slots), dtype=bool)
+        switch_ids: dict[str, int] = {}
+        switch = np.empty(len(nodes), dtype=np.int64)
+        for i, node in enumerate(nodes):
+            free[i, : node.gpus_total] = True
+            if node.gpu_indices_allocated:
+                free[i, list(node.gpu_indices_allocated)] = False
+            elif node.gpus_allocated:
+                free[i, : node.gpus_allocated] = False
+            name = next((f[len(SWITCH_FEATURE):] for f in node.features if f.startswith(SWITCH_FEATURE)),
+                        f"node:{node.name}")
+            switch[i] = switch_ids.setdefault(name, len(switch_ids))
+        return cls(tuple(n.name for n in nodes), free, switch)
+
+    @property
+    def free_count(self) -> np.ndarray:
+        return self.free.sum(axis=1)
+
+    def total_free(self) -> int:
+        return int(self.free.sum())
+
+    def place(self, gpus_per_node: int, num_nodes: int) -> tuple[str, ...] | None:
+        """Choose nodes for the job and mark their GPUs taken; ``None`` if it does not fit."""
+        if gpus_per_node <= 0 or num_nodes <= 0:
+            return None
+        fits, block = self._fitting_nodes(gpus_per_node)
+        candidates = np.flatnonzero(fits)
+        if len(candidates) < num_nodes:
+            return None
+        chosen = candidates[self._pack(candidates, num_nodes)] if num_nodes > 1 else \
+            candidates[[int(np.argmin(self.free_count[candidates] * len(self.names) + candidates))]]
+        for i in chosen:
+            self._take(int(i), gpus_per_node, block[i])
+        return tuple(self.names[int(i)] for i in chosen)
+
+    def _fitting_nodes(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Nodes that can host ``k`` GPUs, and the first aligned block start per node (-1 if none)."""
+        slots = self.free.shape[1]
+        if k > slots:
+            return np.zeros(len(self.names), dtype=bool), np.full(len(self.names), -1)
+        if _is_power_of_two(k) and slots % k == 0:
+            blocks = self.free.reshape(len(self.names), slots // k, k).all(axis=2)
+            has = blocks.any(axis=1)
+            first = np.where(has, blocks.argmax(axis=1) * k, -1)
+            return has, first
+        return self.free_count >= k, np.full(len(self.names), -1)
+
+    def _pack(self, candidates: np.ndarray, count: int) -> np.ndarray:
+        """Positions in ``candidates`` of ``count`` nodes under as few switches as possible (best fit)."""
+        switches = self.switch[candidates]
+        ids, sizes = np.unique(switches, return_counts=True)
+        big_enough = sizes >= count
+        if big_enough.any():
+            best = ids[big_enough][np.argmin(sizes[big_enough])]
+            order = np.flatnonzero(switches == best)
+        else:
+            rank = {s: r for r, s in enumerate(ids[np.argsort(-sizes, kind="stable")])}
+            order = np.argsort([rank[s] for s in switches], kind="stable")
+        fullness = self.free_count[candidates[order]]
+        return order[np.argsort(fullness, kind="stable")[:count]] if big_enough.any() else order[:count]
+
+    def _take(self, node: int, k: int, block_start: int) -> None:
+        if block_start >= 0:
+            self.free[node, block_start: block_start + k] = False
+        else:
+            self.free[node, np.flatnonzero(self.free[node])[:k]] = False

@@ -1,0 +1,1 @@
+"""The trace-driven simulator: a ``ClusterBackend`` that plays Slurm, job_submit.lua and the Prolog."""

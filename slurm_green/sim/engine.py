@@ -1,0 +1,449 @@
+"""The discrete-event simulator: a ``ClusterBackend`` that plays three parts of a real site.
+
+- **job_submit.lua**: when a trace job arrives it gets the trusted marker in its
+  AdminComment (``format_marker``) and, if managed with flexibility, the fallback
+  begin time = its deadline, exactly as the plugin does: a job nobody releases
+  still starts by its deadline.
+- **Slurm**: a FIFO scheduler with EASY backfill (one reservation for the first job
+  that does not fit, from the running jobs' time limits) that honours begin times
+  (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``) and holds.
+  Without a node list it takes the first nodes that fit, in index order, and the
+  lowest free GPU indices (no topology awareness), as a plain Slurm would.
+- **Prolog**: at start it verifies the signed decision token in the job's Comment
+  and applies its power-cap fraction; a missing or bad token means full power.
+
+A job's runtime and power come from the models for its actual configuration (GPUs,
+nodes actually spanned, cap), so a policy's choice changes runtime and energy. The
+configuration is fixed while a job runs, so its end, energy and carbon are known
+at its start: events are arrivals, completions, begin times and controller ticks,
+and nothing is stepped in between.
+
+Time limits: a trace job's time limit is its true runtime at the requested size
+times ``time_limit_factor`` (users overestimate), rounded up to a minute; limits
+feed backfill and the policies' runtime estimates, and are not enforced (a resized
+job would otherwise be killed: the core has no action to change a time limit, so
+``SetGpus`` rescales the limit by the models' speedup, as a site would).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from slurm_green.core import decision_token
+from slurm_green.core.actions import (
+    Action,
+    ActionError,
+    ActionResult,
+    Hold,
+    Release,
+    SetDecision,
+    SetGpus,
+    SetNice,
+    SetNodes,
+    SetStartTime,
+)
+from slurm_green.core.clock import ManualClock
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.models.base import Config
+from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
+from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.sim.metrics import SimRecord
+from slurm_green.sim.workload import Workload
+
+PARTITION = "gpu"
+#: Slurm's bf_max_job_test default: queued jobs the backfill pass looks at.
+BACKFILL_DEPTH = 500
+
+
+@dataclass(frozen=True)
+class TraceOptions:
+    """How the simulated job_submit.lua and users treat trace jobs (which carry no options)."""
+
+    #: Start-time flexibility every trace job grants (``--comment green:flex=...``).
+    flex_s: float = 24 * 3600.0
+    #: Allowed GPU range: requested / gpu_range .. requested * gpu_range (``gpus=MIN-MAX``).
+    gpu_range: float = 2.0
+    accept_cap: bool = True
+    #: Time limit = true runtime at the requested size x this factor.
+    time_limit_factor: float = 1.5
+    managed: bool = True
+
+
+@dataclass
+class _Running:
+    gpus: int
+    alloc: list[tuple[int, np.ndarray]]
+    limit_end: float
+
+
+class Simulator:
+    """See the module docstring. ``signal`` is the true carbon series used for accounting."""
+
+    def __init__(self, workload: Workload, spec: ClusterSpec, models: object, signal: object, key: bytes,
+                 options: TraceOptions = TraceOptions(), clock: ManualClock | None = None) -> None:
+        self.workload = workload
+        self.spec = spec
+        self.models = models
+        self.signal = signal
+        self.key = key
+        self.options = options
+        n = len(workload)
+        self.clock = clock or ManualClock(float(workload.submit[0]) if n else 0.0)
+        self._models: dict[str, object] = {}
+        self.requested = np.minimum(workload.gpus, spec.gpus)
+        self.work, full_runtime = self._resolve_work()
+        self.time_limit = np.ceil(full_runtime * options.time_limit_factor / 60.0) * 60.0
+        self.record = SimRecord.empty(n)
+        self.free = np.ones((spec.nodes, spec.gpus_per_node), dtype=bool)
+        self.free_count = np.full(spec.nodes, spec.gpus_per_node, dtype=np.int64)
+        self._node_index = {spec.node_name(i): i for i in range(spec.nodes)}
+        self._nodes = [self._node(i) for i in range(spec.nodes)]
+        self._dirty_nodes: set[int] = set()
+        self._jobs: dict[int, Job] = {}
+        self._running: dict[int, _Running] = {}
+        self._queue: list[tuple[float, int]] = []  # eligible pending, FIFO order
+        self._releases: list[tuple[float, int]] = []  # (begin time, job id), lazily validated
+        self._completions: list[tuple[float, int]] = []
+        self._next_arrival = 0
+        self._snapshot: ClusterSnapshot | None = None
+        self._partition = Partition(PARTITION, tuple(self._node_index), default=True)
+
+    # -- sizes ---------------------------------------------------------------------------
+
+    def _model(self, job_type: str) -> object:
+        model = self._models.get(job_type)
+        if model is None:
+            model = self._models[job_type] = self.models.for_job(job_type or None)  # type: ignore[attr-defined]
+        return model
+
+    def _config(self, gpus: int, nodes: int, cap: float = 1.0) -> Config:
+        return Config(gpus=gpus, nodes=nodes, cap_fraction=cap)
+
+    def _packed_nodes(self, gpus: int) -> int:
+        return max(1, math.ceil(gpus / self.spec.gpus_per_node))
+
+    def _resolve_work(self) -> tuple[np.ndarray, np.ndarray]:
+        """Work of every job, and its runtime at the requested size at full power."""
+        w = self.workload
+        tput = np.empty(len(w))
+        cache: dict[tuple[str, int], float] = {}
+        for i, (t, g) in enumerate(zip(w.job_type, self.requested.tolist())):
+            key = (t, g)
+            if key not in cache:
+                cache[key] = self._model(t).throughput(self._config(g, self._packed_nodes(g)))  # type: ignore[attr-defined]
+            tput[i] = cache[key]
+        work = np.where(np.isfinite(w.work), w.work, w.duration_s * tput)
+        return work, work / tput
+
+    # -- ClusterBackend -------------------------------------------------------------------
+
+    def snapshot(self) -> ClusterSnapshot:
+        """Active jobs only (pending and running) and all nodes; rebuilt only after a change."""
+        if self._snapshot is None:
+            for i in self._dirty_nodes:
+                self._nodes[i] = self._node(i)
+            self._dirty_nodes.clear()
+            self._snapshot = ClusterSnapshot(taken_at=self.clock.now(), slurm_version="sim",
+                                             jobs=tuple(self._jobs.values()), nodes=tuple(self._nodes),
+                                             partitions=(self._partition,))
+        elif self._snapshot.taken_at != self.clock.now():
+            self._snapshot = replace(self._snapshot, taken_at=self.clock.now(), _job_index={})
+        return self._snapshot
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        return [self._apply_one(action) for action in actions]
+
+    def _apply_one(self, action: Action) -> ActionResult:
+        job = self._jobs.get(action.job_id)
+        if job is None:
+            return ActionResult(action, ActionError.JOB_GONE, "no such active job")
+        if not job.is_pending:
+            return ActionResult(action, ActionError.NOT_PENDING, f"job is {job.state.value}")
+        handler: Callable[[Job, Action], str | None] = self._HANDLERS[type(action)]
+        error = handler(self, job, action)
+        if error:
+            return ActionResult(action, ActionError.INVALID, error)
+        self._snapshot = None
+        return ActionResult(action)
+
+    def _set_start(self, job: Job, action: SetStartTime) -> None:
+        self._update(job, eligible_time=action.start)
+        self._requeue(job.job_id)
+        return None
+
+    def _set_gpus(self, job: Job, action: SetGpus) -> str | None:
+        nodes = action.num_nodes if action.num_nodes is not None else job.num_nodes
+        if not 1 <= action.gpus_per_node <= self.spec.gpus_per_node or not 1 <= nodes <= self.spec.nodes:
+            return f"{nodes} x {action.gpus_per_node} GPUs does not fit nodes of {self.spec.gpus_per_node}"
+        model = self._model(job.name)
+        old = model.throughput(self._config(job.total_gpus, job.num_nodes))  # type: ignore[attr-defined]
+        new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))  # type: ignore[attr-defined]
+        limit = math.ceil((job.time_limit_s or 0.0) * old / new / 60.0) * 60.0
+        self._update(job, gpus_per_node=action.gpus_per_node, num_nodes=nodes, time_limit_s=limit)
+        self._requeue(job.job_id)
+        return None
+
+    def _set_nodes(self, job: Job, action: SetNodes) -> str | None:
+        unknown = [n for n in action.nodes if n not in self._node_index]
+        if unknown:
+            return f"unknown nodes {unknown[:3]}"
+        self._update(job, nodes=tuple(action.nodes))
+        return None
+
+    def _hold(self, job: Job, action: Hold) -> None:
+        self._update(job, held=True)
+        self._requeue(job.job_id)
+        return None
+
+    def _release(self, job: Job, action: Release) -> None:
+        self._update(job, held=False)
+        self._requeue(job.job_id)
+        return None
+
+    def _set_decision(self, job: Job, action: SetDecision) -> None:
+        self._update(job, comment=action.token)
+        return None
+
+    def _set_nice(self, job: Job, action: SetNice) -> None:
+        self._update(job, nice=action.nice)
+        return None
+
+    _HANDLERS = {SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold,
+                 Release: _release, SetDecision: _set_decision, SetNice: _set_nice}
+
+    def _update(self, job: Job, **changes: object) -> Job:
+        new = replace(job, **changes)
+        self._jobs[job.job_id] = new
+        self._snapshot = None
+        return new
+
+    def _requeue(self, job_id: int) -> None:
+        """Put a pending job in the eligible queue, or in the release heap, as its state says."""
+        job = self._jobs[job_id]
+        key = (job.submit_time, job_id)
+        at = bisect.bisect_left(self._queue, key)
+        queued = at < len(self._queue) and self._queue[at] == key
+        now = self.clock.now()
+        eligible = not job.held and (job.eligible_time is None or job.eligible_time <= now)
+        if eligible and not queued:
+            self._queue.insert(at, key)
+        elif not eligible and queued:
+            del self._queue[at]
+        if not job.held and job.eligible_time is not None and job.eligible_time > now:
+            heapq.heappush(self._releases, (job.eligible_time, job_id))
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def _node(self, i: int) -> Node:
+        used = self.spec.gpus_per_node - int(self.free_count[i])
+        state = NodeState.IDLE if used == 0 else (
+            NodeState.ALLOCATED if used == self.spec.gpus_per_node else NodeState.MIXED)
+        return Node(self.spec.node_name(i), state=state, gpus_total=self.spec.gpus_per_node, gpus_allocated=used,
+                    gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()), gpu_type=self.spec.gpu_type,
+                    features=(SWITCH_FEATURE + self.spec.switch_of(i),), partitions=(PARTITION,))
+
+    def _allocate(self, job: Job) -> list[tuple[int, np.ndarray]] | None:
+        per_node, count = job.gpus_per_node, job.num_nodes
+        if job.nodes:
+            nodes = [self._node_index[n] for n in job.nodes]
+            if len(nodes) != count or any(self.free_count[i] < per_node for i in nodes):
+                return None
+        else:
+            fitting = np.flatnonzero(self.free_count >= per_node)
+            if len(fitting) < count:
+                return None
+            nodes = fitting[:count].tolist()
+        alloc = []
+        for i in nodes:
+            slots = self._slots(i, per_node, aligned=bool(job.nodes))
+            self.free[i, slots] = False
+            self.free_count[i] -= per_node
+            self._dirty_nodes.add(i)
+            alloc.append((i, slots))
+        return alloc
+
+    def _slots(self, i: int, k: int, aligned: bool) -> np.ndarray:
+        """GPU indices on node ``i``: an aligned buddy block when the decision placed the job, else the lowest free."""
+        gpn = self.spec.gpus_per_node
+        if aligned and k & (k - 1) == 0 and gpn % k == 0:
+            blocks = self.free[i].reshape(gpn // k, k).all(axis=1)
+            if blocks.any():
+                start = int(np.argmax(blocks)) * k
+                return np.arange(start, start + k)
+        return np.flatnonzero(self.free[i])[:k]
+
+    # -- the event loop ----------------------------------------------------------------
+
+    def _arrive(self, index: int) -> None:
+        """A trace job is submitted: job_submit.lua marks it and defers it to its deadline."""
+        w, o = self.workload, self.options
+        job_id = index + 1
+        submit = float(w.submit[index])
+        gpus = int(self.requested[index])
+        per_node, nodes = (gpus, 1) if gpus <= self.spec.gpus_per_node else (
+            self.spec.gpus_per_node, self._packed_nodes(gpus))
+        gpus = per_node * nodes
+        admin_comment, begin = "", None
+        if o.managed:
+            low = max(1, int(gpus / o.gpu_range))
+            high = min(self.spec.gpus, int(gpus * o.gpu_range))
+            green = GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
+                                 accept_cap=o.accept_cap, deadline=submit + o.flex_s)
+            admin_comment = format_marker(green)
+            begin = math.floor(submit + o.flex_s) if o.flex_s > 0 else None
+        self._jobs[job_id] = Job(
+            job_id, name=w.job_type[index], user="trace", partition=PARTITION, submit_time=submit,
+            eligible_time=begin, time_limit_s=float(self.time_limit[index]), num_nodes=nodes,
+            gpus_per_node=per_node, gpu_type=self.spec.gpu_type, admin_comment=admin_comment)
+        self._snapshot = None
+        self._requeue(job_id)
+
+    def _prolog_cap(self, job: Job) -> float:
+        token = decision_token.find_token(job.comment)
+        if token is None:
+            return 1.0
+        try:
+            payload = decision_token.verify(self.key, job.job_id, token)
+        except decision_token.InvalidToken:
+            return 1.0
+        cap = payload.get("cap")
+        return min(1.0, max(0.05, float(cap))) if isinstance(cap, (int, float)) else 1.0
+
+    def _start(self, job: Job, alloc: list[tuple[int, np.ndarray]], now: float) -> None:
+        index = job.job_id - 1
+        cap = self._prolog_cap(job)
+        gpus = job.total_gpus
+        config = self._config(gpus, len(alloc), cap)
+        model = self._model(job.name)
+        runtime = float(self.work[index] / model.throughput(config))  # type: ignore[attr-defined]
+        power = float(model.power_w(config))  # type: ignore[attr-defined]
+        end = now + runtime
+        mean_ci = float(self.signal.mean_over(now, end))  # type: ignore[attr-defined]
+        self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime, mean_ci)
+        self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime))
+        # Like Slurm, a running job's EndTime is its start plus its time limit, not the truth.
+        self._jobs[job.job_id] = replace(job, state=JobState.RUNNING, start_time=now,
+                                         end_time=now + (job.time_limit_s or runtime),
+                                         nodes=tuple(self.spec.node_name(i) for i, _ in alloc))
+        heapq.heappush(self._completions, (end, job.job_id))
+        self._snapshot = None
+
+    def _complete(self, job_id: int) -> None:
+        running = self._running.pop(job_id)
+        for i, slots in running.alloc:
+            self.free[i, slots] = True
+            self.free_count[i] += len(slots)
+            self._dirty_nodes.add(i)
+        del self._jobs[job_id]
+        self._snapshot = None
+
+    def _shadow(self, now: float, need: int, free: int) -> tuple[float, int]:
+        """EASY backfill reservation for a job needing ``need`` GPUs: (start time, GPUs spare then)."""
+        ends = np.fromiter((r.limit_end for r in self._running.values()), dtype=np.float64)
+        gpus = np.fromiter((r.gpus for r in self._running.values()), dtype=np.int64)
+        order = np.argsort(ends, kind="stable")
+        available = free + np.cumsum(gpus[order])
+        enough = np.flatnonzero(available >= need)
+        if not len(enough):
+            return math.inf, 0
+        k = int(enough[0])
+        return max(now, float(ends[order][k])), int(available[k] - need)
+
+    def _schedule(self, now: float) -> None:
+        """One FIFO + EASY backfill pass over the eligible queue."""
+        free = int(self.free_count.sum())
+        reservation: tuple[float, int] | None = None
+        i = tested = 0
+        while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
+            job_id = self._queue[i][1]
+            job = self._jobs[job_id]
+            need = job.total_gpus
+            tested += 1
+            fits_reservation = reservation is None or need <= reservation[1] or \
+                now + (job.time_limit_s or 0.0) <= reservation[0]
+            if need <= free and fits_reservation:
+                alloc = self._allocate(job)
+                if alloc is not None:
+                    self._start(job, alloc, now)
+                    del self._queue[i]
+                    free -= need
+                    if reservation is not None and now + (job.time_limit_s or 0.0) > reservation[0]:
+                        reservation = (reservation[0], reservation[1] - need)
+                    continue
+            if reservation is None:
+                reservation = self._shadow(now, need, free)
+            i += 1
+
+    def _next_release(self) -> float:
+        """Earliest valid begin time still ahead (stale heap entries are dropped)."""
+        while self._releases:
+            at, job_id = self._releases[0]
+            job = self._jobs.get(job_id)
+            if job is not None and job.is_pending and not job.held and job.eligible_time == at:
+                return at
+            heapq.heappop(self._releases)
+        return math.inf
+
+    def run(self, controller: object, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
+            drain_limit_s: float = 365 * 86400.0, on_progress: Callable[[int], None] | None = None) -> SimRecord:
+        """Drive ``controller.tick(now)`` at events (at most every ``min_tick_s``) and at least every
+        ``max_tick_s`` while jobs are pending; stop when every job is done, or ``drain_limit_s``
+        after the last arrival (the rest are reported unfinished)."""
+        n = len(self.workload)
+        submit = self.workload.submit
+        last_tick = -math.inf
+        changed = False
+        done = 0
+        stop_at = (float(submit[-1]) if n else 0.0) + drain_limit_s
+        now = self.clock.now()
+        self.record.sample(now, self._busy(), self._fragmentation())
+        while True:
+            arrival = float(submit[self._next_arrival]) if self._next_arrival < n else math.inf
+            completion = self._completions[0][0] if self._completions else math.inf
+            pending = len(self._jobs) > len(self._running)
+            if changed:
+                tick = max(last_tick + min_tick_s, now)
+            else:
+                tick = last_tick + max_tick_s if pending else math.inf
+            nxt = min(arrival, completion, self._next_release(), tick)
+            if nxt == math.inf or nxt > stop_at:
+                break
+            now = max(now, nxt)
+            self.clock.set(now)
+            nodes_changed = False
+            while self._completions and self._completions[0][0] <= now:
+                self._complete(heapq.heappop(self._completions)[1])
+                done += 1
+                changed = nodes_changed = True
+            while self._next_arrival < n and submit[self._next_arrival] <= now:
+                self._arrive(self._next_arrival)
+                self._next_arrival += 1
+                changed = True
+            while self._releases and self._releases[0][0] <= now:
+                job_id = heapq.heappop(self._releases)[1]
+                if job_id in self._jobs and self._jobs[job_id].is_pending:
+                    self._requeue(job_id)
+            if now >= tick or (changed and now >= last_tick + min_tick_s):
+                controller.tick(now)  # type: ignore[attr-defined]
+                last_tick, changed = now, False
+            started = len(self._running)
+            self._schedule(now)
+            if nodes_changed or len(self._running) != started:
+                self.record.sample(now, self._busy(), self._fragmentation())
+            if on_progress is not None and nodes_changed:
+                on_progress(done)
+        self.record.finish(self.signal, self.spec, now)
+        return self.record
+
+    def _busy(self) -> int:
+        return self.spec.gpus - int(self.free_count.sum())
+
+    def _fragmentation(self) -> float:
+        return fragmentation(self.free_count, np.full(self.spec.nodes, self.spec.gpus_per_node))

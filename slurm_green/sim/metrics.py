@@ -1,0 +1,93 @@
+"""What a simulation measured: per-job outcomes and cluster samples, and their summary.
+
+Energy is the jobs' GPU energy from the models (``energy_kwh``); idle GPUs draw
+``idle_w_per_gpu`` and are reported apart (``idle_energy_kwh``), because idle
+energy depends on how long the accounting window is, which differs between runs.
+Carbon is energy times the true intensity over exactly when it was drawn.
+JCT is completion minus submission. Fragmentation is the time-weighted share of
+free GPUs that sit on partly used nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+_J_PER_KWH = 3.6e6
+
+
+@dataclass
+class SimRecord:
+    start: np.ndarray
+    end: np.ndarray
+    gpus: np.ndarray
+    nodes: np.ndarray
+    cap: np.ndarray
+    energy_j: np.ndarray
+    intensity: np.ndarray  #: mean g/kWh over each job's run
+    sample_t: list[float] = field(default_factory=list)
+    sample_busy: list[int] = field(default_factory=list)
+    sample_frag: list[float] = field(default_factory=list)
+    idle_energy_kwh: float = 0.0
+    idle_carbon_kg: float = 0.0
+    total_gpus: int = 0
+    ended_at: float = 0.0
+
+    @classmethod
+    def empty(cls, n: int) -> "SimRecord":
+        nan = lambda: np.full(n, np.nan)  # noqa: E731
+        return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan())
+
+    def started(self, index: int, start: float, end: float, gpus: int, nodes: int, cap: float, energy_j: float,
+                intensity: float) -> None:
+        self.start[index], self.end[index] = start, end
+        self.gpus[index], self.nodes[index], self.cap[index] = gpus, nodes, cap
+        self.energy_j[index], self.intensity[index] = energy_j, intensity
+
+    def sample(self, t: float, busy: int, frag: float) -> None:
+        if self.sample_t and self.sample_t[-1] == t:
+            self.sample_busy[-1], self.sample_frag[-1] = busy, frag
+            return
+        self.sample_t.append(t)
+        self.sample_busy.append(busy)
+        self.sample_frag.append(frag)
+
+    def finish(self, signal: object, spec: object, now: float) -> None:
+        """Close the samples at ``now`` and account idle energy and carbon."""
+        self.total_gpus = int(spec.gpus)  # type: ignore[attr-defined]
+        self.ended_at = now
+        t = np.asarray(self.sample_t + [max(now, self.sample_t[-1] if self.sample_t else now)])
+        idle = self.total_gpus - np.asarray(self.sample_busy, dtype=np.float64)
+        dt = np.diff(t)
+        watts = idle * float(spec.idle_w_per_gpu)  # type: ignore[attr-defined]
+        self.idle_energy_kwh = float((watts * dt).sum() / _J_PER_KWH)
+        mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)  # type: ignore[attr-defined]
+        self.idle_carbon_kg = float((watts * dt * mean).sum() / _J_PER_KWH / 1000.0)
+
+    def summary(self, submit: np.ndarray) -> dict[str, float]:
+        done = np.isfinite(self.end)
+        jct = (self.end - submit)[done]
+        energy_kwh = self.energy_j[done] / _J_PER_KWH
+        t = np.asarray(self.sample_t + [self.ended_at])
+        dt = np.diff(t)
+        span = float(dt.sum()) or 1.0
+        busy_gpu_s = float((np.asarray(self.sample_busy) * dt).sum())
+        frag = float((np.asarray(self.sample_frag) * dt).sum() / span)
+        return {
+            "jobs": int(len(submit)),
+            "finished": int(done.sum()),
+            "avg_jct_s": float(jct.mean()) if len(jct) else float("nan"),
+            "p50_jct_s": float(np.percentile(jct, 50)) if len(jct) else float("nan"),
+            "p99_jct_s": float(np.percentile(jct, 99)) if len(jct) else float("nan"),
+            "avg_wait_s": float((self.start - submit)[done].mean()) if len(jct) else float("nan"),
+            "makespan_s": float(self.end[done].max() - submit.min()) if len(jct) else float("nan"),
+            "energy_kwh": float(energy_kwh.sum()),
+            "carbon_kg": float((energy_kwh * self.intensity[done]).sum() / 1000.0),
+            "idle_energy_kwh": self.idle_energy_kwh,
+            "idle_carbon_kg": self.idle_carbon_kg,
+            "gpu_utilisation": busy_gpu_s / (self.total_gpus * span) if self.total_gpus else float("nan"),
+            "fragmentation": frag,
+            "avg_gpus": float(self.gpus[done].mean()) if len(jct) else float("nan"),
+            "avg_cap": float(self.cap[done].mean()) if len(jct) else float("nan"),
+        }

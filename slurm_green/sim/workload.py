@@ -1,0 +1,54 @@
+"""A workload: the jobs of a trace as columns, independent of the file they came from.
+
+Each job has a submit time (POSIX seconds), a requested GPU count, a job type (the
+name the models resolve) and its size, either as *work* in the type's own units
+(steps, samples) or as a *duration* at the requested configuration at full power;
+the simulator turns a duration into work with the models, so that a different GPU
+count or power cap changes the runtime as the models say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    submit: np.ndarray  #: POSIX seconds, sorted ascending
+    gpus: np.ndarray  #: requested GPUs
+    job_type: tuple[str, ...]
+    work: np.ndarray  #: work units, NaN where the size is a duration
+    duration_s: np.ndarray  #: seconds at the requested configuration, NaN where the size is work
+
+    def __post_init__(self) -> None:
+        n = len(self.submit)
+        if not (len(self.gpus) == len(self.job_type) == len(self.work) == len(self.duration_s) == n):
+            raise ValueError("workload columns differ in length")
+        if n and np.any(np.diff(self.submit) < 0):
+            raise ValueError("workload must be sorted by submit time")
+
+    def __len__(self) -> int:
+        return len(self.submit)
+
+    @classmethod
+    def from_columns(cls, name: str, submit: np.ndarray, gpus: np.ndarray, job_type: list[str],
+                     work: np.ndarray | None = None, duration_s: np.ndarray | None = None) -> "Workload":
+        """Sort by submit time and fill the absent size column with NaN."""
+        order = np.argsort(np.asarray(submit, dtype=np.float64), kind="stable")
+        nan = np.full(len(order), np.nan)
+        return cls(
+            name=name,
+            submit=np.asarray(submit, dtype=np.float64)[order],
+            gpus=np.maximum(np.asarray(gpus, dtype=np.int64)[order], 1),
+            job_type=tuple(job_type[i] for i in order),
+            work=nan if work is None else np.asarray(work, dtype=np.float64)[order],
+            duration_s=nan if duration_s is None else np.asarray(duration_s, dtype=np.float64)[order],
+        )
+
+    def head(self, count: int) -> "Workload":
+        """The first ``count`` jobs (for quick runs)."""
+        return Workload(self.name, self.submit[:count], self.gpus[:count], self.job_type[:count],
+                        self.work[:count], self.duration_s[:count])

@@ -40,7 +40,7 @@ HORIZON = 24
 WARMUP = 14 * 24  # hours of history before the first origin
 MIN_ACTUAL = 1.0
 
-console = Console()
+console = Console(width=130)
 
 
 def rolling_errors(values: np.ndarray, forecaster: SeasonalForecaster, origins: np.ndarray) -> dict[str, np.ndarray]:
@@ -96,7 +96,7 @@ def tune(regions: dict[str, pd.Series]) -> SeasonalForecaster:
 def forecast_table(regions: dict[str, pd.Series], forecaster: SeasonalForecaster, step: int) -> None:
     table = Table(title=f"24 h-ahead MAPE, rolling origin every {step} h over 2023 (horizons 1-24 h pooled)")
     for column in ("region", "ours", "persistence", "day-ago", "ours H2", "persist. H2", "day-ago H2", "excluded"):
-        table.add_column(column, justify="right" if column != "region" else "left")
+        table.add_column(column, justify="right" if column != "region" else "left", no_wrap=True)
     wins = 0
     for region, series in track(list(regions.items()), description="evaluating", console=console):
         values = series.to_numpy()
@@ -107,8 +107,8 @@ def forecast_table(regions: dict[str, pd.Series], forecaster: SeasonalForecaster
         wins += mape["ours"] < min(mape["persistence"], mape["day_ago"])
         table.add_row(
             region,
-            *(f"{mape[k]:.1f}%" for k in ("ours", "persistence", "day_ago")),
-            *(f"{mape_h2[k]:.1f}%" for k in ("ours", "persistence", "day_ago")),
+            *(f"{mape[k]:.2f}%" for k in ("ours", "persistence", "day_ago")),
+            *(f"{mape_h2[k]:.2f}%" for k in ("ours", "persistence", "day_ago")),
             str(int(np.isnan(year["ours"]).sum())),
         )
     console.print(table)

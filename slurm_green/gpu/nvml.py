@@ -1,0 +1,76 @@
+"""Power limits of real NVIDIA GPUs through NVML (the ``pynvml`` module of nvidia-ml-py).
+
+NVML speaks milliwatts and numbers devices by its own index; this backend speaks watts
+and addresses devices by /dev/nvidiaN minor number (nvmlDeviceGetMinorNumber), which
+is what Slurm puts in SLURM_JOB_GPUS. Setting a limit needs root; the limit lasts
+until it is changed or the driver is reloaded.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from slurm_green.gpu.power import BoardLimits, GpuError
+
+
+class NvmlBackend:
+    name = "nvml"
+
+    def __init__(self, nvml: ModuleType | None = None) -> None:
+        """Initialise NVML and map minor numbers to handles; raises GpuError if NVML is unusable."""
+        if nvml is None:
+            try:
+                import pynvml as nvml
+            except ImportError as exc:
+                raise GpuError(f"NVML binding not installed (nvidia-ml-py): {exc}") from exc
+        self._nvml = nvml
+        try:
+            nvml.nvmlInit()
+        except Exception as exc:  # NVMLError, or OSError when libnvidia-ml is absent
+            raise GpuError(f"NVML did not initialise: {exc}") from exc
+        try:
+            handles = (nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount()))
+            self._by_minor = {int(nvml.nvmlDeviceGetMinorNumber(h)): h for h in handles}
+        except Exception as exc:
+            nvml.nvmlShutdown()
+            raise GpuError(f"NVML could not list devices: {exc}") from exc
+
+    def _handle(self, minor: int):
+        try:
+            return self._by_minor[minor]
+        except KeyError:
+            raise GpuError(f"no NVIDIA GPU with minor number {minor} (have {sorted(self._by_minor)})") from None
+
+    def limits(self, minor: int) -> BoardLimits:
+        handle = self._handle(minor)
+        try:
+            low_mw, high_mw = self._nvml.nvmlDeviceGetPowerManagementLimitConstraints(handle)
+            default_mw = self._nvml.nvmlDeviceGetPowerManagementDefaultLimit(handle)
+            current_mw = self._nvml.nvmlDeviceGetPowerManagementLimit(handle)
+        except Exception as exc:
+            raise GpuError(f"GPU {minor}: reading power limits failed: {exc}") from exc
+        return BoardLimits(low_mw / 1000, high_mw / 1000, default_mw / 1000, current_mw / 1000)
+
+    def set_limit(self, minor: int, watts: float) -> None:
+        handle = self._handle(minor)
+        try:
+            self._nvml.nvmlDeviceSetPowerManagementLimit(handle, int(round(watts * 1000)))
+        except Exception as exc:
+            raise GpuError(f"GPU {minor}: setting the power limit to {watts:g} W failed: {exc}") from exc
+
+    def energy_j(self, minor: int) -> float | None:
+        try:
+            return self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle(minor)) / 1000
+        except Exception:  # not supported before Volta: telemetry is optional
+            return None
+
+    def pci_bus_id(self, minor: int) -> str:
+        """For logs and cross-checks against nvidia-smi."""
+        bus_id = self._nvml.nvmlDeviceGetPciInfo(self._handle(minor)).busId
+        return bus_id.decode() if isinstance(bus_id, bytes) else str(bus_id)
+
+    def close(self) -> None:
+        try:
+            self._nvml.nvmlShutdown()
+        except Exception:
+            pass

@@ -1,0 +1,57 @@
+"""The NVML backend against a fake pynvml whose index order differs from minor order."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from fake_pynvml import make_pynvml
+
+from slurm_green.gpu.nvml import NvmlBackend
+from slurm_green.gpu.power import BoardLimits, GpuError
+
+
+def test_devices_are_addressed_by_minor_number_not_index(fake_nvml, gpus) -> None:
+    backend = NvmlBackend()
+    for device in gpus:
+        assert backend.limits(device.minor) == BoardLimits(
+            device.min_mw / 1000, device.max_mw / 1000, device.default_mw / 1000, device.limit_mw / 1000
+        )
+        assert backend.pci_bus_id(device.minor) == device.bus_id.decode()
+
+
+def test_set_limit_reaches_the_right_board_in_milliwatts(fake_nvml, gpus) -> None:
+    backend = NvmlBackend()
+    backend.set_limit(0, 212.5)  # minor 0 is NVML index 1
+    by_minor = {g.minor: g for g in gpus}
+    assert by_minor[0].set_calls == [212_500]
+    assert all(g.set_calls == [] for g in gpus if g.minor != 0)
+    assert backend.limits(0).current_w == 212.5
+
+
+def test_driver_errors_become_gpu_errors(fake_nvml, gpus) -> None:
+    backend = NvmlBackend()
+    gpus[3].fail_set = True  # minor 1
+    with pytest.raises(GpuError, match="GPU 1"):
+        backend.set_limit(1, 200)
+    with pytest.raises(GpuError, match="no NVIDIA GPU with minor number 7"):
+        backend.limits(7)
+
+
+def test_energy_is_reported_in_joules(fake_nvml, gpus) -> None:
+    gpus[2].energy_mj = 5_000_000  # minor 3
+    assert NvmlBackend().energy_j(3) == 5000
+
+
+def test_close_shuts_nvml_down(fake_nvml) -> None:
+    backend = NvmlBackend()
+    backend.close()
+    assert fake_nvml.initialised is False
+
+
+def test_unusable_nvml_raises_gpu_error(monkeypatch, gpus, no_nvml) -> None:
+    with pytest.raises(GpuError, match="not installed"):
+        NvmlBackend()
+    monkeypatch.setitem(sys.modules, "pynvml", make_pynvml(gpus, init_error=True))
+    with pytest.raises(GpuError, match="did not initialise"):
+        NvmlBackend()

@@ -58,11 +58,6 @@ class CarbonSnapshot:
         """Seconds since the fetch."""
         return (time.time() if now is None else now) - self.fetched_at
 
-    def series(self) -> pd.Series:
-        """The forecast as a pandas Series (for displays; the policy uses ``signal``)."""
-        index = EPOCH + pd.to_timedelta(self.signal.starts, unit="s")
-        return pd.Series(self.signal.values, index=pd.DatetimeIndex(index), name="gco2_per_kwh")
-
 
 class CarbonFeed:
     """Background-refreshed, disk-cached carbon forecast with a non-blocking read."""

@@ -37,7 +37,3 @@ def epoch_seconds(index: pd.DatetimeIndex) -> np.ndarray:
     """Seconds since 1970-01-01 UTC as float64, whatever the index's resolution."""
     return np.asarray((index - EPOCH) / ONE_SECOND, dtype=np.float64)
 
-
-def floor_to(ts: pd.Timestamp, step: pd.Timedelta) -> pd.Timestamp:
-    """The start of the period of length ``step`` that contains ``ts`` (aligned to the epoch)."""
-    return ts.floor(step)

@@ -18,8 +18,9 @@ def _register() -> None:
     from slurm_green.cli.install import install
     from slurm_green.cli.models import models
     from slurm_green.cli.sbatch import sbatch
+    from slurm_green.cli.status import status
 
-    for command in (install, sbatch, models):
+    for command in (install, sbatch, models, status):
         main.add_command(command)
 
 

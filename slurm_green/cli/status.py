@@ -1,0 +1,124 @@
+"""``slurm-green status``: the cluster as the adapter sees it, for a person or a program.
+
+It reads one snapshot through the same backend the controller uses, so what it
+shows is what policies decide on. ``--via-docker CONTAINER`` reaches a cluster whose
+Slurm commands live in a container (the Docker test cluster's ``controller``).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.slurm import DockerExecRunner, SlurmError, make_backend
+
+
+def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
+    """The JSON form: stable keys for scripts (times are POSIX seconds, UTC)."""
+    return {
+        "slurm_version": snapshot.slurm_version,
+        "taken_at": snapshot.taken_at,
+        "nodes": [
+            {
+                "name": node.name,
+                "state": node.state.value,
+                "flags": sorted(node.flags),
+                "available": node.available,
+                "reason": node.reason,
+                "gpus_total": node.gpus_total,
+                "gpus_allocated": node.gpus_allocated,
+                "gpu_indices_allocated": list(node.gpu_indices_allocated),
+                "gpu_type": node.gpu_type,
+                "shards_total": node.shards_total,
+                "shards_allocated": node.shards_allocated,
+                "partitions": list(node.partitions),
+            }
+            for node in snapshot.nodes
+        ],
+        "jobs": [
+            {
+                "id": job.job_id,
+                "name": job.name,
+                "user": job.user,
+                "partition": job.partition,
+                "state": job.state.value,
+                "reason": job.state_reason,
+                "held": job.held,
+                "gpus_per_node": job.gpus_per_node,
+                "shards_per_node": job.shards_per_node,
+                "nodes": job.num_nodes,
+                "node_list": list(job.nodes),
+                "submit_time": job.submit_time,
+                "start_time": job.start_time,
+                "time_limit_s": job.time_limit_s,
+            }
+            for job in snapshot.jobs
+        ],
+        "partitions": [
+            {"name": p.name, "state": p.state, "default": p.default, "nodes": list(p.nodes), "max_time_s": p.max_time_s}
+            for p in snapshot.partitions
+        ],
+    }
+
+
+def _when(seconds: float | None) -> str:
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ") if seconds else "-"
+
+
+def render(snapshot: ClusterSnapshot, console: Console) -> None:
+    """Rich tables of nodes and jobs."""
+    nodes = Table(title=f"Nodes (Slurm {snapshot.slurm_version}, {_when(snapshot.taken_at)})")
+    for column in ("Node", "State", "GPUs used", "GPU indices", "Shards used", "Reason"):
+        nodes.add_column(column)
+    for node in snapshot.nodes:
+        state = "+".join([node.state.value, *sorted(node.flags)])
+        style = None if node.available else "red"
+        nodes.add_row(
+            node.name,
+            state,
+            f"{node.gpus_allocated}/{node.gpus_total}",
+            ",".join(map(str, node.gpu_indices_allocated)) or "-",
+            f"{node.shards_allocated}/{node.shards_total}",
+            node.reason or "",
+            style=style,
+        )
+    console.print(nodes)
+    jobs = Table(title=f"Jobs ({len(snapshot.pending())} pending, {len(snapshot.running())} running)")
+    for column in ("Job", "User", "State", "GPUs/node", "Nodes", "Start", "Where / why"):
+        jobs.add_column(column)
+    for job in snapshot.jobs:
+        where = ",".join(job.nodes) or job.state_reason
+        state = f"{job.state.value} (held)" if job.held else job.state.value
+        jobs.add_row(
+            str(job.job_id), job.user, state, str(job.gpus_per_node or f"{job.shards_per_node} shards"),
+            str(job.num_nodes), _when(job.start_time), where,
+        )
+    console.print(jobs)
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the snapshot as JSON (for programs).")
+@click.option(
+    "--via-docker",
+    "container",
+    metavar="CONTAINER",
+    help="Run Slurm's commands in this container with docker exec (e.g. slurmgreen-2411-controller).",
+)
+@click.option("--user", "user", metavar="USER", help="With --via-docker: run them as this user.")
+def status(as_json: bool, container: str | None, user: str | None) -> None:
+    """Show nodes and jobs as slurm-green sees them (one snapshot)."""
+    runner = DockerExecRunner(container, user=user) if container else None
+    try:
+        snapshot = make_backend(runner).snapshot()
+    except SlurmError as exc:
+        raise click.ClickException(f"cannot read Slurm ({exc.error.value}): {exc}") from exc
+    if as_json:
+        click.echo(json.dumps(snapshot_to_dict(snapshot), indent=2))
+    else:
+        render(snapshot, Console())

@@ -1,0 +1,186 @@
+"""The Slurm adapter against the real cluster: the same assertions on every Slurm version.
+
+The backend runs as `sgreen`, the controller's Slurm operator account (the one
+job_submit.lua lets change managed jobs), through `docker exec` into the cluster's
+`controller` container; test jobs are submitted as alice.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from cluster import Cluster
+
+from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, NodeState
+from slurm_green.slurm import sdiag
+from slurm_green.slurm.cli_backend import CliBackend
+from slurm_green.slurm.runner import DockerExecRunner
+
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
+
+TOKEN = "sg1.e30." + "0" * 64
+CONTROLLER_USER = "sgreen"
+
+
+@pytest.fixture
+def backend(cluster: Cluster) -> CliBackend:
+    return CliBackend(DockerExecRunner(cluster.container("controller"), user=CONTROLLER_USER), timeout_s=60)
+
+
+def pending_job(cluster: Cluster, *args: str) -> int:
+    """A pending GPU job of alice's, deferred by two hours unless ARGS say otherwise."""
+    defaults = ["--gres=gpu:2", "-t", "30", "-J", "contract", "--comment", "my own words"]
+    if not any(arg.startswith("--hold") for arg in args):
+        defaults.append("--begin=now+2hours")
+    return cluster.sbatch("alice", [*defaults, *args])
+
+
+def job_in(snapshot: ClusterSnapshot, job_id: int) -> Job:
+    job = snapshot.job(job_id)
+    assert job is not None, f"job {job_id} missing from the snapshot"
+    return job
+
+
+def test_snapshot_sees_nodes_with_gpus_and_shards(cluster: Cluster, backend: CliBackend):
+    snapshot = backend.snapshot()
+    assert snapshot.slurm_version.startswith(cluster.version)
+    assert sorted(node.name for node in snapshot.nodes) == ["node1", "node2", "node3", "node4"]
+    for node in snapshot.nodes:
+        assert node.state is NodeState.IDLE and node.available, node
+        assert (node.gpus_total, node.shards_total, node.gpu_type) == (4, 16, "a100")
+        assert (node.gpus_allocated, node.gpu_indices_allocated) == (0, ())
+        assert node.partitions == ("gpu",)
+    (partition,) = snapshot.partitions
+    assert (partition.name, partition.default, partition.state) == ("gpu", True, "UP")
+    assert partition.nodes == ("node1", "node2", "node3", "node4")
+    assert snapshot.gpus_free == 16
+
+
+def test_pending_job_appears_with_its_fields(cluster: Cluster, backend: CliBackend):
+    submitted = time.time()
+    job_id = pending_job(cluster)
+    job = job_in(backend.snapshot(), job_id)
+    assert job.state is JobState.PENDING and not job.held
+    assert (job.user, job.partition, job.name) == ("alice", "gpu", "contract")
+    assert job.account
+    assert (job.gpus_per_node, job.num_nodes, job.shards_per_node) == (2, 1, 0)
+    assert job.time_limit_s == 30 * 60
+    assert abs(job.submit_time - submitted) < 30
+    assert job.start_time is not None and abs(job.start_time - (submitted + 2 * 3600)) < 60
+    assert job.nodes == ()
+    assert "my own words" in job.comment
+
+
+def test_running_job_and_node_allocation(cluster: Cluster, backend: CliBackend):
+    job_id = cluster.sbatch("alice", ["--gres=gpu:2", "-t", "5", "-w", "node2"])
+    cluster.wait_for(lambda: cluster.job_state(job_id) == "RUNNING", timeout=60)
+    snapshot = backend.snapshot()
+    job = job_in(snapshot, job_id)
+    assert job.state is JobState.RUNNING and job.nodes == ("node2",) and job.gpus_per_node == 2
+    node2 = next(node for node in snapshot.nodes if node.name == "node2")
+    assert node2.gpus_allocated == 2 and len(node2.gpu_indices_allocated) == 2
+    assert node2.state in (NodeState.MIXED, NodeState.ALLOCATED)
+
+
+def test_start_time_moves_to_the_second(cluster: Cluster, backend: CliBackend):
+    job_id = pending_job(cluster)
+    target = time.time() + 3600
+    (result,) = backend.apply([SetStartTime(job_id, target)])
+    assert result.ok, result
+    job = job_in(backend.snapshot(), job_id)
+    assert job.start_time is not None and abs(job.start_time - target) <= 2
+
+
+def test_one_call_moves_several_jobs(cluster: Cluster, backend: CliBackend):
+    first, second = pending_job(cluster), pending_job(cluster)
+    target = time.time() + 5400
+    dry = CliBackend(backend.runner, dry_run=True)
+    assert all(r.ok for r in dry.apply([SetStartTime(first, target), SetStartTime(second, target)]))
+    assert len(dry.recorded) == 1 and f"JobId={first},{second}" in dry.recorded[0]
+    assert all(r.ok for r in backend.apply([SetStartTime(first, target), SetStartTime(second, target)]))
+    snapshot = backend.snapshot()
+    for job_id in (first, second):
+        assert abs((job_in(snapshot, job_id).start_time or 0) - target) <= 2
+
+
+def test_gpu_count_nodes_nice_and_decision_change(cluster: Cluster, backend: CliBackend):
+    job_id = pending_job(cluster)
+    backend.snapshot()
+    results = backend.apply([SetGpus(job_id, 3, num_nodes=2), SetNice(job_id, 7), SetDecision(job_id, TOKEN)])
+    assert [r.error for r in results] == [None, None, None], results
+    job = job_in(backend.snapshot(), job_id)
+    assert (job.gpus_per_node, job.num_nodes, job.nice) == (3, 2, 7)
+    assert job.comment == f"my own words {TOKEN}"
+
+
+def test_hold_and_release(cluster: Cluster, backend: CliBackend):
+    job_id = pending_job(cluster)
+    assert backend.apply([Hold(job_id)])[0].ok
+    assert job_in(backend.snapshot(), job_id).held
+    assert backend.apply([Release(job_id)])[0].ok
+    assert not job_in(backend.snapshot(), job_id).held
+
+
+def test_running_job_gives_not_pending(cluster: Cluster, backend: CliBackend):
+    job_id = cluster.sbatch("alice", ["--gres=gpu:1", "-t", "5"])
+    cluster.wait_for(lambda: cluster.job_state(job_id) == "RUNNING", timeout=60)
+    results = backend.apply([SetStartTime(job_id, time.time() + 3600), SetGpus(job_id, 2)])
+    assert [r.error for r in results] == [ActionError.NOT_PENDING] * 2, results
+
+
+def test_missing_job_gives_job_gone(backend: CliBackend):
+    results = backend.apply([SetNice(99_999_999, 1), Hold(99_999_998), SetDecision(99_999_997, TOKEN)])
+    assert [r.error for r in results] == [ActionError.JOB_GONE] * 3, results
+
+
+def test_dry_run_records_and_changes_nothing(cluster: Cluster, backend: CliBackend):
+    job_id = pending_job(cluster)
+    before = job_in(backend.snapshot(), job_id)
+    dry = CliBackend(backend.runner, dry_run=True)
+    dry.snapshot()
+    results = dry.apply([SetStartTime(job_id, time.time() + 7200), SetGpus(job_id, 4), Hold(job_id)])
+    assert all(r.ok for r in results)
+    expected = [("scontrol", "update", f"JobId={job_id}"), ("scontrol", "hold", str(job_id))]
+    assert [argv[:3] for argv in dry.recorded] == expected
+    after = job_in(backend.snapshot(), job_id)
+    assert (after.start_time, after.gpus_per_node, after.held) == (before.start_time, before.gpus_per_node, False)
+
+
+def test_stopped_node_shows_as_not_responding(cluster: Cluster, backend: CliBackend):
+    cluster.stop_node("node4")
+
+    def node4_lost():
+        node = next(node for node in backend.snapshot().nodes if node.name == "node4")
+        return not node.available and (node.state is NodeState.DOWN or "NOT_RESPONDING" in node.flags) and node
+
+    # slurmctld notices after SlurmdTimeout (30 s here) plus a ping round.
+    node = cluster.wait_for(node4_lost, timeout=150, interval=3, message="node4 down or not responding")
+    assert node.gpus_free == 0
+
+
+def rpc_counters(cluster: Cluster) -> sdiag.RpcCounts:
+    return sdiag.rpc_counts(cluster.exec("controller", "sdiag").stdout)
+
+
+def test_snapshot_costs_at_most_three_rpcs_with_1000_pending_jobs(cluster: Cluster, backend: CliBackend):
+    # 1,000 separate held jobs (an array would be one squeue record), submitted in one shell loop.
+    started = time.monotonic()
+    cluster.sh(
+        "controller",
+        "for i in $(seq 1000); do sbatch --hold --parsable --output=/dev/null --chdir=/tmp -t 10 "
+        "--gres=gpu:1 --wrap 'sleep 60' >/dev/null || exit 1; done",
+        user="alice",
+        timeout=900,
+    )
+    submit_s = time.monotonic() - started
+    first = backend.snapshot()
+    assert len(first.pending()) >= 1000, f"{len(first.pending())} pending after {submit_s:.0f} s"
+    before = rpc_counters(cluster)
+    backend.snapshot()
+    after = rpc_counters(cluster)
+    cost = sdiag.difference(before.by_user, after.by_user).get(CONTROLLER_USER, 0)
+    by_type = sdiag.difference(before.by_type, after.by_type)
+    print(f"\n[rpc] Slurm {cluster.version}: 1000 sbatch in {submit_s:.1f} s; snapshot cost {cost} RPCs: {by_type}")
+    assert 1 <= cost <= 3, by_type

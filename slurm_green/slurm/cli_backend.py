@@ -1,9 +1,9 @@
 """The Slurm backend that speaks through Slurm's own commands (``squeue``, ``scontrol``).
 
 A snapshot costs a fixed number of slurmctld RPCs whatever the queue length: one
-``squeue --json`` (REQUEST_JOB_INFO) and one ``scontrol show nodes --json``
-(REQUEST_NODE_INFO + REQUEST_PARTITION_INFO: scontrol loads partitions to fill in
-each node's), so 3. Partitions change rarely, so ``scontrol show partitions
+``squeue --json`` (REQUEST_JOB_INFO) and one ``scontrol show nodes --json`` (22.05:
+``sinfo --json``), which is REQUEST_NODE_INFO + REQUEST_PARTITION_INFO because the
+tools load partitions to fill in each node's: 3 in all. Partitions change rarely, so ``scontrol show partitions
 --oneliner`` (one more RPC) is read only on the first snapshot and then once per
 ``partition_ttl_s``. The two reads are not one
 atomic RPC: a job may change between them; the snapshot is as consistent as Slurm's
@@ -32,7 +32,9 @@ from slurm_green.slurm.runner import CommandResult, CommandRunner, CommandTimeou
 log = logging.getLogger(__name__)
 
 SQUEUE = ("squeue", "--json")
-SHOW_NODES = ("scontrol", "show", "nodes", "--json")
+# 23.02+ scontrol prints JSON; 22.05's scontrol has no --json, but its sinfo --json
+# prints the same node records (openapi v0.0.38). Both cost NODE_INFO + PARTITION_INFO.
+NODE_READERS = (("scontrol", "show", "nodes", "--json"), ("sinfo", "--json"))
 SHOW_PARTITIONS = ("scontrol", "show", "partitions", "--oneliner")
 
 # Errors after which retrying the same job's actions one by one cannot help.
@@ -67,6 +69,7 @@ class CliBackend:
         self._partitions: tuple[Partition, ...] = ()
         self._partitions_at: float | None = None
         self._last: ClusterSnapshot | None = None
+        self._node_reader = 0
 
     # -- reading -------------------------------------------------------------------
 
@@ -94,6 +97,20 @@ class CliBackend:
             raise SlurmError(classify(problems[0]), f"{' '.join(argv)}: {'; '.join(problems)}")
         return document
 
+    def _read_nodes(self) -> dict[str, Any]:
+        """Node records, from the first reader this Slurm understands (remembered)."""
+        while True:
+            argv = NODE_READERS[self._node_reader]
+            try:
+                return self._read_json(argv)
+            except SlurmError as exc:
+                unsupported = "unrecognized option" in str(exc) or "invalid option" in str(exc)
+                if not unsupported or self._node_reader + 1 >= len(NODE_READERS):
+                    raise
+                log.info("%s is not supported here; reading nodes with %s", " ".join(argv),
+                         " ".join(NODE_READERS[self._node_reader + 1]))
+                self._node_reader += 1
+
     def _current_partitions(self, now: float) -> tuple[Partition, ...]:
         fresh = self._partitions_at is not None and now - self._partitions_at < self.partition_ttl_s
         if not fresh:
@@ -109,7 +126,7 @@ class CliBackend:
         """Jobs, nodes and partitions; raises ``SlurmError`` if Slurm cannot be read."""
         taken_at = self.clock.now()
         jobs_document = self._read_json(SQUEUE)
-        nodes_document = self._read_json(SHOW_NODES)
+        nodes_document = self._read_nodes()
         snapshot = ClusterSnapshot(
             taken_at=taken_at,
             slurm_version=schema.slurm_version(jobs_document) or schema.slurm_version(nodes_document),

@@ -209,3 +209,20 @@ def test_start_time_string_is_what_slurm_would_parse_in_utc():
     cli.apply([SetStartTime(1, NOW + 1.5)])
     value = re.search(r"StartTime=(\S+)", " ".join(runner.calls[0])).group(1)
     assert value == "2027-01-15T08:00:02"
+
+
+def test_2205_nodes_come_from_sinfo_once_scontrol_refuses_json():
+    nodes = json.dumps({"nodes": [{"name": "node1", "state": "idle", "state_flags": [], "gres": "gpu:a100:4"}]})
+
+    def reply(argv):
+        if argv[:3] == ("scontrol", "show", "nodes"):
+            return 1, "", "scontrol: unrecognized option '--json'\nTry \"scontrol --help\" for more information"
+        if argv == ("sinfo", "--json"):
+            return 0, nodes, ""
+        return reads(squeue_document())(argv)
+
+    cli, runner = backend(reply)
+    assert [node.gpus_total for node in cli.snapshot().nodes] == [4]
+    cli.snapshot()
+    node_reads = [call for call in runner.calls if call[0] == "sinfo" or call[:3] == ("scontrol", "show", "nodes")]
+    assert node_reads == [("scontrol", "show", "nodes", "--json"), ("sinfo", "--json"), ("sinfo", "--json")]

@@ -32,3 +32,21 @@ def load_json(version: str, name: str) -> dict:
     if not path.exists():
         pytest.skip(f"{path} not captured")
     return json.loads(path.read_text())
+
+
+def nodes_file(version: str) -> Path:
+    """Where a version's node records are: `scontrol show nodes --json`, or 22.05's `sinfo --json`."""
+    for name in ("scontrol-show-nodes.json", "sinfo.json"):
+        path = FIXTURES / version / name
+        if path.exists() and "nodes" in json.loads(path.read_text()):
+            return path
+    pytest.skip(f"no node records captured for Slurm {version}")
+
+
+def sdiag_output(version: str) -> str:
+    """`sdiag --json` (24.11+) or plain `sdiag` (22.05) output."""
+    for name in ("sdiag.json", "sdiag.txt"):
+        path = FIXTURES / version / name
+        if path.exists():
+            return path.read_text()
+    pytest.skip(f"no sdiag output captured for Slurm {version}")

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
-from slurm_captured import FIXTURES, fixture_versions, load_json
+from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 
 from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
 from slurm_green.core.clock import ManualClock
@@ -64,7 +64,7 @@ def backend(reply: Reply, **kwargs) -> tuple[CliBackend, ScriptedRunner]:
 def test_snapshot_of_captured_output(version):
     folder = FIXTURES / version
     squeue = (folder / "squeue.json").read_text()
-    nodes = (folder / "scontrol-show-nodes.json").read_text()
+    nodes = nodes_file(version).read_text()
     cli, runner = backend(reads(squeue, nodes))
     snapshot = cli.snapshot()
     assert snapshot.taken_at == NOW

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from slurm_green.core.cluster import JobState, NodeState
 from slurm_green.slurm import schema
-from slurm_captured import FIXTURES, fixture_versions, load_json
+from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 
 
 def wrapped(number, *, infinite=False, set_=True):
@@ -183,7 +185,7 @@ def test_version_from_meta_of_both_schemas():
 
 @pytest.mark.parametrize("version", fixture_versions())
 def test_captured_nodes(version):
-    nodes = schema.parse_nodes(load_json(version, "scontrol-show-nodes.json"))
+    nodes = schema.parse_nodes(json.loads(nodes_file(version).read_text()))
     assert nodes, "no node parsed"
     for node in nodes:
         assert node.name and node.state is not NodeState.UNKNOWN
@@ -200,7 +202,7 @@ def test_captured_jobs(version, name):
     raw = {record["job_id"]: record for record in document["jobs"]}
     jobs = schema.parse_jobs(document)
     assert len(jobs) == len(raw)
-    node_names = {node.name for node in schema.parse_nodes(load_json(version, "scontrol-show-nodes.json"))}
+    node_names = {node.name for node in schema.parse_nodes(json.loads(nodes_file(version).read_text()))}
     for job in jobs:
         record = raw[job.job_id]
         assert job.state is not JobState.OTHER, record.get("job_state")

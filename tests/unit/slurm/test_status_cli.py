@@ -6,7 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-from slurm_captured import FIXTURES, fixture_versions, load_json
+from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 from test_cli_backend import ScriptedRunner, reads
 
 from slurm_green.cli import main
@@ -19,7 +19,7 @@ from slurm_green.slurm.runner import DockerExecRunner
 def captured(monkeypatch, request):
     version = request.param
     folder = FIXTURES / version
-    runner = ScriptedRunner(reads((folder / "squeue.json").read_text(), (folder / "scontrol-show-nodes.json").read_text()))
+    runner = ScriptedRunner(reads((folder / "squeue.json").read_text(), nodes_file(version).read_text()))
     chosen: list = []
 
     def make_backend(given=None):
@@ -37,7 +37,7 @@ def test_json_output(captured):
     assert result.exit_code == 0, result.output
     document = json.loads(result.output)
     assert document["slurm_version"].startswith(version)
-    raw_nodes = load_json(version, "scontrol-show-nodes.json")["nodes"]
+    raw_nodes = json.loads(nodes_file(version).read_text())["nodes"]
     assert [node["name"] for node in document["nodes"]] == [node["name"] for node in raw_nodes]
     for node in document["nodes"]:
         assert {"name", "state", "gpus_total", "gpus_allocated"} <= node.keys() and node["gpus_total"] == 4

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import weakref
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -34,7 +35,8 @@ def layout(gpus: int, gpus_per_node: int) -> tuple[int, int] | None:
     return gpus // nodes, nodes
 
 
-def gpu_options(requested: int, low: int, high: int, gpus_per_node: int) -> list[int]:
+@lru_cache(maxsize=4096)
+def gpu_options(requested: int, low: int, high: int, gpus_per_node: int) -> tuple[int, ...]:
     """Candidate GPU counts in [low, high]: powers of two (buddy blocks) and the request itself."""
     counts = {requested} if low <= requested <= high else set()
     power = 1
@@ -44,7 +46,7 @@ def gpu_options(requested: int, low: int, high: int, gpus_per_node: int) -> list
         power *= 2
     if not counts:
         counts.add(low)
-    return sorted(g for g in counts if layout(g, gpus_per_node) is not None) or [requested]
+    return tuple(sorted(g for g in counts if layout(g, gpus_per_node) is not None)) or (requested,)
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from slurm_green.policy.placement import FreeGpus
 
 _J_PER_KWH = 3.6e6
 _MAX_PRICE = 1e12
-_BISECTION_STEPS = 14
+_BISECTION_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -96,10 +96,10 @@ class GreenFlowPolicy:
         if self.resource == "carbon" and forecast is None:
             return _carbon_agnostic(jobs, now)
         gpn = gpus_per_node_of(snapshot)
-        free = FreeGpus.from_snapshot(snapshot)
         options, table = self._options(jobs, forecast, models, now, gpn)
-        budget_note, choice, price = self._solve(options, jobs, free.total_free())
-        nodes = self._placement(choice, options, jobs, free, gpn) if self.place else {}
+        budget_note, choice, price = self._solve(options, jobs, snapshot.gpus_free)
+        starting = self.place and bool((choice.admitted & (choice.start == 0)).any())
+        nodes = self._placement(choice, options, FreeGpus.from_snapshot(snapshot), gpn) if starting else {}
         decisions = self._decisions(jobs, options, table, choice, nodes, forecast, now, price, gpn)
         return Plan(decisions=decisions, notes=(budget_note,))
 
@@ -194,31 +194,56 @@ class GreenFlowPolicy:
         rows = np.arange(len(jobs))
         reference = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
         budget = self.budget_fraction * reference
-        choice = self._choose(o, 0.0, free_gpus)
-        price = 0.0
+        choice, price = self._choose(o, 0.0, free_gpus), 0.0
         if choice.spent > budget:
-            low, high = 0.0, 1.0
-            best = self._choose(o, high, free_gpus)
-            while best.spent > budget and high < _MAX_PRICE:
-                low, high = high, high * 10.0
-                best = self._choose(o, high, free_gpus)
-            for _ in range(_BISECTION_STEPS if best.spent <= budget else 0):
-                mid = np.sqrt(max(low, 1e-9) * high)
-                trial = self._choose(o, mid, free_gpus)
-                if trial.spent <= budget:
-                    high, best = mid, trial
-                else:
-                    low = mid
-            choice, price = best, high
+            choice, price = self._bisect(o, free_gpus, budget, reference)
         held = "holds" if choice.spent <= budget * (1 + 1e-9) else "cannot hold (cheapest plan shown)"
         return (f"{self.name}: budget {budget:.3g} {unit} ({self.budget_fraction:g} x carbon-agnostic "
                 f"{reference:.3g}) {held}; plan {choice.spent:.3g} {unit} at price {price:.3g} s/{unit}"), \
             choice, price
 
+    def _bisect(self, o: _Options, free_gpus: int, budget: float, reference: float) -> tuple[_Choice, float]:
+        """Smallest price (to a few %) whose plan fits the budget, searched in log space.
+
+        The first guess puts a job's runtime and its priced carbon on the same scale
+        (total reference runtime / total reference carbon), then the bracket grows by 4x.
+        """
+        rows = np.arange(o.runtime.shape[0])
+        runtime = o.runtime[rows, o.requested_col, o.full_cap]
+        guess = float(np.where(np.isfinite(runtime), runtime, 0.0).sum()) / max(reference, 1e-12)
+        high = max(guess, 1e-6)
+        trial = self._choose(o, high, free_gpus)
+        if trial.spent <= budget:  # feasible at the guess: walk down to the first infeasible price
+            low = high / 4.0
+            while low > 1e-6:
+                lower = self._choose(o, low, free_gpus)
+                if lower.spent > budget:
+                    break
+                trial, high, low = lower, low, low / 4.0
+            else:
+                return trial, high
+        else:  # walk up to the first feasible price
+            low = high
+            while high < _MAX_PRICE:
+                high *= 4.0
+                trial = self._choose(o, high, free_gpus)
+                if trial.spent <= budget:
+                    break
+                low = high
+            if trial.spent > budget:
+                return trial, high
+        for _ in range(_BISECTION_STEPS):
+            mid = float(np.sqrt(low * high))
+            candidate = self._choose(o, mid, free_gpus)
+            if candidate.spent <= budget:
+                high, trial = mid, candidate
+            else:
+                low = mid
+        return trial, high
+
     # -- placement and output ----------------------------------------------------------
 
-    def _placement(self, choice: _Choice, o: _Options, jobs: PendingJobs, free: FreeGpus,
-                   gpn: int) -> dict[int, tuple[int, tuple[str, ...]]]:
+    def _placement(self, choice: _Choice, o: _Options, free: FreeGpus, gpn: int) -> dict[int, tuple[int, tuple[str, ...]]]:
         """Nodes for admitted jobs, largest first; a job that does not fit shrinks along its chain."""
         placed: dict[int, tuple[int, tuple[str, ...]]] = {}
         admitted = np.flatnonzero(choice.admitted & (choice.start == 0))
@@ -245,12 +270,10 @@ class GreenFlowPolicy:
         runtime = o.runtime[rows, col, cap]
         energy = o.energy_kwh[rows, col, cap]
         start_at = np.where(choice.start == 1, now + o.wait[rows, 1], now)
-        if forecast is not None:
-            mean_over = forecast.mean_over  # type: ignore[attr-defined]
-            ci_start = np.asarray(mean_over(start_at, start_at + runtime), dtype=np.float64)
-            ci_now = np.asarray(mean_over(np.full(n, now), now + runtime), dtype=np.float64)
-        else:
-            ci_start = ci_now = np.full(n, np.nan)
+        # Intensities are the window means for the runtime at the requested size (close enough
+        # for reporting; the choice itself used the same numbers).
+        ci_start = o.intensity[rows, choice.start] * 1000.0
+        ci_now = o.intensity[:, 0] * 1000.0
         caps = table.caps[cap]
         counts = o.gpus[col]
         out = []
@@ -264,7 +287,7 @@ class GreenFlowPolicy:
                 why = f"start now on {len(placed[j][1])} node(s)"
             else:
                 why = "released now, queued at its smallest allowed size"
-            carbon_kg = energy[j] * ci_start[j] / 1000.0 if forecast is not None else None
+            carbon_kg = energy[j] * ci_start[j] / 1000.0 if self.resource == "carbon" else None
             # A job not placed now loses any pin an earlier tick gave it (an empty node list
             # clears ReqNodeList), or it would wait for nodes that were meant for another time.
             out.append(JobDecision(
@@ -274,7 +297,7 @@ class GreenFlowPolicy:
                 reason=f"{why}: {g} GPU(s) at cap {caps[j]:.0%} (price {price:.3g})",
                 expected_runtime_s=float(runtime[j]), expected_energy_kwh=float(energy[j]),
                 expected_carbon_kg=carbon_kg,
-                carbon_if_now_kg=energy[j] * ci_now[j] / 1000.0 if forecast is not None else None,
+                carbon_if_now_kg=energy[j] * ci_now[j] / 1000.0 if self.resource == "carbon" else None,
             ))
         return tuple(out)
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from slurm_green.core.cluster import ClusterSnapshot, Job
-from slurm_green.core.green_options import GreenOptions
-from slurm_green.policy.managed import deadline_of, managed_pending
+from slurm_green.core.green_options import GreenOptions, parse_marker
+from slurm_green.policy.managed import deadline_of
+
+#: AdminComment markers are immutable per job and repeat across ticks: parse each once.
+_parse_marker = lru_cache(maxsize=1 << 17)(parse_marker)
 
 
 @dataclass(frozen=True)
@@ -42,8 +46,19 @@ class PendingJobs:
         return len(self.jobs)
 
 
+def _managed_pending(snapshot: ClusterSnapshot) -> list[tuple[Job, GreenOptions]]:
+    """Same rule as ``managed.managed_pending`` (trusted marker says managed), with memoised parsing."""
+    out = []
+    for job in snapshot.jobs:
+        if job.is_pending:
+            options = _parse_marker(job.admin_comment)
+            if options is not None and options.managed:
+                out.append((job, options))
+    return out
+
+
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> PendingJobs:
-    pairs = sorted(managed_pending(snapshot), key=lambda p: (p[0].submit_time, p[0].job_id))
+    pairs = sorted(_managed_pending(snapshot), key=lambda p: (p[0].submit_time, p[0].job_id))
     jobs = tuple(job for job, _ in pairs)
     options = tuple(opt for _, opt in pairs)
     gpus = np.fromiter((max(1, j.total_gpus) for j in jobs), dtype=np.int64, count=len(jobs))

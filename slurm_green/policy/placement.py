@@ -20,6 +20,7 @@ backend enacts it (Slurm: ``ReqNodeList``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,6 +38,11 @@ def fragmentation(free: np.ndarray, total: np.ndarray) -> float:
     return 1.0 - whole / free_sum
 
 
+@lru_cache(maxsize=1 << 14)
+def _switch_of(name: str, features: tuple[str, ...]) -> str:
+    return next((f[len(SWITCH_FEATURE):] for f in features if f.startswith(SWITCH_FEATURE)), f"node:{name}")
+
+
 def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
@@ -52,19 +58,18 @@ class FreeGpus:
     @classmethod
     def from_snapshot(cls, snapshot: ClusterSnapshot) -> "FreeGpus":
         nodes = [n for n in snapshot.nodes if n.available and n.gpus_total > 0]
-        slots = max((n.gpus_total for n in nodes), default=0)
-        free = np.zeros((len(nodes), slots), dtype=bool)
+        count = len(nodes)
+        totals = np.fromiter((n.gpus_total for n in nodes), dtype=np.int64, count=count)
+        used = np.fromiter((n.gpus_allocated for n in nodes), dtype=np.int64, count=count)
+        slots = int(totals.max(initial=0))
+        free = np.arange(slots)[None, :] < totals[:, None]
+        for i in np.flatnonzero((used > 0) & (used < totals)):  # only partly used nodes need their indices
+            node = nodes[i]
+            free[i, list(node.gpu_indices_allocated or range(node.gpus_allocated))] = False
+        free[used >= totals] = False
         switch_ids: dict[str, int] = {}
-        switch = np.empty(len(nodes), dtype=np.int64)
-        for i, node in enumerate(nodes):
-            free[i, : node.gpus_total] = True
-            if node.gpu_indices_allocated:
-                free[i, list(node.gpu_indices_allocated)] = False
-            elif node.gpus_allocated:
-                free[i, : node.gpus_allocated] = False
-            name = next((f[len(SWITCH_FEATURE):] for f in node.features if f.startswith(SWITCH_FEATURE)),
-                        f"node:{node.name}")
-            switch[i] = switch_ids.setdefault(name, len(switch_ids))
+        switch = np.fromiter((switch_ids.setdefault(_switch_of(n.name, n.features), len(switch_ids)) for n in nodes),
+                             dtype=np.int64, count=count)
         return cls(tuple(n.name for n in nodes), free, switch)
 
     @property

@@ -33,10 +33,10 @@ class ClusterSpec:
         return f"sw{index // self.nodes_per_switch}"
 
 
-#: Per trace family: Philly 80 x 8 V100 (640 GPUs, ~58 % mean load); Pollux's own
+#: Per trace family: Philly 96 x 8 V100 (768 GPUs, ~49 % mean load); Pollux's own
 #: evaluation cluster, 16 x 4 T4; Gavel's VC trace 8 x 8; Alibaba 128 x 8.
 DEFAULT_CLUSTERS = {
-    "philly": ClusterSpec(nodes=80, gpus_per_node=8),
+    "philly": ClusterSpec(nodes=96, gpus_per_node=8),
     "pollux": ClusterSpec(nodes=16, gpus_per_node=4, nodes_per_switch=4, gpu_type="t4", idle_w_per_gpu=10.0),
     "gavel": ClusterSpec(nodes=8, gpus_per_node=8, nodes_per_switch=4),
     "alibaba": ClusterSpec(nodes=128, gpus_per_node=8),

@@ -31,7 +31,7 @@ import bisect
 import heapq
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -58,6 +58,7 @@ from slurm_green.sim.metrics import SimRecord
 from slurm_green.sim.workload import Workload
 
 PARTITION = "gpu"
+_JOB_FIELDS = tuple(f.name for f in fields(Job))
 #: Slurm's bf_max_job_test default: queued jobs the backfill pass looks at.
 BACKFILL_DEPTH = 500
 
@@ -76,11 +77,19 @@ class TraceOptions:
     managed: bool = True
 
 
+def _replace_job(job: Job, changes: dict[str, object]) -> Job:
+    """``dataclasses.replace`` for ``Job`` without its per-call introspection (hot in the event loop)."""
+    return Job(*[changes[f] if f in changes else getattr(job, f) for f in _JOB_FIELDS])
+
+
 @dataclass
 class _Running:
     gpus: int
     alloc: list[tuple[int, np.ndarray]]
     limit_end: float
+
+    def key(self, job_id: int) -> tuple[float, int, int]:
+        return (self.limit_end, job_id, self.gpus)
 
 
 class Simulator:
@@ -111,6 +120,8 @@ class Simulator:
         self._queue: list[tuple[float, int]] = []  # eligible pending, FIFO order
         self._releases: list[tuple[float, int]] = []  # (begin time, job id), lazily validated
         self._completions: list[tuple[float, int]] = []
+        self._limit_ends: list[tuple[float, int, int]] = []  # running jobs by expected end, for backfill
+        self._schedule_needed = False
         self._next_arrival = 0
         self._snapshot: ClusterSnapshot | None = None
         self._partition = Partition(PARTITION, tuple(self._node_index), default=True)
@@ -188,6 +199,7 @@ class Simulator:
         limit = math.ceil((job.time_limit_s or 0.0) * old / new / 60.0) * 60.0
         self._update(job, gpus_per_node=action.gpus_per_node, num_nodes=nodes, time_limit_s=limit)
         self._requeue(job.job_id)
+        self._schedule_needed = True
         return None
 
     def _set_nodes(self, job: Job, action: SetNodes) -> str | None:
@@ -195,6 +207,7 @@ class Simulator:
         if unknown:
             return f"unknown nodes {unknown[:3]}"
         self._update(job, nodes=tuple(action.nodes))
+        self._schedule_needed = True
         return None
 
     def _hold(self, job: Job, action: Hold) -> None:
@@ -219,7 +232,7 @@ class Simulator:
                  Release: _release, SetDecision: _set_decision, SetNice: _set_nice}
 
     def _update(self, job: Job, **changes: object) -> Job:
-        new = replace(job, **changes)
+        new = _replace_job(job, changes)
         self._jobs[job.job_id] = new
         self._snapshot = None
         return new
@@ -234,6 +247,7 @@ class Simulator:
         eligible = not job.held and (job.eligible_time is None or job.eligible_time <= now)
         if eligible and not queued:
             self._queue.insert(at, key)
+            self._schedule_needed = True
         elif not eligible and queued:
             del self._queue[at]
         if not job.held and job.eligible_time is not None and job.eligible_time > now:
@@ -325,18 +339,20 @@ class Simulator:
         runtime = float(self.work[index] / model.throughput(config))  # type: ignore[attr-defined]
         power = float(model.power_w(config))  # type: ignore[attr-defined]
         end = now + runtime
-        mean_ci = float(self.signal.mean_over(now, end))  # type: ignore[attr-defined]
-        self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime, mean_ci)
-        self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime))
+        self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
+        running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime))
+        bisect.insort(self._limit_ends, running.key(job.job_id))
         # Like Slurm, a running job's EndTime is its start plus its time limit, not the truth.
-        self._jobs[job.job_id] = replace(job, state=JobState.RUNNING, start_time=now,
-                                         end_time=now + (job.time_limit_s or runtime),
-                                         nodes=tuple(self.spec.node_name(i) for i, _ in alloc))
+        self._jobs[job.job_id] = _replace_job(job, dict(
+            state=JobState.RUNNING, start_time=now, end_time=now + (job.time_limit_s or runtime),
+            nodes=tuple(self.spec.node_name(i) for i, _ in alloc)))
         heapq.heappush(self._completions, (end, job.job_id))
         self._snapshot = None
 
     def _complete(self, job_id: int) -> None:
         running = self._running.pop(job_id)
+        del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job_id))]
+        self._schedule_needed = True
         for i, slots in running.alloc:
             self.free[i, slots] = True
             self.free_count[i] += len(slots)
@@ -346,18 +362,16 @@ class Simulator:
 
     def _shadow(self, now: float, need: int, free: int) -> tuple[float, int]:
         """EASY backfill reservation for a job needing ``need`` GPUs: (start time, GPUs spare then)."""
-        ends = np.fromiter((r.limit_end for r in self._running.values()), dtype=np.float64)
-        gpus = np.fromiter((r.gpus for r in self._running.values()), dtype=np.int64)
-        order = np.argsort(ends, kind="stable")
-        available = free + np.cumsum(gpus[order])
-        enough = np.flatnonzero(available >= need)
-        if not len(enough):
-            return math.inf, 0
-        k = int(enough[0])
-        return max(now, float(ends[order][k])), int(available[k] - need)
+        available = free
+        for end, _, gpus in self._limit_ends:
+            available += gpus
+            if available >= need:
+                return max(now, end), available - need
+        return math.inf, 0
 
     def _schedule(self, now: float) -> None:
         """One FIFO + EASY backfill pass over the eligible queue."""
+        self._schedule_needed = False
         free = int(self.free_count.sum())
         reservation: tuple[float, int] | None = None
         i = tested = 0
@@ -434,7 +448,8 @@ class Simulator:
                 controller.tick(now)  # type: ignore[attr-defined]
                 last_tick, changed = now, False
             started = len(self._running)
-            self._schedule(now)
+            if self._schedule_needed:
+                self._schedule(now)
             if nodes_changed or len(self._running) != started:
                 self.record.sample(now, self._busy(), self._fragmentation())
             if on_progress is not None and nodes_changed:

@@ -39,11 +39,11 @@ class SimRecord:
         nan = lambda: np.full(n, np.nan)  # noqa: E731
         return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan())
 
-    def started(self, index: int, start: float, end: float, gpus: int, nodes: int, cap: float, energy_j: float,
-                intensity: float) -> None:
+    def started(self, index: int, start: float, end: float, gpus: int, nodes: int, cap: float,
+                energy_j: float) -> None:
         self.start[index], self.end[index] = start, end
         self.gpus[index], self.nodes[index], self.cap[index] = gpus, nodes, cap
-        self.energy_j[index], self.intensity[index] = energy_j, intensity
+        self.energy_j[index] = energy_j
 
     def sample(self, t: float, busy: int, frag: float) -> None:
         if self.sample_t and self.sample_t[-1] == t:
@@ -54,7 +54,9 @@ class SimRecord:
         self.sample_frag.append(frag)
 
     def finish(self, signal: object, spec: object, now: float) -> None:
-        """Close the samples at ``now`` and account idle energy and carbon."""
+        """Close the samples at ``now``; account the jobs' intensity, idle energy and carbon."""
+        ran = np.isfinite(self.start)
+        self.intensity[ran] = signal.mean_over(self.start[ran], self.end[ran])  # type: ignore[attr-defined]
         self.total_gpus = int(spec.gpus)  # type: ignore[attr-defined]
         self.ended_at = now
         t = np.asarray(self.sample_t + [max(now, self.sample_t[-1] if self.sample_t else now)])

@@ -18,9 +18,10 @@ def _register() -> None:
     from slurm_green.cli.install import install
     from slurm_green.cli.models import models
     from slurm_green.cli.sbatch import sbatch
+    from slurm_green.cli.sim import bench, simulate, whatif
     from slurm_green.cli.status import status
 
-    for command in (install, sbatch, models, status):
+    for command in (install, sbatch, models, status, simulate, bench, whatif):
         main.add_command(command)
 
 

@@ -1,0 +1,168 @@
+"""Every policy on one trace and one carbon series: the table, the frontier and the lower bound.
+
+Each policy runs at its default setting, then along a sweep of its knob (GreenFlow's
+and PowerFlow's budget fraction, the window policies' flexibility, Zeus' eta), which
+traces a JCT-carbon frontier. "At equal carbon" compares GreenFlow's frontier,
+interpolated at a baseline's carbon, with that baseline's JCT; "at equal energy"
+does the same for PowerFlow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from slurm_green.core.plan import Policy
+from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy, window_baseline
+from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
+from slurm_green.policy.lower_bound import LowerBound, carbon_lower_bound
+from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.sim.engine import Simulator, TraceOptions
+from slurm_green.sim.runner import RunResult, simulate
+from slurm_green.sim.workload import Workload
+
+BASELINES = ("fifo", "window", "window+cap", "zeus")
+POLICY_NAMES = BASELINES + ("greenflow", "powerflow")
+BUDGETS = (1.2, 1.0, 0.9, 0.8, 0.7, 0.6)
+FLEX_HOURS = (0.0, 6.0, 24.0)
+ETAS = (0.0, 0.5, 1.0)
+
+
+def make_policy(name: str, budget: float | None = None) -> Policy:
+    """A policy by its CLI name; ``budget`` overrides GreenFlow's/PowerFlow's budget fraction."""
+    if name == "fifo":
+        return FifoPolicy()
+    if name in ("window", "window+cap"):
+        return window_baseline(cap=name == "window+cap")
+    if name == "zeus":
+        return ZeusCapPolicy()
+    if name == "greenflow":
+        return GreenFlowPolicy(budget_fraction=1.0 if budget is None else budget)
+    if name == "powerflow":
+        return powerflow(budget_fraction=1.0 if budget is None else budget)
+    raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
+
+
+@dataclass
+class Point:
+    setting: str
+    avg_jct_s: float
+    energy_kwh: float
+    carbon_kg: float
+
+
+@dataclass
+class BenchResult:
+    runs: dict[str, RunResult]
+    frontier: dict[str, list[Point]]
+    lower_bound: LowerBound
+    equal_carbon: dict[str, float] = field(default_factory=dict)  #: baseline -> its JCT / GreenFlow's
+    equal_energy: dict[str, float] = field(default_factory=dict)  #: baseline -> its JCT / PowerFlow's
+
+    def to_dict(self) -> dict[str, object]:
+        fifo = self.runs["fifo"].summary
+        policies = {}
+        for name, run in self.runs.items():
+            s = run.summary
+            policies[name] = {**s, "jct_ratio": s["avg_jct_s"] / fifo["avg_jct_s"],
+                              "energy_ratio": s["energy_kwh"] / fifo["energy_kwh"],
+                              "carbon_ratio": s["carbon_kg"] / fifo["carbon_kg"],
+                              "carbon_over_lower_bound": s["carbon_kg"] / self.lower_bound.carbon_kg,
+                              "ticks": run.ticks, "wall_s": run.wall_s}
+        return {
+            "policies": policies,
+            "lower_bound_carbon_kg": self.lower_bound.carbon_kg,
+            "lower_bound": {"energy_kwh": self.lower_bound.energy_kwh, "horizon_s": self.lower_bound.horizon_s,
+                            "capacity": self.lower_bound.capacity},
+            "frontier": {k: [p.__dict__ for p in v] for k, v in self.frontier.items()},
+            "greenflow_jct_speedup_at_equal_carbon": self.equal_carbon,
+            "powerflow_jct_speedup_at_equal_energy": self.equal_energy,
+        }
+
+
+def _sweep(name: str, options: TraceOptions) -> list[tuple[str, Policy, TraceOptions]]:
+    if name in ("greenflow", "powerflow"):
+        return [(f"budget={b:g}", make_policy(name, b), options) for b in BUDGETS]
+    if name in ("window", "window+cap"):
+        return [(f"flex={h:g}h", make_policy(name), replace(options, flex_s=h * 3600.0)) for h in FLEX_HOURS]
+    if name == "zeus":
+        return [(f"eta={e:g}", ZeusCapPolicy(eta=e), options) for e in ETAS]
+    return [("default", make_policy(name), options)]
+
+
+def _at(points: list[Point], x_attr: str, x: float) -> float:
+    """Frontier JCT at ``x`` (carbon or energy), interpolated between swept points.
+
+    Above the frontier's largest ``x`` the JCT of that point is returned: the policy
+    reaches it with less than ``x``, so the comparison is conservative. Below the
+    smallest ``x`` the policy cannot match and the answer is NaN.
+    """
+    xs = np.array([getattr(p, x_attr) for p in points])
+    ys = np.array([p.avg_jct_s for p in points])
+    order = np.argsort(xs)
+    xs, ys = xs[order], ys[order]
+    if not len(xs) or x < xs[0]:
+        return float("nan")
+    return float(np.interp(x, xs, ys))
+
+
+def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: object, models: object,
+                    options: TraceOptions) -> LowerBound:
+    sim = Simulator(workload, spec, models, signal, b"lower-bound-key!", options)  # reuses its work sizes
+    gpus = sim.requested
+    low = np.maximum(1, (gpus / options.gpu_range).astype(np.int64))
+    high = np.minimum(spec.gpus, (gpus * options.gpu_range).astype(np.int64))
+    return carbon_lower_bound(workload.submit, sim.work, list(workload.job_type), gpus, low, high, signal, models,
+                              spec.gpus_per_node)
+
+
+def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: object, carbon_name: str,
+              options: TraceOptions = TraceOptions(), policies: tuple[str, ...] = POLICY_NAMES,
+              sweep: bool = True, on_run: Callable[[str], None] | None = None, **sim_kw: float) -> BenchResult:
+    runs: dict[str, RunResult] = {}
+    frontier: dict[str, list[Point]] = {}
+    for name in policies:
+        settings = _sweep(name, options) if sweep else [("default", make_policy(name), options)]
+        points = []
+        for setting, policy, opts in settings:
+            if on_run is not None:
+                on_run(f"{name} {setting}")
+            run = simulate(workload, spec, policy, signal, models, carbon_name, opts, **sim_kw)
+            s = run.summary
+            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"]))
+            if setting in ("default", "budget=1", f"flex={options.flex_s / 3600:g}h", "eta=0.5"):
+                runs[name] = run
+        frontier[name] = points
+    result = BenchResult(runs, frontier, lower_bound_for(workload, spec, signal, models, options))
+    for base in BASELINES:
+        if base not in runs:
+            continue
+        s = runs[base].summary
+        if "greenflow" in frontier:
+            result.equal_carbon[base] = s["avg_jct_s"] / _at(frontier["greenflow"], "carbon_kg", s["carbon_kg"])
+        if "powerflow" in frontier:
+            result.equal_energy[base] = s["avg_jct_s"] / _at(frontier["powerflow"], "energy_kwh", s["energy_kwh"])
+    return result
+
+
+def plot_frontier(result: BenchResult, path: str, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for name, points in result.frontier.items():
+        pts = sorted(points, key=lambda p: p.carbon_kg)
+        ax.plot([p.carbon_kg for p in pts], [p.avg_jct_s / 3600 for p in pts], marker="o", label=name)
+    ax.axvline(result.lower_bound.carbon_kg, color="k", linestyle="--", label="carbon lower bound")
+    ax.set_xlabel("carbon of the jobs (kg CO2eq)")
+    ax.set_ylabel("average JCT (h)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -84,8 +84,10 @@ def main() -> int:
         times, costs, kinds = measure(backend, container, args.repeat)
     finally:
         docker_exec(container, "scancel", "--name", name, "-u", SUBMITTER, user="root")
-    print(f"Slurm {args.slurm}: snapshot wall time median {statistics.median(times) * 1000:.0f} ms "
-          f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {len(times)} runs")
+    print(
+        f"Slurm {args.slurm}: snapshot wall time median {statistics.median(times) * 1000:.0f} ms "
+        f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {len(times)} runs"
+    )
     print(f"RPCs per snapshot (user {CONTROLLER_USER}): {costs}; by type, last run: {kinds[-1]}")
     return 0
 

@@ -94,11 +94,22 @@ def render(snapshot: ClusterSnapshot, console: Console) -> None:
         jobs.add_column(column)
     for job in snapshot.jobs:
         where = ",".join(job.nodes) or job.state_reason
-        gpus = str(job.gpus_per_node) if job.gpus_per_node else f"{job.shards_per_node} shards" if job.shards_per_node else "-"
+        gpus = (
+            str(job.gpus_per_node)
+            if job.gpus_per_node
+            else f"{job.shards_per_node} shards"
+            if job.shards_per_node
+            else "-"
+        )
         state = f"{job.state.value} (held)" if job.held else job.state.value
         jobs.add_row(
-            str(job.job_id), job.user, state, gpus,
-            str(job.num_nodes), _when(job.start_time), where,
+            str(job.job_id),
+            job.user,
+            state,
+            gpus,
+            str(job.num_nodes),
+            _when(job.start_time),
+            where,
         )
     console.print(jobs)
 

@@ -107,8 +107,11 @@ class CliBackend:
                 unsupported = "unrecognized option" in str(exc) or "invalid option" in str(exc)
                 if not unsupported or self._node_reader + 1 >= len(NODE_READERS):
                     raise
-                log.info("%s is not supported here; reading nodes with %s", " ".join(argv),
-                         " ".join(NODE_READERS[self._node_reader + 1]))
+                log.info(
+                    "%s is not supported here; reading nodes with %s",
+                    " ".join(argv),
+                    " ".join(NODE_READERS[self._node_reader + 1]),
+                )
                 self._node_reader += 1
 
     def _current_partitions(self, now: float) -> tuple[Partition, ...]:

@@ -58,7 +58,7 @@ def parse_item(text: str) -> GresItem | None:
     text = text.strip()
     for prefix in ("gres/", "gres:"):
         if text.startswith(prefix):
-            text = text[len(prefix):]
+            text = text[len(prefix) :]
             break
     detail = ""
     paren = text.find("(")
@@ -111,7 +111,7 @@ def indices(detail: str) -> tuple[int, ...]:
     if not detail.startswith("IDX:"):
         return ()
     found: set[int] = set()
-    for item in detail[len("IDX:"):].split(","):
+    for item in detail[len("IDX:") :].split(","):
         match = _RANGE.match(item.strip())
         if match:
             low = int(match.group(1))

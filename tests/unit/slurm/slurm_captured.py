@@ -20,8 +20,10 @@ def fixture_versions() -> list:
     params = []
     for version in VERSIONS:
         folder = FIXTURES / version
-        marks = () if (folder / "squeue.json").exists() else (
-            pytest.mark.skip(reason=f"no captured Slurm {version} output in {folder}"),
+        marks = (
+            ()
+            if (folder / "squeue.json").exists()
+            else (pytest.mark.skip(reason=f"no captured Slurm {version} output in {folder}"),)
         )
         params.append(pytest.param(version, marks=marks, id=version))
     return params

@@ -39,7 +39,9 @@ class ScriptedRunner:
 
 
 def squeue_document(*jobs: dict) -> str:
-    return json.dumps({"meta": {"slurm": {"version": {"major": "24", "minor": "11", "micro": "5"}}}, "jobs": list(jobs), "errors": []})
+    return json.dumps(
+        {"meta": {"slurm": {"version": {"major": "24", "minor": "11", "micro": "5"}}}, "jobs": list(jobs), "errors": []}
+    )
 
 
 def reads(jobs_json: str, nodes_json: str = '{"nodes": []}') -> Reply:
@@ -113,8 +115,14 @@ def test_apply_merges_a_jobs_fields_and_runs_under_utc():
     results = cli.apply([SetStartTime(5, NOW + 3600), SetGpus(5, 4), SetDecision(5, TOKEN)])
     assert all(result.ok for result in results)
     assert runner.calls == [
-        ("scontrol", "update", "JobId=5", "StartTime=2027-01-15T09:00:00", "TresPerNode=gres/gpu:a100:4",
-         f"Comment=green:flex=6h mine {TOKEN}")
+        (
+            "scontrol",
+            "update",
+            "JobId=5",
+            "StartTime=2027-01-15T09:00:00",
+            "TresPerNode=gres/gpu:a100:4",
+            f"Comment=green:flex=6h mine {TOKEN}",
+        )
     ]
     assert runner.envs == [{"TZ": "UTC0"}]
 
@@ -150,7 +158,9 @@ def test_a_refused_field_does_not_fail_the_others():
 
 
 def test_unreachable_controller_stops_further_calls():
-    cli, runner = backend(lambda argv: (1, "", "slurm_update error: Unable to contact slurm controller (connect failure)"))
+    cli, runner = backend(
+        lambda argv: (1, "", "slurm_update error: Unable to contact slurm controller (connect failure)")
+    )
     results = cli.apply([Hold(1), SetNice(2, 1), Release(1)])
     assert [r.error for r in results] == [ActionError.UNREACHABLE] * 3
     assert len(runner.calls) == 1

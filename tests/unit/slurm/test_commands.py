@@ -42,16 +42,25 @@ def test_start_time_does_not_depend_on_our_time_zone(monkeypatch):
 def test_fields_of_one_job_share_one_update():
     job = Job(5, comment="green:flex=6h my run", gpu_type="a100")
     planned = commands.plan(
-        [(0, SetStartTime(5, NOW + 60)), (1, SetGpus(5, 2, num_nodes=1)), (2, SetDecision(5, TOKEN)), (3, SetNice(5, 10))],
+        [
+            (0, SetStartTime(5, NOW + 60)),
+            (1, SetGpus(5, 2, num_nodes=1)),
+            (2, SetDecision(5, TOKEN)),
+            (3, SetNice(5, 10)),
+        ],
         jobs(j5=job),
         NOW,
     )
     assert len(planned) == 1
     assert planned[0].argv == (
-        "scontrol", "update", "JobId=5",
+        "scontrol",
+        "update",
+        "JobId=5",
         f"StartTime={commands.format_start_time(NOW + 60, NOW)}",
-        "TresPerNode=gres/gpu:a100:2", "NumNodes=1",
-        f"Comment=green:flex=6h my run {TOKEN}", "Nice=10",
+        "TresPerNode=gres/gpu:a100:2",
+        "NumNodes=1",
+        f"Comment=green:flex=6h my run {TOKEN}",
+        "Nice=10",
     )
     assert planned[0].actions == (0, 1, 2, 3)
     assert [c.actions for c in planned[0].fallback] == [(0,), (1,), (2,), (3,)]
@@ -93,6 +102,8 @@ def test_gpu_change_without_known_type():
 
 def test_two_decisions_for_one_job_build_on_each_other():
     second = "sg1.two." + "c" * 64
-    planned = commands.plan([(0, SetDecision(5, TOKEN)), (1, SetDecision(5, second))], jobs(j5=Job(5, comment="mine")), NOW)
+    planned = commands.plan(
+        [(0, SetDecision(5, TOKEN)), (1, SetDecision(5, second))], jobs(j5=Job(5, comment="mine")), NOW
+    )
     assert planned[0].argv[-1] == f"Comment=mine {second}"
     assert [c.argv[-1] for c in planned[0].fallback] == [f"Comment=mine {TOKEN}", f"Comment=mine {second}"]

@@ -3,8 +3,8 @@ import logging
 import pytest
 from test_pyslurm_backend import FakePyslurm
 
-from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm import factory
+from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm.factory import major_minor, make_backend
 from slurm_green.slurm.pyslurm_backend import PyslurmBackend
 from slurm_green.slurm.runner import CommandResult, DockerExecRunner
@@ -22,7 +22,9 @@ class VersionRunner:
         return CommandResult(tuple(argv), 0, f"slurm-wlm {self.version}\n", "")
 
 
-@pytest.mark.parametrize(("text", "expected"), [("slurm-wlm 24.11.5", "24.11"), ("22.5.8", "22.05"), ("25.11", "25.11"), ("", None)])
+@pytest.mark.parametrize(
+    ("text", "expected"), [("slurm-wlm 24.11.5", "24.11"), ("22.5.8", "22.05"), ("25.11", "25.11"), ("", None)]
+)
 def test_major_minor(text, expected):
     assert major_minor(text) == expected
 

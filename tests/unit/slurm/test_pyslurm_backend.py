@@ -27,19 +27,45 @@ class FakePyslurm:
     def __init__(self) -> None:
         self.calls: list[tuple] = []
         pending = SimpleNamespace(
-            id=5, name="train", user_name="alice", account="research", partition="gpu", state="PENDING",
-            state_reason="BeginTime", submit_time=1_799_990_000, eligible_time=1_800_003_600,
-            start_time=1_800_003_600, end_time=None, time_limit=60, num_nodes=1, allocated_nodes=None,
-            priority=1000, nice=0, comment="green:flex=6h mine", admin_comment="sg:managed=1",
+            id=5,
+            name="train",
+            user_name="alice",
+            account="research",
+            partition="gpu",
+            state="PENDING",
+            state_reason="BeginTime",
+            submit_time=1_799_990_000,
+            eligible_time=1_800_003_600,
+            start_time=1_800_003_600,
+            end_time=None,
+            time_limit=60,
+            num_nodes=1,
+            allocated_nodes=None,
+            priority=1000,
+            nice=0,
+            comment="green:flex=6h mine",
+            admin_comment="sg:managed=1",
             gres_per_node={"gpu:a100": 2},
         )
-        running = SimpleNamespace(id=6, state="RUNNING", num_nodes=2, allocated_nodes="node[1-2]", priority=1000,
-                                  gres_per_node={"gpu": 4}, time_limit=None, submit_time=1_799_990_000)
+        running = SimpleNamespace(
+            id=6,
+            state="RUNNING",
+            num_nodes=2,
+            allocated_nodes="node[1-2]",
+            priority=1000,
+            gres_per_node={"gpu": 4},
+            time_limit=None,
+            submit_time=1_799_990_000,
+        )
         self.Jobs = SimpleNamespace(load=lambda: {5: pending, 6: running})
         node = SimpleNamespace(
-            name="node1", state="MIXED+DRAIN", reason="maint", configured_gres={"gpu:a100": 4, "shard:a100": 16},
+            name="node1",
+            state="MIXED+DRAIN",
+            reason="maint",
+            configured_gres={"gpu:a100": 4, "shard:a100": 16},
             allocated_gres={"gpu:a100": {"count": 2, "indexes": "0-1"}, "shard:a100": 0},
-            available_features=["a100"], partitions=["gpu"],
+            available_features=["a100"],
+            partitions=["gpu"],
         )
         self.Nodes = SimpleNamespace(load=lambda: [node])
         part = SimpleNamespace(name="gpu", nodes="node[1-2]", state="UP", is_default=True, max_time=None)
@@ -92,8 +118,15 @@ def test_actions_call_modify_hold_release_and_type_errors():
     backend = PyslurmBackend(fake, clock=ManualClock(NOW))
     backend.snapshot()
     results = backend.apply(
-        [SetStartTime(5, NOW + 60), SetGpus(5, 4, num_nodes=1), SetDecision(5, TOKEN), SetNice(5, 3), Hold(5), Release(5),
-         SetNice(9, 1)]
+        [
+            SetStartTime(5, NOW + 60),
+            SetGpus(5, 4, num_nodes=1),
+            SetDecision(5, TOKEN),
+            SetNice(5, 3),
+            Hold(5),
+            Release(5),
+            SetNice(9, 1),
+        ]
     )
     assert [r.error for r in results] == [None] * 6 + [ActionError.JOB_GONE]
     assert fake.calls == [
@@ -116,5 +149,7 @@ def test_dry_run_records_scontrol_commands_only():
 
 
 def test_gres_text_round_trip():
-    assert gres_text({"gpu:a100": {"count": 2, "indexes": "0-1"}, "shard:a100": 0}) == "gpu:a100:2(IDX:0-1),shard:a100:0"
+    assert (
+        gres_text({"gpu:a100": {"count": 2, "indexes": "0-1"}, "shard:a100": 0}) == "gpu:a100:2(IDX:0-1),shard:a100:0"
+    )
     assert gres_text(None) == "" and gres_text("gres/gpu:1") == "gres/gpu:1"

@@ -26,6 +26,15 @@ def test_docker_exec_command_line():
     runner = DockerExecRunner("slurmgreen-2411-controller", user="sgreen")
     argv = runner.command(["scontrol", "update", "JobId=1", "Comment=two words"], {"TZ": "UTC0"})
     assert argv == [
-        "docker", "exec", "--user", "sgreen", "--env", "TZ=UTC0",
-        "slurmgreen-2411-controller", "scontrol", "update", "JobId=1", "Comment=two words",
+        "docker",
+        "exec",
+        "--user",
+        "sgreen",
+        "--env",
+        "TZ=UTC0",
+        "slurmgreen-2411-controller",
+        "scontrol",
+        "update",
+        "JobId=1",
+        "Comment=two words",
     ]

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 
 from slurm_green.core.cluster import JobState, NodeState
 from slurm_green.slurm import schema
-from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 
 
 def wrapped(number, *, infinite=False, set_=True):
@@ -166,16 +166,27 @@ def test_partitions_from_oneliner_text():
     gpu, short = schema.parse_partitions_text(text)
     assert (gpu.name, gpu.default, gpu.max_time_s, gpu.state) == ("gpu", True, None, "UP")
     assert gpu.nodes == ("node1", "node2", "node3", "node4")
-    assert (short.default, short.max_time_s, short.state, short.nodes) == (False, 26 * 3600.0, "DRAIN", ("node3", "node4"))
+    assert (short.default, short.max_time_s, short.state, short.nodes) == (
+        False,
+        26 * 3600.0,
+        "DRAIN",
+        ("node3", "node4"),
+    )
 
 
-@pytest.mark.parametrize(("text", "seconds"), [("30", 1800.0), ("05:00", 300.0), ("01:00:00", 3600.0), ("2-00:00:00", 172800.0), ("UNLIMITED", None)])
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("30", 1800.0), ("05:00", 300.0), ("01:00:00", 3600.0), ("2-00:00:00", 172800.0), ("UNLIMITED", None)],
+)
 def test_slurm_duration(text, seconds):
     assert schema.slurm_duration(text) == seconds
 
 
 def test_version_from_meta_of_both_schemas():
-    assert schema.slurm_version({"meta": {"slurm": {"version": {"major": "24", "minor": "11", "micro": "5"}}}}) == "24.11.5"
+    assert (
+        schema.slurm_version({"meta": {"slurm": {"version": {"major": "24", "minor": "11", "micro": "5"}}}})
+        == "24.11.5"
+    )
     assert schema.slurm_version({"meta": {"Slurm": {"version": {"major": 22, "minor": 5, "micro": 8}}}}) == "22.05.8"
     assert schema.slurm_version({}) == ""
 

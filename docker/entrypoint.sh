@@ -64,6 +64,9 @@ bootstrap_accounting() {
     if [[ -z $(sacctmgr -n -P list cluster "$cluster" format=cluster 2>/dev/null) ]]; then
         log "registering cluster $cluster and accounts in slurmdbd"
         sacctmgr_q add cluster "$cluster"
+        # A new accounting database: state saved for an older one would make slurmctld
+        # stop with "CLUSTER ID MISMATCH".
+        rm -f /var/lib/slurm/slurmctld/clustername
     fi
     if [[ -z $(sacctmgr -n -P list user sgreen format=user 2>/dev/null) ]]; then
         sacctmgr_q add account research Description=research Organization=lab

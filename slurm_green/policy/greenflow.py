@@ -340,7 +340,8 @@ def _increments(now_cost: np.ndarray, chain: np.ndarray, gpus: np.ndarray, admit
     here, there = chain[rows, :-1], chain[rows, 1:]
     valid = there >= 0
     safe_there = np.where(valid, there, 0)
-    saved = now_cost[rows[:, None], here] - now_cost[rows[:, None], safe_there]
+    with np.errstate(invalid="ignore"):  # inf - inf only where the step is invalid (masked below)
+        saved = now_cost[rows[:, None], here] - now_cost[rows[:, None], safe_there]
     extra = np.where(valid, gpus[safe_there] - gpus[here], 1)
     utility = np.where(valid, saved / extra, -np.inf)
     utility = np.minimum.accumulate(utility, axis=1)

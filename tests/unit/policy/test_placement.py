@@ -1,0 +1,37 @@
+import numpy as np
+
+from policy_literals import nodes, snapshot
+from slurm_green.policy.placement import FreeGpus, fragmentation
+
+
+def test_buddy_block_is_aligned_on_the_fullest_node_that_has_one():
+    # n0: 0 and 2 taken (no aligned pair in 0-3, but 4-5 free); n1 empty.
+    free = FreeGpus.from_snapshot(snapshot([], nodes(2, used={0: (0, 2)})))
+    assert free.place(2, 1) == ("n0",)
+    assert not free.free[0, 4] and not free.free[0, 5] and free.free[0, 1] and free.free[0, 3]
+
+
+def test_odd_sizes_take_the_lowest_free_slots():
+    free = FreeGpus.from_snapshot(snapshot([], nodes(1, used={0: (0,)})))
+    assert free.place(3, 1) == ("n0",)
+    assert free.free[0].tolist() == [False, False, False, False, True, True, True, True]
+
+
+def test_multi_node_jobs_fill_the_tightest_switch():
+    # Switch 0 (n0-n3) has 3 empty nodes, switch 1 (n4-n7) has 2: a 2-node job goes to switch 1.
+    used = {0: (0,), 6: (0,), 7: (0,)}
+    free = FreeGpus.from_snapshot(snapshot([], nodes(8, used=used)))
+    assert sorted(free.place(8, 2)) == ["n4", "n5"]
+
+
+def test_a_job_that_cannot_fit_is_not_placed_and_changes_nothing():
+    free = FreeGpus.from_snapshot(snapshot([], nodes(2, used={0: (0,), 1: (0,)})))
+    before = free.free.copy()
+    assert free.place(8, 1) is None
+    assert np.array_equal(before, free.free)
+
+
+def test_fragmentation_is_the_share_of_free_gpus_on_partly_used_nodes():
+    assert fragmentation(np.array([8, 8]), np.array([8, 8])) == 0.0
+    assert fragmentation(np.array([1, 1, 0]), np.array([8, 8, 8])) == 1.0
+    assert np.isclose(fragmentation(np.array([8, 2]), np.array([8, 8])), 0.2)

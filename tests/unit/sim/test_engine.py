@@ -1,0 +1,119 @@
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+from sim_literals import HOUR, T0, LinearModels, flat_signal, workload
+from slurm_green.controller.tick import Controller
+from slurm_green.core import decision_token
+from slurm_green.core.actions import ActionError, SetGpus, SetStartTime
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.green_options import parse_marker
+from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.policy.baselines import FifoPolicy
+from slurm_green.sim.carbon import SimCarbonFeed
+from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.sim.engine import Simulator, TraceOptions
+from slurm_green.sim.runner import simulate
+
+KEY = b"0123456789abcdef-sim-test-key"
+ONE_NODE = ClusterSpec(nodes=1, gpus_per_node=4)
+
+
+@dataclass
+class Scripted:
+    """A policy that decides each pending job with ``decide(job)`` and remembers what it saw."""
+
+    decide: object = None
+    name: str = "scripted"
+    seen: list[ClusterSnapshot] = field(default_factory=list)
+
+    def __call__(self, snapshot, forecast, models, now):
+        self.seen.append(snapshot)
+        jobs = [j for j in snapshot.jobs if j.is_pending]
+        return Plan(tuple(self.decide(j, now) for j in jobs) if self.decide else ())
+
+
+def run(wl, policy, spec=ONE_NODE, options=TraceOptions(flex_s=2 * HOUR), sim_key=KEY, signer_key=KEY):
+    sim = Simulator(wl, spec, LinearModels(), flat_signal(), sim_key, options)
+    controller = Controller(sim, policy, SimCarbonFeed(flat_signal(), "flat"), LinearModels(),
+                            sign=functools.partial(decision_token.sign, signer_key),
+                            verify=functools.partial(decision_token.verify, signer_key))
+    return sim, sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
+
+
+def test_arrivals_get_the_trusted_marker_and_the_deadline_as_fallback_begin():
+    policy = Scripted()  # decides nothing: the job must still start, at its deadline
+    _, record = run(workload((0.0, 2, 2 * HOUR)), policy)
+    first = policy.seen[0].jobs[0]
+    options = parse_marker(first.admin_comment)
+    assert options.managed and options.deadline == T0 + 2 * HOUR
+    assert first.eligible_time == T0 + 2 * HOUR
+    assert options.gpus_min == 1 and options.gpus_max == 4
+    assert record.start[0] == T0 + 2 * HOUR
+
+
+def test_fifo_releases_at_once_and_runtime_and_energy_follow_the_model():
+    _, record = run(workload((0.0, 2, 2 * HOUR), (10.0, 2, 4 * HOUR)), FifoPolicy())
+    # The second arrival waits for the next tick: ticks are at least min_tick_s (60 s) apart.
+    assert record.start.tolist() == [T0, T0 + 60.0]
+    assert np.allclose(record.end - record.start, [HOUR, 2 * HOUR])  # work / (2 GPUs x 1)
+    assert np.allclose(record.energy_j, [200.0 * HOUR, 200.0 * 2 * HOUR])
+    assert np.allclose(record.intensity, 100.0)
+
+
+def test_the_prolog_applies_a_signed_cap_and_ignores_a_forged_one():
+    capped = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, power_cap_fraction=0.5))
+    _, record = run(workload((0.0, 1, HOUR)), capped)
+    assert record.cap[0] == 0.5 and np.isclose(record.end[0] - record.start[0], 2 * HOUR)
+    forged = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, power_cap_fraction=0.5))
+    _, record = run(workload((0.0, 1, HOUR)), forged, signer_key=b"not-the-site-key-at-all")
+    assert record.cap[0] == 1.0 and np.isclose(record.end[0] - record.start[0], HOUR)
+
+
+def test_a_gpu_count_decision_changes_runtime_and_scales_the_time_limit():
+    policy = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, gpus_per_node=4, num_nodes=1))
+    sim, record = run(workload((0.0, 2, 4 * HOUR)), policy)
+    assert record.gpus[0] == 4 and np.isclose(record.end[0] - record.start[0], HOUR)
+
+
+def test_easy_backfill_lets_short_jobs_pass_but_protects_the_blocked_head():
+    # t=0: A takes 2 of 4 GPUs for 10 h. t=1: B needs 4 (blocked until A ends).
+    # t=2: C (2 GPUs, 1 h) ends before B's reservation: backfilled. t=3: D (2 GPUs, 20 h) would delay B: waits.
+    wl = workload((0.0, 2, 20 * HOUR), (1.0, 4, 4 * HOUR), (2.0, 2, 2 * HOUR), (3.0, 2, 40 * HOUR))
+    _, record = run(wl, FifoPolicy(), options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    a, b, c, d = record.start - T0
+    assert a == 0.0 and c == 2.0
+    assert b == pytest.approx(10 * HOUR)
+    assert d >= b
+
+
+def test_pinned_nodes_are_honoured():
+    spec = ClusterSpec(nodes=2, gpus_per_node=4)
+    policy = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, nodes=("sim0001",)))
+    sim, record = run(workload((0.0, 2, HOUR)), policy, spec=spec)
+    assert record.nodes[0] == 1
+    assert sim._nodes[1].gpus_allocated == 0  # released again at completion
+
+
+def test_actions_on_unknown_or_running_jobs_fail_typed():
+    sim = Simulator(workload((0.0, 1, HOUR)), ONE_NODE, LinearModels(), flat_signal(), KEY,
+                    TraceOptions(flex_s=0.0))
+    sim.run(Controller(sim, FifoPolicy(), None, LinearModels()), min_tick_s=60.0)
+    assert sim.apply([SetStartTime(99, T0)])[0].error is ActionError.JOB_GONE
+    sim2 = Simulator(workload((0.0, 1, 10 * HOUR)), ONE_NODE, LinearModels(), flat_signal(), KEY,
+                     TraceOptions(flex_s=0.0))
+    sim2._arrive(0)
+    sim2._schedule(T0)
+    assert sim2.apply([SetGpus(1, 2)])[0].error is ActionError.NOT_PENDING
+
+
+def test_runner_reports_summary_metrics():
+    result = simulate(workload((0.0, 2, 2 * HOUR), (0.0, 4, 4 * HOUR)), ONE_NODE, FifoPolicy(), flat_signal(),
+                      LinearModels(), options=TraceOptions(flex_s=0.0))
+    s = result.summary
+    assert s["finished"] == 2 and s["makespan_s"] == pytest.approx(2 * HOUR)
+    assert s["avg_jct_s"] == pytest.approx((HOUR + 2 * HOUR) / 2)
+    assert s["energy_kwh"] == pytest.approx((200 * HOUR + 400 * HOUR) / 3.6e6)
+    assert s["carbon_kg"] == pytest.approx(s["energy_kwh"] * 100.0 / 1000.0)

@@ -2,9 +2,9 @@
 
 Each policy runs at its default setting, then along a sweep of its knob (GreenFlow's
 and PowerFlow's budget fraction, the window policies' flexibility, Zeus' eta), which
-traces a JCT-carbon frontier. "At equal carbon" compares GreenFlow's frontier,
-interpolated at a baseline's carbon, with that baseline's JCT; "at equal energy"
-does the same for PowerFlow.
+traces a JCT-carbon frontier. "At equal carbon" compares a baseline's JCT with the
+best JCT of any GreenFlow setting that used no more carbon than that baseline; "at
+equal energy" does the same for PowerFlow.
 """
 
 from __future__ import annotations
@@ -93,19 +93,14 @@ def _sweep(name: str, options: TraceOptions) -> list[tuple[str, Policy, TraceOpt
 
 
 def _at(points: list[Point], x_attr: str, x: float) -> float:
-    """Frontier JCT at ``x`` (carbon or energy), interpolated between swept points.
+    """The best JCT among swept settings that use no more than ``x`` (carbon or energy).
 
-    Above the frontier's largest ``x`` the JCT of that point is returned: the policy
-    reaches it with less than ``x``, so the comparison is conservative. Below the
-    smallest ``x`` the policy cannot match and the answer is NaN.
+    No interpolation: realised carbon is not monotone in the budget (deferred jobs can
+    queue past their window), so only settings actually measured at or under ``x``
+    count. NaN when no setting gets that low.
     """
-    xs = np.array([getattr(p, x_attr) for p in points])
-    ys = np.array([p.avg_jct_s for p in points])
-    order = np.argsort(xs)
-    xs, ys = xs[order], ys[order]
-    if not len(xs) or x < xs[0]:
-        return float("nan")
-    return float(np.interp(x, xs, ys))
+    fits = [p.avg_jct_s for p in points if getattr(p, x_attr) <= x]
+    return min(fits) if fits else float("nan")
 
 
 def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: object, models: object,

@@ -34,11 +34,11 @@ class ClusterSpec:
 
 
 #: Per trace family: Philly 96 x 8 V100 (768 GPUs, ~49 % mean load); Pollux's own
-#: evaluation cluster, 16 x 4 T4; Gavel's VC trace 8 x 8; Alibaba 128 x 8.
+#: evaluation cluster, 16 x 4 T4; Gavel's VC trace 16 x 8 (~47 % load); Alibaba 128 x 8.
 DEFAULT_CLUSTERS = {
     "philly": ClusterSpec(nodes=96, gpus_per_node=8),
     "pollux": ClusterSpec(nodes=16, gpus_per_node=4, nodes_per_switch=4, gpu_type="t4", idle_w_per_gpu=10.0),
-    "gavel": ClusterSpec(nodes=8, gpus_per_node=8, nodes_per_switch=4),
+    "gavel": ClusterSpec(nodes=16, gpus_per_node=8, nodes_per_switch=4),
     "alibaba": ClusterSpec(nodes=128, gpus_per_node=8),
     "sacct": ClusterSpec(nodes=32, gpus_per_node=8),
 }

@@ -27,8 +27,9 @@ install_config() {
         esac
     done
 
-    # /etc/slurm-green: cluster facts and the decision-signing key.
-    install -d -m 0755 /etc/slurm-green
+    # /etc/slurm-green: cluster facts and the decision-signing key; state and log
+    # directories for the slurm-green hooks (Prolog/Epilog run as root).
+    install -d -m 0755 /etc/slurm-green /var/lib/slurm-green /var/log/slurm-green
     [[ -f /run/cluster/slurm-green/cluster.env ]] && \
         install -m 0644 /run/cluster/slurm-green/cluster.env /etc/slurm-green/cluster.env
     if [[ -f /run/cluster/slurm-green/decision.key ]]; then

@@ -6,7 +6,7 @@ SLURM   ?= 24.11
 # Slurm versions the integration suite runs against; the first is the default cluster.
 SLURM_VERSIONS ?= 24.11 22.05 26.05
 
-.PHONY: venv unit integration test demo cluster-up cluster-down bench clean
+.PHONY: venv host-tools unit integration test demo cluster-up cluster-down bench clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -16,8 +16,17 @@ $(BIN)/.installed: pyproject.toml
 
 venv: $(BIN)/.installed
 
-unit: venv
-	$(BIN)/pytest -q tests/unit
+# The job_submit.lua tests run the plugin under Lua 5.1, the Lua Debian's Slurm links.
+# Installed with apt-get when missing (as root; otherwise it says what to run).
+host-tools:
+	@command -v lua5.1 >/dev/null || { \
+	  [ "$$(id -u)" = 0 ] || { echo "need lua5.1: sudo apt-get install -y lua5.1" >&2; exit 1; }; \
+	  echo "installing lua5.1 (apt-get)"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q lua5.1 >/dev/null 2>&1 || \
+	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lua5.1 >/dev/null; }; }
+
+unit: venv host-tools
+	SLURM_GREEN_REQUIRE_LUA=1 $(BIN)/pytest -q tests/unit
 
 integration: venv
 	./tests/integration/run_all_versions.sh $(SLURM_VERSIONS)

@@ -15,13 +15,15 @@ def main() -> None:
 
 def _register() -> None:
     """Attach each area's commands (imported here to keep ``slurm-green --help`` one place)."""
+    from slurm_green.cli.carbon import carbon
+    from slurm_green.cli.controller import plan, report, run
     from slurm_green.cli.install import install
     from slurm_green.cli.models import models
     from slurm_green.cli.sbatch import sbatch
     from slurm_green.cli.sim import bench, simulate, whatif
     from slurm_green.cli.status import status
 
-    for command in (install, sbatch, models, status, simulate, bench, whatif):
+    for command in (run, plan, report, status, carbon, models, simulate, bench, whatif, sbatch, install):
         main.add_command(command)
 
 

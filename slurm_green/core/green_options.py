@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 USER_PREFIX = "green:"
 MARKER_PREFIX = "sg:"
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd]?)$", re.ASCII)
 _UNIT_S = {"": 3600.0, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 _YES = {"yes", "y", "1", "true", "on"}
 _NO = {"no", "n", "0", "false", "off"}
@@ -57,7 +57,7 @@ def _parse_bool(key: str, text: str) -> bool:
 
 
 def _parse_gpu_range(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip())
+    match = re.fullmatch(r"(\d+)(?:-(\d+))?", text.strip(), re.ASCII)
     if not match:
         raise GreenOptionError(f"gpus={text!r}: expected a count or a range such as 2-8")
     low = int(match.group(1))

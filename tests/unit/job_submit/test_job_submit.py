@@ -235,7 +235,6 @@ def test_edge_numbers_agree_with_python(plugin: LuaPlugin, option: str) -> None:
     assert answer.job.get("admin_comment") == expected
 
 
-@pytest.mark.xfail(strict=True, reason="core: green_options' \\d also matches non-ASCII digits (needs re.ASCII)")
 def test_non_ascii_digits_are_refused_by_both(plugin: LuaPlugin) -> None:
     assert plugin.submit(comment="green:flex=\u0663h").rc == -1  # ARABIC-INDIC DIGIT THREE
     with pytest.raises(ValueError):

@@ -67,10 +67,22 @@ def _describe(error: ValidationError, path: Path) -> str:
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"])
         if item["type"] == "extra_forbidden":
-            lines.append(f"  {key}: unknown key")
+            allowed = ", ".join(_allowed_keys(item["loc"][:-1]))
+            lines.append(f"  {key}: unknown key (allowed here: {allowed})")
         else:
             lines.append(f"  {key}: {item['msg']} (got {item.get('input')!r})")
     return "\n".join(lines)
+
+
+def _allowed_keys(section: tuple[object, ...]) -> list[str]:
+    """The keys the model at ``section`` (a path of field names) accepts."""
+    model: type[BaseModel] = Config
+    for name in section:
+        annotation = model.model_fields[str(name)].annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            break
+        model = annotation
+    return list(model.model_fields)
 
 
 def load_config(path: Path | str | None = None) -> Config:

@@ -97,20 +97,15 @@ class StateStore:
     def close(self) -> None:
         self._db.close()
 
-    def record_tick(
-        self,
-        tick_at: float,
-        policy: str,
-        carbon_source: str | None,
-        notes: Sequence[str],
-        pending: int,
-        decisions: Iterable[JobDecision],
-        results: Sequence[ActionResult],
-    ) -> int:
-        """Store one tick atomically; returns how many decisions were new."""
+    def record_decisions(self, decided_at: float, decisions: Iterable[JobDecision]) -> int:
+        """Store the decisions that are news, in one transaction; returns how many.
+
+        The tick calls this *before* it enacts anything: a controller killed while
+        enacting has already written what it meant to do, and the next tick, which
+        re-derives the same choice, finds it stored and does not write it again.
+        """
         new = 0
-        decisions = list(decisions)
-        with self._db:  # one transaction
+        with self._db:
             self._db.execute("BEGIN")
             latest = self.latest_decisions()
             for decision in decisions:
@@ -121,12 +116,27 @@ class StateStore:
                     "INSERT INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes, nodes,"
                     " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
                     " carbon_if_now_kg) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (decision.job_id, tick_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
+                    (decision.job_id, decided_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
                      _nodes_text(decision),
                      decision.power_cap_fraction, decision.share_with, decision.reason,
                      decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg),
                 )
                 new += 1
+        return new
+
+    def record_tick(
+        self,
+        tick_at: float,
+        policy: str,
+        carbon_source: str | None,
+        notes: Sequence[str],
+        pending: int,
+        decisions: int,
+        results: Sequence[ActionResult],
+    ) -> None:
+        """Store what a tick enacted (each action with its outcome) and its summary, atomically."""
+        with self._db:  # one transaction
+            self._db.execute("BEGIN")
             for result in results:
                 self._db.execute(
                     "INSERT INTO actions (job_id, tick_at, kind, detail, ok, error, message) VALUES (?,?,?,?,?,?,?)",
@@ -135,10 +145,9 @@ class StateStore:
                 )
             self._db.execute(
                 "INSERT OR REPLACE INTO ticks VALUES (?,?,?,?,?,?,?,?)",
-                (tick_at, policy, carbon_source, json.dumps(list(notes)), pending, len(decisions),
+                (tick_at, policy, carbon_source, json.dumps(list(notes)), pending, decisions,
                  len(results), sum(not r.ok for r in results)),
             )
-        return new
 
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
         """Keep what Slurm says of managed jobs (their actual start and end), for reports."""

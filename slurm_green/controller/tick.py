@@ -89,16 +89,22 @@ class Controller:
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:
+        """One tick. Decisions are stored before anything is enacted and actions after:
+        killed in between, the next tick re-derives the same decisions (not stored
+        twice) and finds the enacted actions in force (not repeated)."""
         report, snapshot = self.decide(now)
+        record = self.store is not None and not self.dry_run
+        if record:
+            self.store.observe_jobs(now, (job for job in snapshot.jobs if parse_marker(job.admin_comment)))
+            self.store.record_decisions(now, report.plan.decisions)
         if not self.dry_run:
             report.results = self.backend.apply(report.actions)
             for failure in report.failures:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
                             failure.error.value if failure.error else "", failure.message)
-        if self.store is not None and not self.dry_run:
-            self.store.observe_jobs(now, (job for job in snapshot.jobs if parse_marker(job.admin_comment)))
+        if record:
             self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
-                                   report.plan.decisions, report.results)
+                                   len(report.plan.decisions), report.results)
         log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,
                  len(report.plan.decisions), len(report.actions), len(report.failures))
         return report

@@ -24,8 +24,15 @@ def test_errors_name_every_bad_key(tmp_path):
         load_config(path)
     text = str(info.value)
     assert "controller.interval_s" in text and "greater than 0" in text
-    assert "controller.colour: unknown key" in text
+    assert "controller.colour: unknown key (allowed here: interval_s, state_db," in text
     assert "policy.cap_fraction" in text
+
+
+def test_an_unknown_section_lists_the_sections(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text("[carbn]\nsources = ['synthetic']\n")
+    with pytest.raises(ConfigError, match=r"carbn: unknown key \(allowed here: controller, slurm, carbon, policy, gpu\)"):
+        load_config(path)
 
 
 def test_broken_toml_and_missing_file(tmp_path):

@@ -12,9 +12,9 @@ def test_report_joins_first_and_last_decision_with_the_actual_start(tmp_path):
                         expected_carbon_kg=0.5, carbon_if_now_kg=2.0)
     later = JobDecision(1, start_at=NOW + 3600, power_cap_fraction=0.7, reason="moved earlier",
                         expected_carbon_kg=0.4, carbon_if_now_kg=1.5)
-    store.record_tick(NOW, "window", "csv", [], 1, [first], [])
+    store.record_decisions(NOW, [first])
     store.observe_jobs(NOW, [Job(1, user="alice", submit_time=NOW - 60)])
-    store.record_tick(NOW + 300, "window", "csv", [], 1, [later], [])
+    store.record_decisions(NOW + 300, [later])
     store.observe_jobs(NOW + 4000, [Job(1, user="alice", submit_time=NOW - 60, state=JobState.RUNNING,
                                         start_time=NOW + 3610)])
     (row,) = job_rows(store)

@@ -61,7 +61,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
     dry = config.controller.dry_run if dry_run is None else dry_run
     sign, verify = signer(config)
     controller = Controller(
-        backend=make_backend(config.slurm, dry_run=dry),
+        backend=make_backend(prefer=config.slurm.backend, dry_run=dry, clock=clock,
+                             timeout_s=config.slurm.command_timeout_s),
         policy=build_policy(config),
         carbon=None,
         models=default_registry(),

@@ -18,7 +18,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-_LINE = re.compile(r"^\s*(\S+)\s*\(\s*\d+\)\s*count:\s*(\d+)")
+_LINE = re.compile(r"^\s*(\S+)\s*\(\s*\d+\)\s*count:\s*(\d+)(?:.*?total_time:\s*(\d+))?")
 _SECTIONS = {
     "Remote Procedure Call statistics by message type": "by_type",
     "Remote Procedure Call statistics by user": "by_user",
@@ -29,6 +29,8 @@ _SECTIONS = {
 class RpcCounts:
     by_type: dict[str, int]
     by_user: dict[str, int]
+    #: slurmctld's time serving each message type, microseconds (what a plugin adds shows here).
+    time_us_by_type: dict[str, int]
 
 
 def _from_json(document: Mapping[str, object]) -> RpcCounts:
@@ -44,11 +46,17 @@ def _from_json(document: Mapping[str, object]) -> RpcCounts:
         for item in statistics.get("rpcs_by_user") or []
         if isinstance(item, Mapping)
     }
-    return RpcCounts(by_type, by_user)
+    time_us = {
+        str(item.get("message_type")): int(item.get("total_time", 0))
+        for item in statistics.get("rpcs_by_message_type") or []
+        if isinstance(item, Mapping)
+    }
+    return RpcCounts(by_type, by_user, time_us)
 
 
 def _from_text(text: str) -> RpcCounts:
     sections: dict[str, dict[str, int]] = {"by_type": {}, "by_user": {}}
+    time_us: dict[str, int] = {}
     current: str | None = None
     for line in text.splitlines():
         stripped = line.strip()
@@ -60,9 +68,11 @@ def _from_text(text: str) -> RpcCounts:
         match = _LINE.match(line)
         if match:
             sections[current][match.group(1)] = int(match.group(2))
+            if current == "by_type" and match.group(3) is not None:
+                time_us[match.group(1)] = int(match.group(3))
         elif stripped and not line.startswith((" ", "\t")):
             current = None
-    return RpcCounts(sections["by_type"], sections["by_user"])
+    return RpcCounts(sections["by_type"], sections["by_user"], time_us)
 
 
 def rpc_counts(output: str) -> RpcCounts:

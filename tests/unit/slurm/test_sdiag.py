@@ -27,6 +27,7 @@ def test_text_sections():
     counts = sdiag.rpc_counts(TEXT)
     assert counts.by_type == {"REQUEST_PING": 36, "REQUEST_PARTITION_INFO": 25, "REQUEST_JOB_INFO": 11}
     assert counts.by_user == {"root": 70, "sgreen": 2}
+    assert counts.time_us_by_type == {"REQUEST_PING": 2976, "REQUEST_PARTITION_INFO": 3081, "REQUEST_JOB_INFO": 1814}
 
 
 def test_difference_counts_new_names_from_zero():
@@ -43,6 +44,8 @@ def test_captured_sdiag(version):
         raw_types = json.loads(output)["statistics"]["rpcs_by_message_type"]
         assert len(counts.by_type) == len(raw_types)
         assert sum(counts.by_user.values()) == sum(item["count"] for item in raw_types)
+        assert sum(counts.time_us_by_type.values()) == sum(item["total_time"] for item in raw_types)
     else:
         section = output.split("statistics by message type")[1].split("statistics by user")[0]
         assert len(counts.by_type) == section.count("count:")
+        assert len(counts.time_us_by_type) == section.count("total_time:")

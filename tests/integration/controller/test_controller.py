@@ -1,0 +1,188 @@
+"""The controller end to end on the Docker cluster: `slurm-green run` as the operator
+user sgreen, against a synthetic carbon series with a low-carbon window a minute or two
+ahead, with job_submit.lua and the Prolog/Epilog active.
+
+These are the acceptance tests of the enactment path: jobs start in the window and not
+before, unmarked jobs start at once, the fallback start holds with the controller
+stopped, a killed controller neither loses nor repeats an action, and a runtime error
+inside job_submit.lua still lets the job in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import random
+import subprocess
+import time
+
+import pytest
+from cluster import CLUSTER_SCRIPT, Cluster
+
+from slurm_green.core import decision_token
+
+pytestmark = pytest.mark.integration
+
+HOST_DIR = CLUSTER_SCRIPT.parent / ".build" / "itest-controller"
+IN_CONTAINER = "/opt/slurm-green/docker/.build/itest-controller"
+STATE = "/var/lib/slurm-green/itest"
+HIGH, LOW = 450.0, 60.0
+INTERVAL_S = 3
+DONE = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL"}
+
+
+def write_carbon(window_start: float, window_end: float) -> str:
+    """A SYNTHETIC minute-resolution series: high, except LOW in [window_start, window_end)."""
+    HOST_DIR.mkdir(parents=True, exist_ok=True)
+    first = int(time.time() // 60 * 60) - 3600
+    lines = ["timestamp,value"]
+    for minute in range(12 * 60):
+        t = first + minute * 60
+        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        lines.append(f"{stamp},{LOW if window_start <= t < window_end else HIGH}")
+    (HOST_DIR / "carbon-synthetic.csv").write_text("\n".join(lines) + "\n")
+    return f"csv:{IN_CONTAINER}/carbon-synthetic.csv"
+
+
+def write_config(source: str, name: str) -> str:
+    (HOST_DIR / f"{name}.toml").write_text(
+        f'[controller]\ninterval_s = {INTERVAL_S}\nstate_db = "{STATE}/{name}.db"\n'
+        'decision_key_file = "/etc/slurm-green/decision.key"\n'
+        f'[carbon]\nsources = [{json.dumps(source)}]\ncache_dir = "{STATE}/cache-{name}"\n'
+        '[policy]\nname = "window"\ncap_fraction = 0.7\n'
+    )
+    return f"{IN_CONTAINER}/{name}.toml"
+
+
+def start_controller(c: Cluster, config: str) -> None:
+    """`slurm-green run` in the background, as sgreen (Slurm operator, not root)."""
+    c.sh("controller", f"nohup slurm-green run --config {config} >> {STATE}/controller.log 2>&1 &", user="sgreen")
+
+
+def stop_controller(c: Cluster, signal: str = "TERM") -> None:
+    c.exec("controller", "pkill", f"-{signal}", "-f", "slurm-green run", check=False)
+    c.wait_for(lambda: c.exec("controller", "pgrep", "-f", "slurm-green run", check=False).returncode != 0, 30,
+               message="controller stopped")
+
+
+def slurm_times(c: Cluster, job: int) -> dict[str, float | None]:
+    """Submit, eligible and start time of a job (epoch seconds; None if unset)."""
+    [raw] = [j for j in c.squeue("-j", str(job), "-t", "all") if j["job_id"] == job]
+
+    def epoch(value: object) -> float | None:
+        if isinstance(value, dict):
+            return float(value["number"]) if value.get("set") and value.get("number") else None
+        return float(value) if value else None
+
+    return {k: epoch(raw.get(f"{k}_time")) for k in ("submit", "eligible", "start")}
+
+
+def state_of(c: Cluster, job: int, states: set[str], timeout: float) -> str:
+    return c.wait_for(lambda: (s := c.job_state(job)) in states and s, timeout, message=f"job {job} in {states}")
+
+
+def store_rows(c: Cluster, name: str, query: str) -> list[list]:
+    """Rows of the controller's state store, read where it lives (as its owner)."""
+    script = "import json, sqlite3, sys; print(json.dumps(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()))"
+    out = c.exec("controller", "python3", "-c", script, f"{STATE}/{name}.db", query, user="sgreen").stdout
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def controller_site(cluster: Cluster):
+    hooks = (CLUSTER_SCRIPT.parent / ".build" / cluster.compose_project / "hooks").read_text().split()
+    if "job_submit.lua" not in hooks:
+        pytest.fail("cluster was brought up without job_submit.lua: run docker/cluster down && up")
+    cluster.sh("controller", f"install -d -o sgreen -g sgreen {STATE} && rm -rf {STATE}/*")
+    yield cluster
+    stop_controller(cluster, "KILL")
+
+
+def test_green_job_starts_in_the_low_carbon_window_and_unmarked_job_at_once(controller_site: Cluster) -> None:
+    c = controller_site
+    window_start = time.time() + 75
+    config = write_config(write_carbon(window_start, window_start + 600), "window")
+    start_controller(c, config)
+    try:
+        green = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "--comment", "green:flex=20m"], "sleep 20\n")
+        unmarked = c.sbatch("bob", ["--gres=gpu:1", "-t", "3"], "sleep 20\n")
+        state_of(c, unmarked, {"RUNNING", *DONE}, 20)
+        # the controller moves the green job from its fallback (deadline) to the window
+        c.wait_for(lambda: abs((slurm_times(c, green)["eligible"] or 0) - window_start) < 61, 30,
+                   message="green job's StartTime moved to the window")
+        assert c.job_state(green) == "PENDING"
+        state_of(c, green, {"RUNNING", *DONE}, window_start - time.time() + 60)
+        started = slurm_times(c, green)["start"]
+        assert started is not None
+        # not before the window (the series' minute boundary), and within one tick plus
+        # slurmctld's scheduling interval (5 s here) after it
+        boundary = (window_start // 60 + 1) * 60
+        assert boundary - 61 <= started <= boundary + INTERVAL_S + 15, (started, boundary)
+        [reason] = store_rows(c, "window", f"SELECT reason FROM decisions WHERE job_id = {green}")
+        assert reason[0].startswith("deferred")
+    finally:
+        stop_controller(c)
+
+
+def test_with_the_controller_stopped_a_green_job_starts_by_its_deadline(controller_site: Cluster) -> None:
+    c = controller_site
+    job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "--comment", "green:flex=1m"], "sleep 5\n")
+    times = slurm_times(c, job)
+    deadline = times["submit"] + 60
+    assert abs(times["eligible"] - deadline) <= 1
+    assert c.exec("controller", "squeue", "-h", "-j", str(job), "-o", "%r").stdout.strip() == "BeginTime"
+    state_of(c, job, {"RUNNING", *DONE}, 90)
+    assert deadline - 1 <= slurm_times(c, job)["start"] <= deadline + 15
+
+
+def test_controller_killed_mid_tick_loses_and_repeats_nothing(controller_site: Cluster) -> None:
+    c = controller_site
+    window_start = time.time() + 3 * 3600
+    config = write_config(write_carbon(window_start, window_start + 3600), "kill")
+    jobs = [c.sbatch("alice", ["--gres=gpu:1", "-t", "10", "--comment", "green:flex=6h,cap=yes"], "sleep 1\n")
+            for _ in range(30)]
+    rng = random.Random(7)
+    try:
+        for _ in range(6):  # start, let it get somewhere into a tick, SIGKILL
+            start_controller(c, config)
+            time.sleep(rng.uniform(2.0, 6.0))
+            stop_controller(c, "KILL")
+        c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+        key = decision_token.load_key(CLUSTER_SCRIPT.parent / ".build" / "decision.key")
+        for job in jobs:  # nothing lost: every decision is in force
+            times = slurm_times(c, job)
+            assert abs(times["eligible"] - window_start) < 61, job
+            comment = c.exec("controller", "squeue", "-h", "-j", str(job), "-o", "%k").stdout
+            token = decision_token.find_token(comment)
+            assert token is not None and decision_token.verify(key, job, token) == {"cap": 0.7}, job
+        # each decision recorded once; no action done (and recorded) twice
+        decisions = store_rows(c, "kill", "SELECT job_id, COUNT(*) FROM decisions GROUP BY job_id")
+        assert dict(map(tuple, decisions)) == {job: 1 for job in jobs}
+        repeated = store_rows(c, "kill", "SELECT job_id, kind, COUNT(*) FROM actions WHERE ok = 1"
+                                         " GROUP BY job_id, kind HAVING COUNT(*) > 1")
+        assert repeated == []
+        last_tick = store_rows(c, "kill", "SELECT actions FROM ticks ORDER BY tick_at DESC LIMIT 1")
+        assert last_tick == [[0]]  # the converged controller has nothing left to do
+    finally:
+        for job in jobs:
+            c.exec("controller", "scancel", str(job), check=False)
+
+
+def test_a_runtime_error_inside_job_submit_lua_lets_the_job_in(controller_site: Cluster) -> None:
+    """A plugin that fails at run time (here: a site setting of the wrong type) lets jobs through."""
+    c = controller_site
+    installed = "/etc/slurm/job_submit.lua"
+    c.sh("slurmctld", f"sed -i 's/^    default_flex_s = 0,/    default_flex_s = {{}},/' {installed} && "
+                      f"grep -q 'default_flex_s = {{}}' {installed}")
+    try:
+        c.exec("slurmctld", "scontrol", "reconfigure")
+        c.wait_for(lambda: c.exec("controller", "scontrol", "ping", check=False).returncode == 0, 60)
+        job = c.sbatch("bob", ["--gres=gpu:1", "-t", "3"], "sleep 1\n")  # unmarked: reads default_flex_s
+        state_of(c, job, {"RUNNING", *DONE}, 30)
+        logs = subprocess.run(["docker", "logs", "--since", "2m", c.container("slurmctld")],
+                              capture_output=True, text=True, timeout=60)
+        assert "job_submit.lua submit failed, job let through" in logs.stdout + logs.stderr
+    finally:
+        c.sh("slurmctld", f"cp /opt/slurm-green/job_submit/job_submit.lua {installed}")
+        c.exec("slurmctld", "scontrol", "reconfigure")
+        c.wait_for(lambda: c.exec("controller", "scontrol", "ping", check=False).returncode == 0, 60)

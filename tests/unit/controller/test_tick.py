@@ -1,0 +1,126 @@
+"""Controller.tick as the daemon assembles it: config -> parts -> tick.
+
+The cluster here is an in-memory backend (the live Slurm runs the same ticks in
+tests/integration/controller); carbon comes through the real feed and HTTP client from
+a local HTTP server.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import pytest
+
+from slurm_green.controller.assemble import assemble
+from slurm_green.controller.config import Config
+from slurm_green.controller.metrics import ControllerMetrics
+from slurm_green.controller.daemon import safe_tick
+from slurm_green.core import decision_token
+from slurm_green.core.actions import Action, ActionResult, SetDecision, SetStartTime
+from slurm_green.core.clock import ManualClock
+from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.slurm.cli_backend import CliBackend
+from slurm_green.slurm.runner import LocalRunner
+
+NOW = 1_700_000_000.0
+KEY = b"k" * 32
+
+
+class MemoryBackend:
+    """A cluster of pending jobs that takes StartTime and decision changes."""
+
+    def __init__(self, jobs: Sequence[Job]) -> None:
+        self.jobs = {job.job_id: job for job in jobs}
+        self.applied: list[Action] = []
+
+    def snapshot(self) -> ClusterSnapshot:
+        return ClusterSnapshot(taken_at=NOW, jobs=tuple(self.jobs.values()))
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        for action in actions:
+            job = self.jobs[action.job_id]
+            if isinstance(action, SetStartTime):
+                job = dataclasses.replace(job, eligible_time=action.start)
+            elif isinstance(action, SetDecision):
+                job = dataclasses.replace(job, comment=action.token)
+            self.jobs[action.job_id] = job
+            self.applied.append(action)
+        return [ActionResult(action) for action in actions]
+
+
+def deferred_job(job_id: int) -> Job:
+    """A managed job whose fallback start (its deadline) is 6 h away, as job_submit.lua leaves it."""
+    options = GreenOptions(max_delay_s=6 * 3600, deadline=NOW + 6 * 3600)
+    return Job(job_id, name="resnet50", submit_time=NOW - 60, eligible_time=NOW + 6 * 3600, time_limit_s=3600,
+               gpus_per_node=1, admin_comment="sg:" + format_marker(options))
+
+
+@pytest.fixture
+def config(tmp_path, httpserver) -> Config:
+    """Two live sources, both answering garbage; the decision key in a file."""
+    (tmp_path / "decision.key").write_bytes(KEY)
+    httpserver.expect_request("/intensity").respond_with_data("<html>maintenance</html>", status=200)
+    base = httpserver.url_for("")
+    return Config.model_validate({
+        "controller": {"state_db": str(tmp_path / "state.db"), "decision_key_file": str(tmp_path / "decision.key")},
+        "carbon": {"sources": [f"ukgrid?base_url={base}", f"ukgrid:13?base_url={base}"],
+                   "cache_dir": str(tmp_path / "cache")},
+    })
+
+
+def test_assembly_follows_the_config(config: Config) -> None:
+    config = config.model_copy(update={"slurm": config.slurm.model_copy(update={"command_timeout_s": 7.5,
+                                                                                "backend": "cli"})})
+    parts = assemble(config, clock=ManualClock(NOW))
+    backend = parts.controller.backend
+    assert isinstance(backend, CliBackend) and isinstance(backend.runner, LocalRunner)
+    assert backend.timeout_s == 7.5
+    assert parts.controller.policy.name == "window"
+    assert parts.controller.sign is not None and parts.clock.now() == NOW
+
+
+def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tick_says_why(config: Config) -> None:
+    parts = assemble(config, clock=ManualClock(NOW))
+    with pytest.raises(Exception):
+        parts.feed.refresh()
+    parts.controller.backend = MemoryBackend([deferred_job(1)])
+    metrics = ControllerMetrics()
+    report = safe_tick(parts.controller, parts.clock, metrics)
+    assert report is not None
+    starts = [a for a in report.actions if isinstance(a, SetStartTime)]
+    assert starts == [SetStartTime(1, NOW)]
+    assert any("carbon data unavailable" in note and "released" in note for note in report.notes)
+    assert metrics.registry.get_sample_value("slurm_green_carbon_available") == 0
+    [tick] = parts.controller.store.ticks()
+    assert "carbon data unavailable" in tick["notes"] and tick["carbon_source"] is None
+
+
+class KilledAfterEnacting(MemoryBackend):
+    """Enacts every action, then the process dies before the tick can record them."""
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        super().apply(actions)
+        raise KeyboardInterrupt
+
+
+def test_a_tick_killed_after_enacting_is_neither_repeated_nor_recorded_twice(config: Config) -> None:
+    jobs = [deferred_job(1), deferred_job(2)]
+    first = assemble(config, clock=ManualClock(NOW))
+    first.controller.carbon = None  # carbon-agnostic: release now, with a signed cap decision
+    first.controller.backend = dying = KilledAfterEnacting(jobs)
+    with pytest.raises(KeyboardInterrupt):
+        first.controller.tick(NOW)
+    assert len(dying.applied) == 4  # decision token and start, per job
+    first.controller.store.close()
+
+    restarted = assemble(config, clock=ManualClock(NOW + 5))
+    restarted.controller.carbon = None
+    restarted.controller.backend = survivor = MemoryBackend(dying.jobs.values())
+    report = restarted.controller.tick(NOW + 5)
+    assert report.actions == [] and survivor.applied == []  # all in force already: nothing repeated
+    store = restarted.controller.store
+    assert sorted(d["job_id"] for d in store.decisions()) == [1, 2]  # each decision once, stored before enacting
+    for job in survivor.jobs.values():
+        assert decision_token.verify(KEY, job.job_id, decision_token.find_token(job.comment)) == {"cap": 0.7}

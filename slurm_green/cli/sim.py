@@ -183,6 +183,18 @@ def _run_bench(workload: Workload, spec: ClusterSpec, carbon_spec: str, options:
     return result
 
 
+def _speedup_lines(result) -> list[str]:  # type: ignore[no-untyped-def]
+    """GreenFlow (PowerFlow) against each baseline at equal carbon (energy); "not reached", never NaN."""
+    from slurm_green.sim.bench import speedup_text
+
+    lines = []
+    for policy, x, ratios in (("GreenFlow", "carbon", result.equal_carbon), ("PowerFlow", "energy", result.equal_energy)):
+        for base, ratio in ratios.items():
+            lines.append(f"{policy} at {base}'s {x}: {base} JCT / {policy} JCT = {speedup_text(ratio)}"
+                         + (f"  ({policy}'s sweep never gets that low)" if not np.isfinite(ratio) else ""))
+    return lines
+
+
 @click.command()
 @click.option("--trace", type=click.Path(dir_okay=False), default=None,
               help="Default: Pollux workload-1 (160 jobs, about a minute for every policy and sweep).")
@@ -205,12 +217,8 @@ def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, g
                                    result.lower_bound.carbon_kg))
     out.print(f"carbon lower bound: {result.lower_bound.carbon_kg:.2f} kg (oracle, capacity ignored, "
               f"{result.lower_bound.horizon_s / 86400:g}-day window)")
-    for base, ratio in result.equal_carbon.items():
-        out.print(f"GreenFlow at {base}'s carbon: {base} JCT / GreenFlow JCT = {ratio:.2f}"
-                  + ("  (GreenFlow's sweep never gets that low)" if not np.isfinite(ratio) else ""))
-    for base, ratio in result.equal_energy.items():
-        out.print(f"PowerFlow at {base}'s energy: {base} JCT / PowerFlow JCT = {ratio:.2f}"
-                  + ("  (PowerFlow's sweep never gets that low)" if not np.isfinite(ratio) else ""))
+    for line in _speedup_lines(result):
+        out.print(line)
     if json_out:
         Path(json_out).write_text(json.dumps({"trace": workload.name, "carbon": carbon_spec,
                                               "cluster": spec.__dict__, **data}, indent=2, default=float))

@@ -61,6 +61,11 @@ class BenchResult:
     equal_carbon: dict[str, float] = field(default_factory=dict)  #: baseline -> its JCT / GreenFlow's
     equal_energy: dict[str, float] = field(default_factory=dict)  #: baseline -> its JCT / PowerFlow's
 
+    def versus_best(self, policy: str = "greenflow", x_attr: str = "carbon_kg") -> Versus:
+        """``policy``'s speed-up over the strongest baseline point at equal-or-less ``x_attr``."""
+        baselines = {b: pts for b, pts in self.frontier.items() if b in BASELINES}
+        return versus_best(self.frontier.get(policy, []), baselines, x_attr)
+
     def to_dict(self) -> dict[str, object]:
         fifo = self.runs["fifo"].summary
         policies = {}
@@ -77,9 +82,34 @@ class BenchResult:
             "lower_bound": {"energy_kwh": self.lower_bound.energy_kwh, "horizon_s": self.lower_bound.horizon_s,
                             "capacity": self.lower_bound.capacity},
             "frontier": {k: [p.__dict__ for p in v] for k, v in self.frontier.items()},
-            "greenflow_jct_speedup_at_equal_carbon": self.equal_carbon,
-            "powerflow_jct_speedup_at_equal_energy": self.equal_energy,
+            # NaN (the sweep never got that low) is not JSON: null, i.e. "not reached".
+            "greenflow_jct_speedup_at_equal_carbon": {k: _finite_or_none(v) for k, v in self.equal_carbon.items()},
+            "powerflow_jct_speedup_at_equal_energy": {k: _finite_or_none(v) for k, v in self.equal_energy.items()},
         }
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def speedup_text(ratio: float | None) -> str:
+    """A JCT speed-up for a table: ``1.37x``, or ``not reached`` when no swept setting got that low."""
+    return f"{ratio:.2f}x" if ratio is not None and np.isfinite(ratio) else "not reached"
+
+
+@dataclass
+class Versus:
+    """A policy's frontier against every swept point of every baseline, at equal-or-less carbon (energy).
+
+    ``speedup`` is the smallest ratio baseline JCT / the policy's best JCT at no more than
+    that baseline point's ``x``, over the baseline points the policy's sweep reaches: the
+    speed-up over the strongest baseline it can match. ``not_reached`` lists the baseline
+    points that used less than any setting of the policy (no comparison is possible there).
+    """
+
+    speedup: float
+    against: str
+    not_reached: list[str]
 
 
 def _sweep(name: str, options: TraceOptions) -> list[tuple[str, Policy, TraceOptions]]:
@@ -101,6 +131,18 @@ def _at(points: list[Point], x_attr: str, x: float) -> float:
     """
     fits = [p.avg_jct_s for p in points if getattr(p, x_attr) <= x]
     return min(fits) if fits else float("nan")
+
+
+def versus_best(points: list[Point], baselines: dict[str, list[Point]], x_attr: str) -> Versus:
+    best, against, missed = float("nan"), "", []
+    for base, base_points in baselines.items():
+        for p in base_points:
+            ratio = p.avg_jct_s / _at(points, x_attr, getattr(p, x_attr))
+            if not np.isfinite(ratio):
+                missed.append(f"{base} {p.setting}")
+            elif not ratio >= best:  # also true while best is NaN
+                best, against = ratio, f"{base} {p.setting}"
+    return Versus(best, against, missed)
 
 
 def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: object, models: object,

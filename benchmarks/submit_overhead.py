@@ -1,16 +1,17 @@
-"""What job_submit.lua costs slurmctld per submission: with and without the plugin.
+"""What job_submit.lua costs slurmctld per submission: none, an empty plugin, ours.
 
-    .venv/bin/python benchmarks/submit_overhead.py [--jobs 1000] [--rounds 2] [--slurm 24.11]
+    .venv/bin/python benchmarks/submit_overhead.py [--jobs 1000] [--rounds 10] [--slurm 24.11]
 
 On the running Docker cluster (``docker/cluster up``; it does not start one), submits
-JOBS held GPU jobs with the plugin active and JOBS with ``JobSubmitPlugins=lua`` taken
-out of slurmctld's slurm.conf, in ROUNDS alternating halves so that drift of this shared
-machine falls on both sides. The figure is slurmctld's own time serving
-``REQUEST_SUBMIT_BATCH_JOB`` (``sdiag``'s total_time over its count), which contains the
-plugin's run and none of sbatch's or Docker's overhead. Jobs carry
-``--comment green:flex=6h,gpus=1-2``, the plugin's full path (parse, marker, fallback
-start). slurm.conf is restored and every submitted job cancelled at the end, also on
-failure.
+JOBS held GPU jobs in each of three setups of slurmctld: no ``JobSubmitPlugins``, Slurm's
+Lua plugin with an empty script (what *any* job_submit.lua costs: Slurm builds the job
+and partition tables for every call), and slurm-green's script. The setups alternate in
+ROUNDS so that drift of this shared machine falls on all of them. The figure is
+slurmctld's own time serving ``REQUEST_SUBMIT_BATCH_JOB`` (``sdiag``'s total_time over
+its count), which contains the plugin's run and none of sbatch's or Docker's overhead.
+Jobs carry ``--comment green:flex=6h,gpus=1-2``, the script's full path (parse, marker,
+fallback start). slurm.conf and the script are restored and every submitted job
+cancelled at the end, also on failure.
 """
 
 from __future__ import annotations
@@ -29,6 +30,14 @@ SUBMITTER = "alice"
 RPC = "REQUEST_SUBMIT_BATCH_JOB"
 BATCH = 100  # sbatch calls per docker exec
 CONF = "/etc/slurm/slurm.conf"
+INSTALLED = "/etc/slurm/job_submit.lua"
+OURS = "/opt/slurm-green/job_submit/job_submit.lua"
+#: Slurm's Lua plugin with a script that does nothing: what any job_submit.lua costs.
+EMPTY_PLUGIN = """function slurm_job_submit(job_desc, part_list, submit_uid) return slurm.SUCCESS end
+function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end
+return slurm.SUCCESS
+"""
+SETUPS = {"none": "no job_submit plugin", "empty": "empty job_submit.lua", "ours": "slurm-green job_submit.lua"}
 
 
 def check(runner: DockerExecRunner, *argv: str, user: str | None = None) -> str:
@@ -40,11 +49,15 @@ def check(runner: DockerExecRunner, *argv: str, user: str | None = None) -> str:
     return result.stdout
 
 
-def set_plugin(ctld: DockerExecRunner, client: DockerExecRunner, on: bool) -> None:
-    """Switch JobSubmitPlugins=lua in slurmctld's slurm.conf and reconfigure."""
-    edit = (f"sed -i 's/^#sg-bench JobSubmitPlugins=lua/JobSubmitPlugins=lua/' {CONF}" if on
-            else f"sed -i 's/^JobSubmitPlugins=lua/#sg-bench JobSubmitPlugins=lua/' {CONF}")
-    check(ctld, "sh", "-c", edit)
+def use(ctld: DockerExecRunner, client: DockerExecRunner, setup: str) -> None:
+    """Put slurmctld in SETUP ("none", "empty" or "ours") and reconfigure."""
+    plugin = "#sg-bench " if setup == "none" else ""
+    script = EMPTY_PLUGIN if setup == "empty" else None
+    check(ctld, "sh", "-c", f"sed -i -E 's/^(#sg-bench )?JobSubmitPlugins=lua/{plugin}JobSubmitPlugins=lua/' {CONF}")
+    if script is None:
+        check(ctld, "cp", OURS, INSTALLED)
+    else:
+        check(ctld, "sh", "-c", f"cat > {INSTALLED} <<'EOF'\n{script}EOF")
     check(ctld, "scontrol", "reconfigure")
     for _ in range(120):
         try:
@@ -74,8 +87,8 @@ def submit_round(client: DockerExecRunner, count: int, name: str, progress: Prog
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jobs", type=int, default=1000, help="submissions per side (default 1000)")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds per side (default 2)")
+    parser.add_argument("--jobs", type=int, default=1000, help="submissions per setup (default 1000)")
+    parser.add_argument("--rounds", type=int, default=10, help="alternating rounds (default 10)")
     parser.add_argument("--slurm", default="24.11", help="cluster version: 22.05, 24.11 or 26.05")
     args = parser.parse_args()
 
@@ -84,27 +97,27 @@ def main() -> int:
     if "JobSubmitPlugins=lua" not in check(ctld, "cat", CONF):
         print("the cluster runs without job_submit.lua: bring it up from this repository", file=sys.stderr)
         return 2
-    totals = {True: [0, 0], False: [0, 0]}
+    totals = {setup: [0, 0] for setup in SETUPS}
     per_round = args.jobs // args.rounds
     name = f"bench-submit-{int(time.time())}"
     try:
         with Progress() as progress:
             for r in range(args.rounds):
-                for on in ((True, False) if r % 2 == 0 else (False, True)):
-                    set_plugin(ctld, client, on)
-                    n, us = submit_round(client, per_round, name, progress,
-                                         f"round {r + 1}: {'with' if on else 'without'} plugin")
-                    totals[on][0] += n
-                    totals[on][1] += us
+                order = list(SETUPS) if r % 2 == 0 else list(reversed(SETUPS))  # drift falls on every setup
+                for setup in order:
+                    use(ctld, client, setup)
+                    n, us = submit_round(client, per_round, name, progress, f"round {r + 1}: {SETUPS[setup]}")
+                    totals[setup][0] += n
+                    totals[setup][1] += us
     finally:
-        set_plugin(ctld, client, True)
+        use(ctld, client, "ours")
         check(client, "scancel", "--name", name, "-u", SUBMITTER)
-    with_us = totals[True][1] / max(totals[True][0], 1)
-    without_us = totals[False][1] / max(totals[False][0], 1)
+    per_job = {setup: us / max(n, 1) for setup, (n, us) in totals.items()}
     print(f"Slurm {args.slurm}: slurmctld time per {RPC} (sdiag total_time / count)")
-    print(f"  with job_submit.lua     {with_us:8.0f} us  over {totals[True][0]} submissions")
-    print(f"  without                 {without_us:8.0f} us  over {totals[False][0]} submissions")
-    print(f"  ratio with/without      {with_us / without_us:8.3f}  (target <= 1.05)")
+    for setup, label in SETUPS.items():
+        print(f"  {label:<28} {per_job[setup]:7.0f} us  ratio to none {per_job[setup] / per_job['none']:.3f}"
+              f"  ({totals[setup][0]} submissions)")
+    print(f"  ours / empty plugin          {per_job['ours'] / per_job['empty']:.3f}  (target for our script <= 1.05)")
     return 0
 
 

@@ -58,6 +58,9 @@ def signer(config: Config) -> tuple[object, object] | tuple[None, None]:
 
 def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = True, clock: Clock | None = None) -> Assembly:
     clock = clock or SystemClock()
+    if config.gpu.enact == "gpu_freq":
+        log.warning("gpu.enact = gpu_freq: the controller does not send TresFreq yet; caps are not enacted by it "
+                    "(see docs/enactment.md, 'GPU frequency instead of caps')")
     dry = config.controller.dry_run if dry_run is None else dry_run
     sign, verify = signer(config)
     controller = Controller(

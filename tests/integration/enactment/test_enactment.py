@@ -63,17 +63,25 @@ def job_gpus(c: Cluster, node: str, job: int) -> list[int]:
 
 
 def test_valid_decision_caps_exactly_the_jobs_gpus_then_restores(cluster: Cluster, site: bytes) -> None:
-    job = submit_with_decision(cluster, site, "node1", {"cap": 0.6})
-    state_of(cluster, job, {"RUNNING"})
-    mine = job_gpus(cluster, "node1", job)
-    limits = gpu_limits(cluster, "node1")
-    assert {m: limits[m] for m in mine} == {m: 240 for m in mine}
-    assert all(limits.get(m, 400) == 400 for m in range(4) if m not in mine)
-    cluster.exec("controller", "scancel", str(job))
-    cluster.wait_for(lambda: all(gpu_limits(cluster, "node1")[m] == 400 for m in mine), 60,
-                     message="limits restored by the Epilog")
-    log = cluster.exec("node1", "cat", LOG).stdout
-    assert f"prolog job={job}: gpu {mine[0]}: 400 W -> 240 W" in log
+    # an admin's earlier limit, not the board default, so that a reset to default would fail
+    cluster.exec("node1", "python3", "-c", (
+        "from slurm_green.gpu.emulated import EmulatedBackend\n"
+        f"b = EmulatedBackend('{STATE}/gpus.json')\n"
+        "for m in range(4): b.set_limit(m, 350)\n"), env={"PYTHONPATH": "/opt/slurm-green"})
+    try:
+        job = submit_with_decision(cluster, site, "node1", {"cap": 0.6})
+        state_of(cluster, job, {"RUNNING"})
+        mine = job_gpus(cluster, "node1", job)
+        limits = gpu_limits(cluster, "node1")
+        assert {m: limits[m] for m in mine} == {m: 240 for m in mine}
+        assert all(limits[m] == 350 for m in range(4) if m not in mine)
+        cluster.exec("controller", "scancel", str(job))
+        cluster.wait_for(lambda: all(gpu_limits(cluster, "node1")[m] == 350 for m in mine), 60,
+                         message="earlier limits restored by the Epilog")
+        log = cluster.exec("node1", "cat", LOG).stdout
+        assert f"prolog job={job}: gpu {mine[0]}: 350 W -> 240 W" in log
+    finally:
+        cluster.exec("node1", "rm", "-f", f"{STATE}/gpus.json")
 
 
 def test_prolog_meeting_a_gpu_error_keeps_the_node_up(cluster: Cluster, site: bytes) -> None:

@@ -62,8 +62,7 @@ def job_actions(
     actions: list[Action] = []
     payload = decision_payload(decision)
     if sign is not None and payload and payload != _current_payload(job, verify):
-        token = sign(job.job_id, payload)
-        actions.append(SetDecision(job.job_id, decision_token.replace_token(job.comment, token)))
+        actions.append(SetDecision(job.job_id, sign(job.job_id, payload)))
     gpus_changed = decision.gpus_per_node is not None and decision.gpus_per_node != job.gpus_per_node
     nodes_changed = decision.num_nodes is not None and decision.num_nodes != job.num_nodes
     if gpus_changed or nodes_changed:

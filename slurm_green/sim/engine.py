@@ -221,7 +221,7 @@ class Simulator:
         return None
 
     def _set_decision(self, job: Job, action: SetDecision) -> None:
-        self._update(job, comment=action.token)
+        self._update(job, comment=decision_token.replace_token(job.comment, action.token))
         return None
 
     def _set_nice(self, job: Job, action: SetNice) -> None:

@@ -58,9 +58,6 @@ def signer(config: Config) -> tuple[object, object] | tuple[None, None]:
 
 def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = True, clock: Clock | None = None) -> Assembly:
     clock = clock or SystemClock()
-    if config.gpu.enact == "gpu_freq":
-        log.warning("gpu.enact = gpu_freq: the controller does not send TresFreq yet; caps are not enacted by it "
-                    "(see docs/enactment.md, 'GPU frequency instead of caps')")
     dry = config.controller.dry_run if dry_run is None else dry_run
     sign, verify = signer(config)
     controller = Controller(
@@ -73,6 +70,7 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
         sign=sign,  # type: ignore[arg-type]
         verify=verify,  # type: ignore[arg-type]
         dry_run=dry,
+        gpu_enact=config.gpu.enact,
     )
     feed = build_feed(config, clock)
     controller.carbon = feed

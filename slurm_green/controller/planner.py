@@ -8,9 +8,10 @@ at its next tick and does not repeat them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
-from slurm_green.core import decision_token
-from slurm_green.core.actions import Action, SetDecision, SetGpus, SetNodes, SetStartTime
+from slurm_green.core import decision_token, gpu_freq
+from slurm_green.core.actions import Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.plan import JobDecision, Plan
 
@@ -18,12 +19,15 @@ from slurm_green.core.plan import JobDecision, Plan
 START_TOLERANCE_S = 60.0
 
 Signer = Callable[[int, dict[str, object]], str]
+#: How a cap decision reaches the GPUs: the Prolog's NVML limit (from the signed token),
+#: or Slurm's ``TresFreq`` (``--gpu-freq``) set on the pending job.
+Enactment = Literal["power_cap", "gpu_freq"]
 
 
-def decision_payload(decision: JobDecision) -> dict[str, object]:
+def decision_payload(decision: JobDecision, enact: Enactment = "power_cap") -> dict[str, object]:
     """What the compute node's Prolog needs to know, and nothing more."""
     payload: dict[str, object] = {}
-    if decision.power_cap_fraction is not None:
+    if decision.power_cap_fraction is not None and enact == "power_cap":
         payload["cap"] = round(decision.power_cap_fraction, 3)
     if decision.share_with is not None:
         payload["share"] = decision.share_with
@@ -56,13 +60,18 @@ def job_actions(
     now: float,
     sign: Signer | None,
     verify: Callable[[int, str], dict[str, object]] | None,
+    enact: Enactment = "power_cap",
 ) -> list[Action]:
     """Actions for one pending job, ordered so that a job never starts before its
-    decision token and its final GPU count are in place: the start comes last."""
+    decision token, GPU clocks and final GPU count are in place: the start comes last."""
     actions: list[Action] = []
-    payload = decision_payload(decision)
+    payload = decision_payload(decision, enact)
     if sign is not None and payload and payload != _current_payload(job, verify):
         actions.append(SetDecision(job.job_id, sign(job.job_id, payload)))
+    if enact == "gpu_freq" and decision.power_cap_fraction is not None:
+        wanted = gpu_freq.tres_freq(decision.power_cap_fraction)
+        if gpu_freq.level_of(job.tres_freq) != gpu_freq.level_of(wanted):
+            actions.append(SetGpuFreq(job.job_id, wanted))
     gpus_changed = decision.gpus_per_node is not None and decision.gpus_per_node != job.gpus_per_node
     nodes_changed = decision.num_nodes is not None and decision.num_nodes != job.num_nodes
     if gpus_changed or nodes_changed:
@@ -85,6 +94,7 @@ def plan_actions(
     now: float,
     sign: Signer | None = None,
     verify: Callable[[int, str], dict[str, object]] | None = None,
+    enact: Enactment = "power_cap",
 ) -> list[Action]:
     """All actions the plan needs; decisions for jobs no longer pending are dropped."""
     actions: list[Action] = []
@@ -92,5 +102,5 @@ def plan_actions(
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
-        actions.extend(job_actions(job, decision, now, sign, verify))
+        actions.extend(job_actions(job, decision, now, sign, verify, enact))
     return actions

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from slurm_green.controller.planner import plan_actions
+from slurm_green.controller.planner import Enactment, plan_actions
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
@@ -63,6 +63,7 @@ class Controller:
     sign: Callable[[int, dict[str, object]], str] | None = None
     verify: Callable[[int, str], dict[str, object]] | None = None
     dry_run: bool = False
+    gpu_enact: Enactment = "power_cap"
 
     def _forecast(self, now: float, report: TickReport) -> object | None:
         if self.carbon is None:
@@ -85,7 +86,7 @@ class Controller:
         forecast = self._forecast(now, report)
         report.plan = self.policy(snapshot, forecast, self.models, now)
         report.notes.extend(report.plan.notes)
-        report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify)
+        report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:

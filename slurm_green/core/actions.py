@@ -55,12 +55,21 @@ class SetDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class SetGpuFreq:
+    """GPU clocks for the job's steps (Slurm ``TresFreq``, e.g. ``gpu:medium``): how a cap
+    decision is enacted at sites that use ``--gpu-freq`` instead of NVML power limits."""
+
+    job_id: int
+    tres_freq: str
+
+
+@dataclass(frozen=True, slots=True)
 class SetNice:
     job_id: int
     nice: int
 
 
-Action = SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetNice
+Action = SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetGpuFreq | SetNice
 
 
 class ActionError(str, enum.Enum):

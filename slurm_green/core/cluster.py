@@ -74,6 +74,8 @@ class Job:
     comment: str = ""
     extra: str = ""
     admin_comment: str = ""
+    #: Slurm ``TresFreq`` (``--gpu-freq``), e.g. ``gpu:medium``; empty if unset.
+    tres_freq: str = ""
 
     @property
     def total_gpus(self) -> int:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from slurm_green.core import decision_token
+from slurm_green.core import decision_token, gpu_freq
 from slurm_green.core.actions import (
     Action,
     ActionError,
@@ -43,6 +43,7 @@ from slurm_green.core.actions import (
     Hold,
     Release,
     SetDecision,
+    SetGpuFreq,
     SetGpus,
     SetNice,
     SetNodes,
@@ -224,12 +225,16 @@ class Simulator:
         self._update(job, comment=decision_token.replace_token(job.comment, action.token))
         return None
 
+    def _set_gpu_freq(self, job: Job, action: SetGpuFreq) -> None:
+        self._update(job, tres_freq=action.tres_freq)
+        return None
+
     def _set_nice(self, job: Job, action: SetNice) -> None:
         self._update(job, nice=action.nice)
         return None
 
     _HANDLERS = {SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold,
-                 Release: _release, SetDecision: _set_decision, SetNice: _set_nice}
+                 Release: _release, SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice}
 
     def _update(self, job: Job, **changes: object) -> Job:
         new = _replace_job(job, changes)
@@ -320,15 +325,17 @@ class Simulator:
         self._requeue(job_id)
 
     def _prolog_cap(self, job: Job) -> float:
+        """The cap the job runs under: its signed token's, or its ``--gpu-freq`` level's."""
+        clocks = gpu_freq.cap_for_level(gpu_freq.level_of(job.tres_freq) or "high")
         token = decision_token.find_token(job.comment)
         if token is None:
-            return 1.0
+            return clocks
         try:
             payload = decision_token.verify(self.key, job.job_id, token)
         except decision_token.InvalidToken:
-            return 1.0
+            return clocks
         cap = payload.get("cap")
-        return min(1.0, max(0.05, float(cap))) if isinstance(cap, (int, float)) else 1.0
+        return min(clocks, max(0.05, float(cap))) if isinstance(cap, (int, float)) else clocks
 
     def _start(self, job: Job, alloc: list[tuple[int, np.ndarray]], now: float) -> None:
         index = job.job_id - 1

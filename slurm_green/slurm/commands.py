@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import Action, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import Action, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime
 from slurm_green.core.cluster import Job
 from slurm_green.core.decision_token import replace_token
 
@@ -67,6 +67,8 @@ def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[s
         return fields
     if isinstance(action, SetDecision):
         return {"Comment": replace_token(comment, action.token)}
+    if isinstance(action, SetGpuFreq):
+        return {"TresFreq": action.tres_freq}
     if isinstance(action, SetNice):
         return {"Nice": str(action.nice)}
     raise TypeError(f"not an update action: {action!r}")

@@ -39,6 +39,7 @@ from slurm_green.core.actions import (
     Hold,
     Release,
     SetDecision,
+    SetGpuFreq,
     SetGpus,
     SetNice,
     SetStartTime,
@@ -182,6 +183,9 @@ class PyslurmBackend:
         raise TypeError(f"unknown action {action!r}")
 
     def _apply_one(self, action: Action, now: float) -> ActionResult:
+        if isinstance(action, SetGpuFreq):  # no documented JobSubmitDescription field to check it against
+            return ActionResult(action, ActionError.INVALID, "TresFreq is not supported by the pyslurm backend; "
+                                "use [slurm] backend = \"cli\" with gpu.enact = \"gpu_freq\"")
         if isinstance(action, SetDecision) and self._job(action.job_id) is None:
             return ActionResult(action, ActionError.JOB_GONE, "job not in the last snapshot; comment unknown")
         try:

@@ -170,6 +170,7 @@ def parse_job(record: Record) -> Job:
         comment=text(record.get("comment")),
         extra=text(record.get("extra")),
         admin_comment=text(record.get("admin_comment")),
+        tres_freq=text(record.get("tres_freq")),
     )
 
 

@@ -44,8 +44,8 @@ def write_carbon(window_start: float, window_end: float) -> str:
     return f"csv:{IN_CONTAINER}/carbon-synthetic.csv"
 
 
-def write_config(source: str, name: str) -> str:
-    (HOST_DIR / f"{name}.toml").write_text(
+def write_config(source: str, name: str, extra: str = "") -> str:
+    (HOST_DIR / f"{name}.toml").write_text(extra + 
         f'[controller]\ninterval_s = {INTERVAL_S}\nstate_db = "{STATE}/{name}.db"\n'
         'decision_key_file = "/etc/slurm-green/decision.key"\n'
         f'[carbon]\nsources = [{json.dumps(source)}]\ncache_dir = "{STATE}/cache-{name}"\n'
@@ -186,3 +186,17 @@ def test_a_runtime_error_inside_job_submit_lua_lets_the_job_in(controller_site: 
         c.sh("slurmctld", f"cp /opt/slurm-green/job_submit/job_submit.lua {installed}")
         c.exec("slurmctld", "scontrol", "reconfigure")
         c.wait_for(lambda: c.exec("controller", "scontrol", "ping", check=False).returncode == 0, 60)
+
+
+def test_a_gpu_freq_site_gets_the_cap_as_tres_freq(controller_site: Cluster) -> None:
+    c = controller_site
+    window_start = time.time() + 3 * 3600
+    config = write_config(write_carbon(window_start, window_start + 3600), "freq", '[gpu]\nenact = "gpu_freq"\n')
+    job = c.sbatch("alice", ["--gres=gpu:1", "-t", "10", "--comment", "green:flex=6h"], "sleep 1\n")
+    c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+    [raw] = [j for j in c.squeue("-j", str(job)) if j["job_id"] == job]
+    assert raw["tres_freq"] == "gpu:medium"  # the window policy's 70 % cap, as Slurm's nearest level above
+    assert "sg1." not in raw["comment"]  # no cap token: the Prolog leaves power limits alone
+    c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+    assert store_rows(c, "freq", "SELECT kind FROM actions WHERE ok = 1 ORDER BY id") == [["SetGpuFreq"],
+                                                                                         ["SetStartTime"]]

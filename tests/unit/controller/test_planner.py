@@ -1,6 +1,6 @@
 from slurm_green.controller.planner import START_TOLERANCE_S, plan_actions
 from slurm_green.core import decision_token as dt
-from slurm_green.core.actions import SetDecision, SetGpus, SetNodes, SetStartTime
+from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.plan import JobDecision, Plan
 
@@ -73,3 +73,15 @@ def test_placement_and_node_count():
 def test_no_token_without_a_signer():
     job = Job(5, eligible_time=NOW)
     assert plan_actions(snapshot(job), Plan((JobDecision(5, power_cap_fraction=0.5),)), NOW) == []
+
+
+def test_gpu_freq_sites_get_the_cap_as_tres_freq_and_no_cap_in_the_token():
+    job = Job(7, gpus_per_node=1, comment="green:flex=6h", eligible_time=NOW)
+    plan = Plan((JobDecision(7, start_at=NOW, power_cap_fraction=0.7, share_with=3),))
+    actions = plan_actions(snapshot(job), plan, NOW, sign, verify, enact="gpu_freq")
+    assert [type(a) for a in actions] == [SetDecision, SetGpuFreq]
+    assert dt.verify(KEY, 7, actions[0].token) == {"share": 3}
+    assert actions[1] == SetGpuFreq(7, "gpu:medium")
+    in_force = Job(7, gpus_per_node=1, comment=f"green:flex=6h {actions[0].token}", eligible_time=NOW,
+                   tres_freq="gpu:medium")
+    assert plan_actions(snapshot(in_force), plan, NOW, sign, verify, enact="gpu_freq") == []

@@ -72,6 +72,20 @@ def test_the_prolog_applies_a_signed_cap_and_ignores_a_forged_one():
     assert record.cap[0] == 1.0 and np.isclose(record.end[0] - record.start[0], HOUR)
 
 
+def test_a_gpu_freq_level_slows_the_job_like_the_cap_it_stands_for():
+    class ClocksDown(Scripted):
+        def __call__(self, snapshot, forecast, models, now):
+            jobs = [j for j in snapshot.jobs if j.is_pending]
+            return Plan(tuple(JobDecision(j.job_id, start_at=now, power_cap_fraction=0.5) for j in jobs))
+
+    sim = Simulator(workload((0.0, 1, HOUR)), ONE_NODE, LinearModels(), flat_signal(), KEY, TraceOptions())
+    controller = Controller(sim, ClocksDown(), SimCarbonFeed(flat_signal(), "flat"), LinearModels(),
+                            sign=functools.partial(decision_token.sign, KEY),
+                            verify=functools.partial(decision_token.verify, KEY), gpu_enact="gpu_freq")
+    record = sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
+    assert record.cap[0] == 0.5 and np.isclose(record.end[0] - record.start[0], 2 * HOUR)
+
+
 def test_a_gpu_count_decision_changes_runtime_and_scales_the_time_limit():
     policy = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, gpus_per_node=4, num_nodes=1))
     sim, record = run(workload((0.0, 2, 4 * HOUR)), policy)

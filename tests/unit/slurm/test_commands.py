@@ -2,7 +2,7 @@ import os
 import time
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime
 from slurm_green.core.cluster import Job
 from slurm_green.slurm import commands
 
@@ -47,6 +47,7 @@ def test_fields_of_one_job_share_one_update():
             (1, SetGpus(5, 2, num_nodes=1)),
             (2, SetDecision(5, TOKEN)),
             (3, SetNice(5, 10)),
+            (4, SetGpuFreq(5, "gpu:medium")),
         ],
         jobs(j5=job),
         NOW,
@@ -61,9 +62,10 @@ def test_fields_of_one_job_share_one_update():
         "NumNodes=1",
         f"Comment=green:flex=6h my run {TOKEN}",
         "Nice=10",
+        "TresFreq=gpu:medium",
     )
-    assert planned[0].actions == (0, 1, 2, 3)
-    assert [c.actions for c in planned[0].fallback] == [(0,), (1,), (2,), (3,)]
+    assert planned[0].actions == (0, 1, 2, 3, 4)
+    assert [c.actions for c in planned[0].fallback] == [(0,), (1,), (2,), (3,), (4,)]
 
 
 def test_decision_replaces_an_old_token_and_keeps_the_users_words():

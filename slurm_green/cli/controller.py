@@ -113,19 +113,21 @@ def report(config_path: Path, as_json: bool) -> None:
         click.echo(json.dumps({"jobs": rows, "totals": totals}, indent=2))
         return
     table = Table(title="slurm-green: managed jobs")
-    for column in ("job", "submit", "decided start", "actual start", "cap", "kgCO2 (decided)", "kgCO2 (at once)"):
+    for column in ("job", "submit", "decided start", "actual start", "cap", "kgCO2 (decided)", "kgCO2 (at once)",
+                   "kWh (run)", "kgCO2 (run)"):
         table.add_column(column)
     for row in rows:
         table.add_row(str(row["job_id"]), _when(row["submit_time"], row["submit_time"] or 0),
                       _when(row["decided_start"], row["submit_time"] or 0),
                       _when(row["actual_start"], row["submit_time"] or 0),
                       "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}",
-                      _kg(row["expected_carbon_kg"]), _kg(row["carbon_if_now_kg"]))
+                      _amount(row["expected_carbon_kg"]), _amount(row["carbon_if_now_kg"]),
+                      _amount(row["run_energy_kwh"]), _amount(row["run_carbon_kg"]))
     console = Console()
     console.print(table)
     console.print(f"estimated carbon saved: {totals['saved_kg']:.4f} kg ({totals['saved_fraction']:.1%}) over "
                   f"{totals['jobs']} jobs")
 
 
-def _kg(value: object) -> str:
+def _amount(value: object) -> str:
     return "-" if value is None else f"{float(value):.4f}"

@@ -3,6 +3,8 @@
 "Carbon at once" is the first decision's estimate for starting when the job was first
 seen; "decided" is the last decision's estimate for the window it was given. Both
 are model estimates (GPU power x runtime x forecast intensity), not metered energy.
+"Run" energy and carbon are accounted while the job ran: the decided configuration's
+modelled power over the time it actually ran, at the grid's intensity of those hours.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
             "state": seen.get("state"),
             "cap_fraction": last["cap_fraction"],
             "reason": last["reason"],
+            "expected_energy_kwh": last["expected_energy_kwh"],
             "expected_carbon_kg": last["expected_carbon_kg"],
             "carbon_if_now_kg": first["carbon_if_now_kg"],
+            "run_energy_kwh": seen.get("energy_kwh"),
+            "run_carbon_kg": seen.get("carbon_kg"),
         })
     return rows
 

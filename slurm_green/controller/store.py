@@ -32,7 +32,8 @@ CREATE TABLE IF NOT EXISTS decisions (
     reason TEXT NOT NULL,
     expected_energy_kwh REAL,
     expected_carbon_kg REAL,
-    carbon_if_now_kg REAL
+    carbon_if_now_kg REAL,
+    expected_runtime_s REAL
 );
 CREATE TABLE IF NOT EXISTS actions (
     id INTEGER PRIMARY KEY,
@@ -62,10 +63,20 @@ CREATE TABLE IF NOT EXISTS jobs (
     start_time REAL,
     end_time REAL,
     state TEXT,
-    last_seen REAL NOT NULL
+    last_seen REAL NOT NULL,
+    energy_kwh REAL,
+    carbon_kg REAL,
+    accounted_until REAL
 );
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
 """
+#: Columns added after the first release: (table, column, type), added to older files at open.
+_ADDED_COLUMNS = (
+    ("decisions", "expected_runtime_s", "REAL"),
+    ("jobs", "energy_kwh", "REAL"),
+    ("jobs", "carbon_kg", "REAL"),
+    ("jobs", "accounted_until", "REAL"),
+)
 
 
 def same_choice(decision: JobDecision, row: dict[str, object]) -> bool:
@@ -93,6 +104,10 @@ class StateStore:
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.executescript(_SCHEMA)
+        for table, column, kind in _ADDED_COLUMNS:
+            present = {row[1] for row in self._db.execute(f"PRAGMA table_info({table})")}
+            if column not in present:
+                self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         self._db.close()
@@ -115,11 +130,12 @@ class StateStore:
                 self._db.execute(
                     "INSERT INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes, nodes,"
                     " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
-                    " carbon_if_now_kg) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " carbon_if_now_kg, expected_runtime_s) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (decision.job_id, decided_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
                      _nodes_text(decision),
                      decision.power_cap_fraction, decision.share_with, decision.reason,
-                     decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg),
+                     decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg,
+                     decision.expected_runtime_s),
                 )
                 new += 1
         return new
@@ -161,6 +177,40 @@ class StateStore:
                 [(job.job_id, job.user, job.name, job.submit_time, job.start_time if not job.is_pending else None,
                   job.end_time if not job.state.is_active else None, job.state.value, seen_at) for job in jobs],
             )
+
+    def account_usage(self, now: float, jobs: Iterable[Job], signal: object | None) -> None:
+        """Add each started job's energy and carbon since it was last accounted, up to now or its end.
+
+        Energy is the decided configuration's modelled power (expected energy over expected
+        runtime) times the time the job actually ran; carbon multiplies it by the grid's
+        intensity over that same stretch (``signal.mean_over``), so a job that ran longer,
+        or in dirtier hours than planned, shows it. A stretch without a carbon signal adds
+        energy but no carbon. Accounting stops when a job leaves squeue (MinJobAge after
+        its end): with ticks further apart than that, the last stretch is missed.
+        """
+        latest = self.latest_decisions()
+        with self._db:
+            self._db.execute("BEGIN")
+            for job in jobs:
+                decision = latest.get(job.job_id)
+                if job.is_pending or job.start_time is None or decision is None:
+                    continue
+                energy, runtime = decision["expected_energy_kwh"], decision["expected_runtime_s"]
+                if not energy or not runtime:
+                    continue
+                row = self._db.execute("SELECT accounted_until FROM jobs WHERE job_id = ?", (job.job_id,)).fetchone()
+                begin = max(job.start_time, row[0] or job.start_time) if row else job.start_time
+                end = min(now, job.end_time) if (job.end_time and not job.state.is_active) else now
+                if end <= begin:
+                    continue
+                kwh = float(energy) / float(runtime) * (end - begin)  # type: ignore[arg-type]
+                kg = kwh * float(signal.mean_over(begin, end)) / 1000.0 if signal is not None else None  # type: ignore[attr-defined]
+                self._db.execute(
+                    "UPDATE jobs SET energy_kwh = COALESCE(energy_kwh, 0) + ?,"
+                    " carbon_kg = CASE WHEN ? IS NULL THEN carbon_kg ELSE COALESCE(carbon_kg, 0) + ? END,"
+                    " accounted_until = ? WHERE job_id = ?",
+                    (kwh, kg, kg, end, job.job_id),
+                )
 
     def jobs(self) -> list[dict[str, object]]:
         return self._rows("SELECT * FROM jobs ORDER BY job_id")

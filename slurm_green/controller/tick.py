@@ -45,6 +45,8 @@ class TickReport:
     actions: list[Action] = field(default_factory=list)
     results: list[ActionResult] = field(default_factory=list)
     carbon_source: str | None = None
+    #: The carbon signal the policy saw (``None``: carbon-agnostic).
+    forecast: object | None = None
     notes: list[str] = field(default_factory=list)
     pending: int = 0
 
@@ -83,7 +85,7 @@ class Controller:
         report = TickReport(now=now)
         snapshot = self.backend.snapshot()
         report.pending = len(snapshot.pending())
-        forecast = self._forecast(now, report)
+        report.forecast = forecast = self._forecast(now, report)
         report.plan = self.policy(snapshot, forecast, self.models, now)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
@@ -96,7 +98,9 @@ class Controller:
         report, snapshot = self.decide(now)
         record = self.store is not None and not self.dry_run
         if record:
-            self.store.observe_jobs(now, (job for job in snapshot.jobs if parse_marker(job.admin_comment)))
+            managed = [job for job in snapshot.jobs if parse_marker(job.admin_comment)]
+            self.store.observe_jobs(now, managed)
+            self.store.account_usage(now, managed, report.forecast)
             self.store.record_decisions(now, report.plan.decisions)
         if not self.dry_run:
             report.results = self.backend.apply(report.actions)

@@ -66,7 +66,7 @@ def stop_controller(c: Cluster, signal: str = "TERM") -> None:
 
 
 def slurm_times(c: Cluster, job: int) -> dict[str, float | None]:
-    """Submit, eligible and start time of a job (epoch seconds; None if unset)."""
+    """Submit, eligible, start and end time of a job (epoch seconds; None if unset)."""
     [raw] = [j for j in c.squeue("-j", str(job), "-t", "all") if j["job_id"] == job]
 
     def epoch(value: object) -> float | None:
@@ -74,7 +74,7 @@ def slurm_times(c: Cluster, job: int) -> dict[str, float | None]:
             return float(value["number"]) if value.get("set") and value.get("number") else None
         return float(value) if value else None
 
-    return {k: epoch(raw.get(f"{k}_time")) for k in ("submit", "eligible", "start")}
+    return {k: epoch(raw.get(f"{k}_time")) for k in ("submit", "eligible", "start", "end")}
 
 
 def state_of(c: Cluster, job: int, states: set[str], timeout: float) -> str:
@@ -120,6 +120,13 @@ def test_green_job_starts_in_the_low_carbon_window_and_unmarked_job_at_once(cont
         assert boundary - 1 <= started <= boundary + INTERVAL_S + 15, (started, boundary)
         [reason] = store_rows(c, "window", f"SELECT reason FROM decisions WHERE job_id = {green}")
         assert reason[0].startswith("deferred")
+        # its run is accounted at the intensity of the minutes it ran: the low window's
+        state_of(c, green, DONE, 60)
+        query = f"SELECT energy_kwh, carbon_kg, accounted_until FROM jobs WHERE job_id = {green}"
+        c.wait_for(lambda: store_rows(c, "window", query)[0][2] == slurm_times(c, green)["end"], 30,
+                   message="run accounted up to the job's end")
+        [(kwh, kg, _)] = store_rows(c, "window", query)
+        assert kwh > 0 and kg == pytest.approx(kwh * LOW / 1000.0)
     finally:
         stop_controller(c)
 

@@ -1,4 +1,11 @@
+import sqlite3
+
+import pandas as pd
+import pytest
+
+from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.controller.store import StateStore
+from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.actions import ActionError, ActionResult, SetStartTime
 from slurm_green.core.plan import JobDecision
 
@@ -28,3 +35,45 @@ def test_action_outcomes_are_kept(tmp_path):
     rows = store.actions()
     assert [(r["job_id"], r["ok"], r["error"]) for r in rows] == [(4, 1, None), (5, 0, "not_pending")]
     assert store.ticks()[0]["failures"] == 1
+
+
+def flat_signal(value: float) -> CarbonSignal:
+    index = pd.date_range(pd.Timestamp(NOW - 86400, unit="s", tz="UTC"), periods=72, freq="h")
+    return CarbonSignal.from_series(pd.Series(value, index=index))
+
+
+def test_run_energy_and_carbon_are_accounted_over_the_time_the_job_ran(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    store.record_decisions(NOW - 60, [JobDecision(1, start_at=NOW, expected_energy_kwh=2.0, expected_runtime_s=7200)])
+    running = Job(1, state=JobState.RUNNING, start_time=NOW)
+    store.observe_jobs(NOW + 1800, [running])
+    store.account_usage(NOW + 1800, [running], flat_signal(200.0))
+    store.account_usage(NOW + 2400, [running], None)  # carbon-agnostic tick: energy only
+    done = Job(1, state=JobState.COMPLETED, start_time=NOW, end_time=NOW + 3000)
+    store.account_usage(NOW + 3600, [done], flat_signal(500.0))
+    store.account_usage(NOW + 4000, [done], flat_signal(500.0))  # nothing after its end
+    [row] = store.jobs()
+    # 1 kW: 0.5 kWh at 200 g, 1/6 kWh without a signal, 1/6 kWh at 500 g (it ended at +3000 s)
+    assert row["energy_kwh"] == pytest.approx(0.5 + 1 / 6 + 1 / 6)
+    assert row["carbon_kg"] == pytest.approx(0.5 * 0.2 + 1 / 6 * 0.5)
+    assert row["accounted_until"] == NOW + 3000
+
+
+def test_jobs_without_a_decision_or_not_started_are_not_accounted(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    jobs = [Job(2, state=JobState.RUNNING, start_time=NOW), Job(3, start_time=NOW + 999)]
+    store.observe_jobs(NOW, jobs)
+    store.record_decisions(NOW, [JobDecision(3, start_at=NOW, expected_energy_kwh=1.0, expected_runtime_s=3600)])
+    store.account_usage(NOW + 600, jobs, flat_signal(100.0))
+    assert [(r["energy_kwh"], r["carbon_kg"]) for r in store.jobs()] == [(None, None), (None, None)]
+
+
+def test_a_store_written_by_an_older_release_gains_the_new_columns(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE jobs (job_id INTEGER PRIMARY KEY, user TEXT, name TEXT, submit_time REAL,"
+                   " start_time REAL, end_time REAL, state TEXT, last_seen REAL NOT NULL)")
+        db.execute("INSERT INTO jobs VALUES (9, 'alice', 'x', 1, 2, NULL, 'RUNNING', 3)")
+    store = StateStore(path)
+    [row] = store.jobs()
+    assert row["job_id"] == 9 and row["energy_kwh"] is None and "accounted_until" in row

@@ -6,6 +6,7 @@ import logging
 
 import pandas as pd
 import pytest
+from http_handlers import hanging
 from pydantic import SecretStr
 
 from slurm_green.carbon.electricitymaps import ElectricityMapsSource
@@ -101,6 +102,13 @@ def test_500_is_a_source_error(httpserver, source):
     expect(httpserver, "latest").respond_with_data("oops", status=500)
     with pytest.raises(SourceError, match="500"):
         source.latest(NOW)
+
+
+def test_a_server_that_does_not_answer_in_time_is_a_source_error(httpserver):
+    expect(httpserver, "latest").respond_with_handler(hanging)
+    http = HttpClient(httpserver.url_for("/v3"), label="electricitymaps:DE", timeout=0.2, retries=0)
+    with pytest.raises(SourceError, match="timed out"):
+        ElectricityMapsSource("DE", SecretStr(TOKEN), http=http).latest(NOW)
 
 
 @pytest.mark.parametrize(

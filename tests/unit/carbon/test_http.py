@@ -6,7 +6,7 @@ import email.utils
 import time
 
 import pytest
-from werkzeug import Response
+from http_handlers import hanging
 
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 from slurm_green.carbon.http import HttpClient
@@ -80,11 +80,7 @@ def test_auth_failures_are_not_retried(httpserver, client, status):
 
 
 def test_timeout_is_retried_then_reported(httpserver, sleeps):
-    def slow(request):
-        time.sleep(0.6)
-        return Response("{}", content_type="application/json")
-
-    httpserver.expect_request("/slow").respond_with_handler(slow)
+    httpserver.expect_request("/slow").respond_with_handler(hanging)
     client = HttpClient(httpserver.url_for(""), label="test", timeout=0.2, retries=1, sleep=sleeps.append)
     with pytest.raises(SourceError, match="timed out after 2 attempts"):
         client.get_json("/slow")

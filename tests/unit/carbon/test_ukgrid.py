@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from http_handlers import hanging
 
-from slurm_green.carbon.errors import MalformedResponseError, SourceSpecError, StaleDataError
+from slurm_green.carbon.errors import (
+    AuthError,
+    MalformedResponseError,
+    RateLimitedError,
+    SourceError,
+    SourceSpecError,
+    StaleDataError,
+)
 from slurm_green.carbon.http import HttpClient
 from slurm_green.carbon.ukgrid import UkGridSource
 
@@ -76,3 +84,18 @@ def test_history_range(httpserver):
 def test_region_ids_are_checked():
     with pytest.raises(SourceSpecError):
         UkGridSource(18)
+
+
+@pytest.mark.parametrize(("status", "error"),
+                         [(401, AuthError), (403, AuthError), (429, RateLimitedError), (500, SourceError)])
+def test_refusals_and_server_errors_are_typed(httpserver, status, error):
+    httpserver.expect_request(f"/intensity/{FROM}/fw48h").respond_with_data("no", status=status)
+    with pytest.raises(error):
+        make(httpserver).forecast(pd.Timedelta(hours=1), now=NOW)
+
+
+def test_a_server_that_does_not_answer_in_time_is_a_source_error(httpserver):
+    httpserver.expect_request(f"/intensity/{FROM}/fw48h").respond_with_handler(hanging)
+    http = HttpClient(httpserver.url_for(""), label="ukgrid", timeout=0.2, retries=0)
+    with pytest.raises(SourceError, match="timed out"):
+        UkGridSource(None, http=http).forecast(pd.Timedelta(hours=1), now=NOW)

@@ -7,9 +7,10 @@ import logging
 
 import pandas as pd
 import pytest
+from http_handlers import hanging
 from pydantic import SecretStr
 
-from slurm_green.carbon.errors import AuthError, MalformedResponseError, UnitError
+from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError, UnitError
 from slurm_green.carbon.http import HttpClient
 from slurm_green.carbon.watttime import WattTimeSource
 
@@ -95,3 +96,26 @@ def test_history_uses_the_historical_endpoint(httpserver, source):
     series = source.history(start, start + pd.Timedelta(hours=1))
     assert len(series) == 12 and series.iloc[-1] == pytest.approx(1100 * 0.453592)
     assert httpserver.log[-1][0].args["start"] == start.isoformat()
+
+
+@pytest.mark.parametrize(("status", "error"), [(429, RateLimitedError), (500, SourceError)])
+def test_refusals_of_the_data_endpoint_are_typed(httpserver, source, status, error):
+    expect_login(httpserver)
+    expect_forecast(httpserver).respond_with_data("no", status=status)
+    with pytest.raises(error):
+        source.forecast(pd.Timedelta(hours=1), now=NOW)
+
+
+def test_a_token_refused_again_after_a_new_login_is_an_auth_error(httpserver, source):
+    expect_login(httpserver)
+    expect_forecast(httpserver).respond_with_data("expired", status=401)
+    with pytest.raises(AuthError):
+        source.forecast(pd.Timedelta(hours=1), now=NOW)
+
+
+def test_a_login_that_does_not_answer_in_time_is_a_source_error(httpserver):
+    httpserver.expect_request("/login").respond_with_handler(hanging)
+    http = HttpClient(httpserver.url_for(""), label="watttime:CAISO_NORTH", timeout=0.2, retries=0)
+    with pytest.raises(SourceError, match="timed out"):
+        WattTimeSource("CAISO_NORTH", SecretStr(USER), SecretStr(PASSWORD), http=http).forecast(
+            pd.Timedelta(hours=1), now=NOW)

@@ -6,7 +6,7 @@ SLURM   ?= 24.11
 # Slurm versions the integration suite runs against; the first is the default cluster.
 SLURM_VERSIONS ?= 24.11 22.05 26.05
 
-.PHONY: venv host-tools unit integration test demo cluster-up cluster-down bench clean
+.PHONY: venv host-tools unit integration test demo cluster-up cluster-down bench bench-cluster clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -41,6 +41,19 @@ cluster-down:
 
 demo: venv
 	./docker/demo
+
+# Benchmarks print figures (no pass/fail): models, carbon, policies, simulator (about 20 min)...
+bench: venv
+	$(BIN)/python benchmarks/model_error.py
+	$(BIN)/python benchmarks/carbon_forecast.py
+	$(BIN)/python benchmarks/policy_decision_time.py
+	$(BIN)/python benchmarks/philly_sim_time.py
+	$(BIN)/python benchmarks/policy_comparison.py
+
+# ...and on the Docker cluster: snapshot cost and job_submit.lua's cost per submission.
+bench-cluster: cluster-up
+	$(BIN)/python benchmarks/snapshot_cost.py --slurm $(SLURM)
+	$(BIN)/python benchmarks/submit_overhead.py --slurm $(SLURM)
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from slurm_green.core.gpu_freq import Enactment
+
 DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
 
 
@@ -47,7 +49,7 @@ class PolicySettings(_Section):
 
 
 class GpuSettings(_Section):
-    enact: Literal["power_cap", "gpu_freq"] = "power_cap"
+    enact: Enactment = "power_cap"
 
 
 class Config(_Section):

@@ -8,10 +8,10 @@ at its next tick and does not repeat them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 from slurm_green.core import decision_token, gpu_freq
 from slurm_green.core.actions import Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime
+from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.plan import JobDecision, Plan
 
@@ -19,9 +19,6 @@ from slurm_green.core.plan import JobDecision, Plan
 START_TOLERANCE_S = 60.0
 
 Signer = Callable[[int, dict[str, object]], str]
-#: How a cap decision reaches the GPUs: the Prolog's NVML limit (from the signed token),
-#: or Slurm's ``TresFreq`` (``--gpu-freq``) set on the pending job.
-Enactment = Literal["power_cap", "gpu_freq"]
 
 
 def decision_payload(decision: JobDecision, enact: Enactment = "power_cap") -> dict[str, object]:

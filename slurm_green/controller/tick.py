@@ -11,11 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from slurm_green.controller.planner import Enactment, plan_actions
+from slurm_green.controller.planner import plan_actions
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
 from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import Plan, Policy
 

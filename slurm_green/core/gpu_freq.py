@@ -11,6 +11,12 @@ decided cap, so that a job is never slowed more than the policy meant.
 
 from __future__ import annotations
 
+from typing import Literal
+
+#: How a cap decision reaches the GPUs: the Prolog's NVML limit (from the signed token),
+#: or Slurm's ``TresFreq`` (``--gpu-freq``) set on the pending job.
+Enactment = Literal["power_cap", "gpu_freq"]
+
 #: (level, cap fraction it stands for), in rising order.
 LEVELS: tuple[tuple[str, float], ...] = (("low", 0.5), ("medium", 0.7), ("highm1", 0.9), ("high", 1.0))
 

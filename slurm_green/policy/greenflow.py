@@ -95,9 +95,9 @@ class GreenFlowPolicy:
             return Plan()
         if self.resource == "carbon" and forecast is None:
             return _carbon_agnostic(jobs, now)
-        gpn = gpus_per_node_of(snapshot)
+        gpn, gpus_free = _node_facts(snapshot)
         options, table = self._options(jobs, forecast, models, now, gpn)
-        budget_note, choice, price = self._solve(options, jobs, snapshot.gpus_free)
+        budget_note, choice, price = self._solve(options, jobs, gpus_free)
         starting = self.place and bool((choice.admitted & (choice.start == 0)).any())
         nodes = self._placement(choice, options, FreeGpus.from_snapshot(snapshot), gpn) if starting else {}
         decisions = self._decisions(jobs, options, table, choice, nodes, forecast, now, price, gpn)
@@ -107,23 +107,30 @@ class GreenFlowPolicy:
 
     def _options(self, jobs: PendingJobs, forecast: object | None, models: object, now: float,
                  gpn: int) -> tuple[_Options, ConfigTable]:
-        per_job = [gpu_options(int(g), int(lo), int(hi), gpn)
-                   for g, lo, hi in zip(jobs.gpus, jobs.gpus_min, jobs.gpus_max)]
-        all_counts = {g for opts in per_job for g in opts} | set(jobs.gpus.tolist())
+        # Jobs share few (requested, low, high) ranges: build each range's options once.
+        ranges = list(zip(jobs.gpus.tolist(), jobs.gpus_min.tolist(), jobs.gpus_max.tolist()))
+        distinct = dict.fromkeys(ranges)
+        for key in distinct:
+            distinct[key] = gpu_options(*key, gpn)
+        all_counts = {g for opts in distinct.values() for g in opts} | set(jobs.gpus.tolist())
         caps = tuple(sorted(set(self.caps) | {1.0}))
         table = config_table(models, set(jobs.job_type), all_counts, caps, gpn)
         counts = table.gpus
         col_of = {int(g): i for i, g in enumerate(counts)}
         n, g_cols, c_cols = len(jobs), len(counts), len(table.caps)
         types = np.fromiter((table.type_index[t] for t in jobs.job_type), dtype=np.int64, count=n)
-        allowed = np.zeros((n, g_cols), dtype=bool)
-        width = max(len(o) for o in per_job)
-        chain = np.full((n, width), -1, dtype=np.int64)
-        for j, opts in enumerate(per_job):
+        width = max(len(o) for o in distinct.values())
+        # One row of (allowed, chain) per distinct range, then gathered per job.
+        range_of = {key: r for r, key in enumerate(distinct)}
+        allowed_r = np.zeros((len(distinct), g_cols), dtype=bool)
+        chain_r = np.full((len(distinct), width), -1, dtype=np.int64)
+        for r, opts in enumerate(distinct.values()):
             cols = [col_of[g] for g in opts]
-            allowed[j, cols] = True
-            chain[j, : len(cols)] = cols
-        requested_col = np.fromiter((col_of[int(g)] for g in jobs.gpus), dtype=np.int64, count=n)
+            allowed_r[r, cols] = True
+            chain_r[r, : len(cols)] = cols
+        which = np.fromiter((range_of[key] for key in ranges), dtype=np.int64, count=n)
+        allowed, chain = allowed_r[which], chain_r[which]
+        requested_col = np.fromiter((col_of[g] for g in jobs.gpus.tolist()), dtype=np.int64, count=n)
         full_cap = int(np.flatnonzero(table.caps == 1.0)[0])
         cap_ok = np.where(jobs.accept_cap[:, None], True, (np.arange(c_cols) == full_cap)[None, :])
         tput = table.throughput[types]  # [N, G, C]
@@ -276,30 +283,53 @@ class GreenFlowPolicy:
         ci_now = o.intensity[:, 0] * 1000.0
         caps = table.caps[cap]
         counts = o.gpus[col]
+        carbon = self.resource == "carbon"
+        # Plain Python numbers for the per-job loop (numpy scalars are slow to index and format);
+        # float64 -> float is exact, so the decisions are the same.
+        counts_l, caps_l, accept_l = counts.tolist(), caps.tolist(), jobs.accept_cap.tolist()
+        start_l, start_at_l = choice.start.tolist(), start_at.tolist()
+        runtime_l, energy_l = runtime.tolist(), energy.tolist()
+        ci_start_l, ci_now_l = ci_start.tolist(), ci_now.tolist()
+        ids = jobs.job_id.tolist()
         out = []
         for j in range(n):
-            g = int(counts[j])
+            g = counts_l[j]
             per_node, nodes = layout(g, gpn) or (g, 1)
-            cap_j = float(caps[j]) if jobs.accept_cap[j] else None
-            if choice.start[j]:
-                why = f"deferred {(start_at[j] - now) / 3600:.1f} h to {ci_start[j]:.0f} g/kWh"
-            elif j in placed:
-                why = f"start now on {len(placed[j][1])} node(s)"
+            cap_f = caps_l[j]
+            cap_j = cap_f if accept_l[j] else None
+            where = placed.get(j)
+            if start_l[j]:
+                why = f"deferred {(start_at_l[j] - now) / 3600:.1f} h to {ci_start_l[j]:.0f} g/kWh"
+            elif where is not None:
+                why = f"start now on {len(where[1])} node(s)"
             else:
                 why = "released now, queued at its smallest allowed size"
-            carbon_kg = energy[j] * ci_start[j] / 1000.0 if self.resource == "carbon" else None
+            e = energy_l[j]
             # A job not placed now loses any pin an earlier tick gave it (an empty node list
             # clears ReqNodeList), or it would wait for nodes that were meant for another time.
             out.append(JobDecision(
-                int(jobs.job_id[j]), start_at=float(start_at[j]), gpus_per_node=per_node, num_nodes=nodes,
-                nodes=placed[j][1] if j in placed else (() if jobs.jobs[j].nodes else None),
+                ids[j], start_at=start_at_l[j], gpus_per_node=per_node, num_nodes=nodes,
+                nodes=where[1] if where is not None else (() if jobs.jobs[j].nodes else None),
                 power_cap_fraction=cap_j,
-                reason=f"{why}: {g} GPU(s) at cap {caps[j]:.0%} (price {price:.3g})",
-                expected_runtime_s=float(runtime[j]), expected_energy_kwh=float(energy[j]),
-                expected_carbon_kg=carbon_kg,
-                carbon_if_now_kg=energy[j] * ci_now[j] / 1000.0 if self.resource == "carbon" else None,
+                reason=f"{why}: {g} GPU(s) at cap {cap_f:.0%} (price {price:.3g})",
+                expected_runtime_s=runtime_l[j], expected_energy_kwh=e,
+                expected_carbon_kg=e * ci_start_l[j] / 1000.0 if carbon else None,
+                carbon_if_now_kg=e * ci_now_l[j] / 1000.0 if carbon else None,
             ))
         return tuple(out)
+
+
+#: (node tuple, (GPUs per node, free GPUs)) of the last snapshot: both depend on the nodes only,
+#: which a simulator hands over as the same tuple while none changed (the held reference
+#: keeps the identity check sound).
+_LAST_NODES: "tuple[tuple, tuple[int, int]] | None" = None
+
+
+def _node_facts(snapshot: ClusterSnapshot) -> tuple[int, int]:
+    global _LAST_NODES
+    if _LAST_NODES is None or _LAST_NODES[0] is not snapshot.nodes:
+        _LAST_NODES = (snapshot.nodes, (gpus_per_node_of(snapshot), snapshot.gpus_free))
+    return _LAST_NODES[1]
 
 
 def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:

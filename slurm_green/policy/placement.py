@@ -47,6 +47,10 @@ def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
+#: (node tuple, FreeGpus built from it): see ``FreeGpus.from_snapshot``.
+_LAST: "tuple[tuple, FreeGpus] | None" = None
+
+
 @dataclass
 class FreeGpus:
     """A scratch copy of which GPU slots are free on each available node."""
@@ -57,7 +61,19 @@ class FreeGpus:
 
     @classmethod
     def from_snapshot(cls, snapshot: ClusterSnapshot) -> "FreeGpus":
-        nodes = [n for n in snapshot.nodes if n.available and n.gpus_total > 0]
+        """A fresh scratch copy; the last node tuple's result is kept and copied (a simulator
+        hands the same tuple again while no node changed; a held reference keeps the identity sound)."""
+        global _LAST
+        if _LAST is not None and _LAST[0] is snapshot.nodes:
+            made = _LAST[1]
+        else:
+            made = cls._build(snapshot.nodes)
+            _LAST = (snapshot.nodes, made)
+        return cls(made.names, made.free.copy(), made.switch)
+
+    @classmethod
+    def _build(cls, all_nodes: tuple) -> "FreeGpus":
+        nodes = [n for n in all_nodes if n.available and n.gpus_total > 0]
         count = len(nodes)
         totals = np.fromiter((n.gpus_total for n in nodes), dtype=np.int64, count=count)
         used = np.fromiter((n.gpus_allocated for n in nodes), dtype=np.int64, count=count)

@@ -116,6 +116,7 @@ class Simulator:
         self._node_index = {spec.node_name(i): i for i in range(spec.nodes)}
         self._nodes = [self._node(i) for i in range(spec.nodes)]
         self._dirty_nodes: set[int] = set()
+        self._nodes_tuple: tuple[Node, ...] | None = None
         self._jobs: dict[int, Job] = {}
         self._running: dict[int, _Running] = {}
         self._queue: list[tuple[float, int]] = []  # eligible pending, FIFO order
@@ -159,11 +160,14 @@ class Simulator:
     def snapshot(self) -> ClusterSnapshot:
         """Active jobs only (pending and running) and all nodes; rebuilt only after a change."""
         if self._snapshot is None:
-            for i in self._dirty_nodes:
-                self._nodes[i] = self._node(i)
-            self._dirty_nodes.clear()
+            if self._dirty_nodes or self._nodes_tuple is None:
+                for i in self._dirty_nodes:
+                    self._nodes[i] = self._node(i)
+                self._dirty_nodes.clear()
+                # The same tuple while no node changed, so policies can reuse what they derived from it.
+                self._nodes_tuple = tuple(self._nodes)
             self._snapshot = ClusterSnapshot(taken_at=self.clock.now(), slurm_version="sim",
-                                             jobs=tuple(self._jobs.values()), nodes=tuple(self._nodes),
+                                             jobs=tuple(self._jobs.values()), nodes=self._nodes_tuple,
                                              partitions=(self._partition,))
         elif self._snapshot.taken_at != self.clock.now():
             self._snapshot = replace(self._snapshot, taken_at=self.clock.now(), _job_index={})

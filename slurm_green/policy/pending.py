@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
+from operator import itemgetter
 
 import numpy as np
 
-from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.policy.managed import deadline_of
 
@@ -46,39 +47,57 @@ class PendingJobs:
         return len(self.jobs)
 
 
-def _managed_pending(snapshot: ClusterSnapshot) -> list[tuple[Job, GreenOptions]]:
-    """Same rule as ``managed.managed_pending`` (trusted marker says managed), with memoised parsing."""
-    out = []
-    for job in snapshot.jobs:
-        if job.is_pending:
-            options = _parse_marker(job.admin_comment)
-            if options is not None and options.managed:
-                out.append((job, options))
-    return out
+#: Per pending job id: (the Job object, default runtime, its row or None if unmanaged), from the
+#: last call. Jobs are immutable and are replaced when they change, so a row is reused only for
+#: the very same object (held here, so the identity check is sound); only the last call's
+#: pending jobs are kept.
+_ROWS: dict[int, tuple[Job, float, tuple | None]] = {}
+
+
+def _row(job: Job, default_runtime_s: float) -> tuple | None:
+    options = _parse_marker(job.admin_comment)
+    if options is None or not options.managed:
+        return None
+    gpus = max(1, job.total_gpus)
+    return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
+            gpus, options.gpus_min if options.gpus_min is not None else gpus,
+            options.gpus_max if options.gpus_max is not None else gpus, options.accept_cap,
+            job.time_limit_s or default_runtime_s, job.name)
 
 
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> PendingJobs:
-    pairs = sorted(_managed_pending(snapshot), key=lambda p: (p[0].submit_time, p[0].job_id))
-    jobs = tuple(job for job, _ in pairs)
-    options = tuple(opt for _, opt in pairs)
-    gpus = np.fromiter((max(1, j.total_gpus) for j in jobs), dtype=np.int64, count=len(jobs))
-    low = np.fromiter((o.gpus_min if o.gpus_min is not None else max(1, j.total_gpus) for j, o in pairs),
-                      dtype=np.int64, count=len(jobs))
-    high = np.fromiter((o.gpus_max if o.gpus_max is not None else max(1, j.total_gpus) for j, o in pairs),
-                       dtype=np.int64, count=len(jobs))
+    global _ROWS
+    last, kept = _ROWS, {}
+    rows = []
+    for job in snapshot.jobs:
+        if job.state is not JobState.PENDING:
+            continue
+        hit = last.get(job.job_id)
+        if hit is not None and hit[0] is job and hit[1] == default_runtime_s:
+            row = hit[2]
+        else:
+            row = _row(job, default_runtime_s)
+        kept[job.job_id] = (job, default_runtime_s, row)
+        if row is not None:
+            rows.append(row)
+    _ROWS = kept
+    rows.sort(key=itemgetter(0))  # FIFO: submit time, then job id (unique, so the order is total)
+    n = len(rows)
+    cols = list(zip(*rows)) if n else [()] * 12
+    low = np.array(cols[7], dtype=np.int64).reshape(n)
+    high = np.array(cols[8], dtype=np.int64).reshape(n)
     return PendingJobs(
-        jobs=jobs,
-        options=options,
-        job_id=np.fromiter((j.job_id for j in jobs), dtype=np.int64, count=len(jobs)),
-        submit=np.fromiter((j.submit_time for j in jobs), dtype=np.float64, count=len(jobs)),
-        deadline=np.fromiter((deadline_of(j, o) for j, o in pairs), dtype=np.float64, count=len(jobs)),
-        gpus=gpus,
+        jobs=cols[1],
+        options=cols[2],
+        job_id=np.array(cols[3], dtype=np.int64).reshape(n),
+        submit=np.array(cols[4], dtype=np.float64).reshape(n),
+        deadline=np.array(cols[5], dtype=np.float64).reshape(n),
+        gpus=np.array(cols[6], dtype=np.int64).reshape(n),
         gpus_min=np.minimum(low, high),
         gpus_max=high,
-        accept_cap=np.fromiter((o.accept_cap for o in options), dtype=bool, count=len(jobs)),
-        runtime_s=np.fromiter((j.time_limit_s or default_runtime_s for j in jobs), dtype=np.float64,
-                              count=len(jobs)),
-        job_type=tuple(j.name for j in jobs),
+        accept_cap=np.array(cols[9], dtype=bool).reshape(n),
+        runtime_s=np.array(cols[10], dtype=np.float64).reshape(n),
+        job_type=cols[11],
     )
 
 

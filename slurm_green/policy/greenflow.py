@@ -44,6 +44,7 @@ from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.config_table import ConfigTable, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.placement import FreeGpus
+from slurm_green.policy.placement import gpus_free as placement_gpus_free
 
 _J_PER_KWH = 3.6e6
 _MAX_PRICE = 1e12
@@ -359,7 +360,7 @@ _LAST_NODES: "tuple[tuple, tuple[int, int]] | None" = None
 def _node_facts(snapshot: ClusterSnapshot) -> tuple[int, int]:
     global _LAST_NODES
     if _LAST_NODES is None or _LAST_NODES[0] is not snapshot.nodes:
-        _LAST_NODES = (snapshot.nodes, (gpus_per_node_of(snapshot), snapshot.gpus_free))
+        _LAST_NODES = (snapshot.nodes, (gpus_per_node_of(snapshot), placement_gpus_free(snapshot.nodes)))
     return _LAST_NODES[1]
 
 

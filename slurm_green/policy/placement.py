@@ -24,7 +24,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.cluster import ClusterSnapshot, Node
 
 SWITCH_FEATURE = "switch="
 
@@ -45,6 +45,34 @@ def _switch_of(name: str, features: tuple[str, ...]) -> str:
 
 def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
+
+
+#: Per node name: (the Node object, its row), see ``_node_row``.
+_NODE_ROWS: dict[str, tuple[object, tuple]] = {}
+
+
+def _node_row(node: Node) -> tuple[bool, int, int, tuple[int, ...], str, int]:
+    """(usable for placement, GPUs, GPUs allocated, allocated indices, switch, free GPUs) of a node.
+
+    Nodes are immutable and a simulator keeps the unchanged ones between snapshots, so the
+    row is reused for the very same object (held in the memo, so the identity check is sound).
+    """
+    hit = _NODE_ROWS.get(node.name)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    available = node.available
+    row = (available and node.gpus_total > 0, node.gpus_total, node.gpus_allocated,
+           tuple(node.gpu_indices_allocated or range(node.gpus_allocated)), _switch_of(node.name, node.features),
+           max(0, node.gpus_total - node.gpus_allocated) if available else 0)
+    if len(_NODE_ROWS) > 1 << 16:
+        _NODE_ROWS.clear()
+    _NODE_ROWS[node.name] = (node, row)
+    return row
+
+
+def gpus_free(nodes: tuple[Node, ...]) -> int:
+    """``ClusterSnapshot.gpus_free`` of these nodes (free GPUs on available nodes), from the memoised rows."""
+    return sum(_node_row(n)[5] for n in nodes)
 
 
 #: (node tuple, FreeGpus built from it): see ``FreeGpus.from_snapshot``.
@@ -73,20 +101,19 @@ class FreeGpus:
 
     @classmethod
     def _build(cls, all_nodes: tuple) -> "FreeGpus":
-        nodes = [n for n in all_nodes if n.available and n.gpus_total > 0]
-        count = len(nodes)
-        totals = np.fromiter((n.gpus_total for n in nodes), dtype=np.int64, count=count)
-        used = np.fromiter((n.gpus_allocated for n in nodes), dtype=np.int64, count=count)
+        usable = [(n.name, row) for n, row in zip(all_nodes, map(_node_row, all_nodes)) if row[0]]
+        count = len(usable)
+        totals = np.fromiter((row[1] for _, row in usable), dtype=np.int64, count=count)
+        used = np.fromiter((row[2] for _, row in usable), dtype=np.int64, count=count)
         slots = int(totals.max(initial=0))
         free = np.arange(slots)[None, :] < totals[:, None]
         for i in np.flatnonzero((used > 0) & (used < totals)):  # only partly used nodes need their indices
-            node = nodes[i]
-            free[i, list(node.gpu_indices_allocated or range(node.gpus_allocated))] = False
+            free[i, list(usable[i][1][3])] = False
         free[used >= totals] = False
         switch_ids: dict[str, int] = {}
-        switch = np.fromiter((switch_ids.setdefault(_switch_of(n.name, n.features), len(switch_ids)) for n in nodes),
+        switch = np.fromiter((switch_ids.setdefault(row[4], len(switch_ids)) for _, row in usable),
                              dtype=np.int64, count=count)
-        return cls(tuple(n.name for n in nodes), free, switch)
+        return cls(tuple(name for name, _ in usable), free, switch)
 
     @property
     def free_count(self) -> np.ndarray:

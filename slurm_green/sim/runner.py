@@ -45,14 +45,15 @@ def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: Carb
              carbon_name: str = "carbon", options: TraceOptions = TraceOptions(), min_tick_s: float = 300.0,
              max_tick_s: float = 900.0, on_progress: Callable[[int], None] | None = None) -> RunResult:
     key = secrets.token_bytes(32)
-    sim = Simulator(workload, spec, models, signal, key, options)
+    # The planner re-verifies every pending job's token each tick and the simulated Prolog once at
+    # start; the answer only depends on (job, token), so it is memoised and shared (a failure
+    # raises again, it is never cached).
+    verify = functools.lru_cache(maxsize=1 << 16)(functools.partial(decision_token.verify, key))
+    sim = Simulator(workload, spec, models, signal, key, options, verify=verify)
     feed = SimCarbonFeed(signal, carbon_name, horizon_s=max(7 * 86400.0, 2 * options.flex_s))
     controller = _CountingController(
         backend=sim, policy=policy, carbon=feed, models=models,
-        sign=functools.partial(decision_token.sign, key),
-        # The planner re-verifies every pending job's token each tick; the answer only depends on
-        # (job, token), so it is memoised (a failure raises again, it is never cached).
-        verify=functools.lru_cache(maxsize=1 << 16)(functools.partial(decision_token.verify, key)))
+        sign=functools.partial(decision_token.sign, key), verify=verify)
     began = time.perf_counter()
     record = sim.run(controller, min_tick_s=min_tick_s, max_tick_s=max_tick_s, on_progress=on_progress)
     wall = time.perf_counter() - began

@@ -31,6 +31,7 @@ import bisect
 import functools
 import heapq
 import math
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
 
@@ -79,9 +80,16 @@ class TraceOptions:
     managed: bool = True
 
 
+_JOB_VALUES = operator.attrgetter(*_JOB_FIELDS)
+_JOB_POSITION = {f: i for i, f in enumerate(_JOB_FIELDS)}
+
+
 def _replace_job(job: Job, changes: dict[str, object]) -> Job:
     """``dataclasses.replace`` for ``Job`` without its per-call introspection (hot in the event loop)."""
-    return Job(*[changes[f] if f in changes else getattr(job, f) for f in _JOB_FIELDS])
+    values = list(_JOB_VALUES(job))
+    for name, value in changes.items():
+        values[_JOB_POSITION[name]] = value
+    return Job(*values)
 
 
 @dataclass

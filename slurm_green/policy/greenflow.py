@@ -323,11 +323,20 @@ class GreenFlowPolicy:
         runtime_l, energy_l = runtime.tolist(), energy.tolist()
         ci_start_l, ci_now_l = ci_start.tolist(), ci_now.tolist()
         ids = jobs.job_id.tolist()
+        price_note = f" (price {price:.3g})"
+        shapes: dict[int, tuple[int, int]] = {}
+        sizes: dict[tuple[int, float], str] = {}
         out = []
         for j in range(n):
             g = counts_l[j]
-            per_node, nodes = layout(g, gpn) or (g, 1)
+            shape = shapes.get(g)
+            if shape is None:
+                shape = shapes[g] = layout(g, gpn) or (g, 1)
+            per_node, nodes = shape
             cap_f = caps_l[j]
+            size = sizes.get((g, cap_f))
+            if size is None:
+                size = sizes[(g, cap_f)] = f": {g} GPU(s) at cap {cap_f:.0%}{price_note}"
             cap_j = cap_f if accept_l[j] else None
             where = placed.get(j)
             if start_l[j]:
@@ -343,7 +352,7 @@ class GreenFlowPolicy:
                 ids[j], start_at=start_at_l[j], gpus_per_node=per_node, num_nodes=nodes,
                 nodes=where[1] if where is not None else (() if jobs.jobs[j].nodes else None),
                 power_cap_fraction=cap_j,
-                reason=f"{why}: {g} GPU(s) at cap {cap_f:.0%} (price {price:.3g})",
+                reason=why + size,
                 expected_runtime_s=runtime_l[j], expected_energy_kwh=e,
                 expected_carbon_kg=e * ci_start_l[j] / 1000.0 if carbon else None,
                 carbon_if_now_kg=e * ci_now_l[j] / 1000.0 if carbon else None,

@@ -17,6 +17,7 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.policy.managed import deadline_of
+from slurm_green.policy.placement import node_rows
 
 #: AdminComment markers are immutable per job and repeat across ticks: parse each once.
 _parse_marker = lru_cache(maxsize=1 << 17)(parse_marker)
@@ -103,5 +104,5 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> Pending
 
 def gpus_per_node_of(snapshot: ClusterSnapshot, default: int = 8) -> int:
     """The most common GPU count per node: the unit in which multi-node jobs are packed."""
-    counts = Counter(node.gpus_total for node in snapshot.nodes if node.gpus_total > 0)
+    counts = Counter(row[1] for row in node_rows(snapshot.nodes) if row[1] > 0)  # row[1]: the node's GPUs
     return counts.most_common(1)[0][0] if counts else default

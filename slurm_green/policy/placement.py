@@ -70,9 +70,24 @@ def _node_row(node: Node) -> tuple[bool, int, int, tuple[int, ...], str, int]:
     return row
 
 
+#: (node tuple, its rows) of the last call to ``node_rows``.
+_LAST_ROWS: "tuple[tuple, list[tuple]] | None" = None
+
+
+def node_rows(nodes: tuple[Node, ...]) -> list[tuple[bool, int, int, tuple[int, ...], str, int]]:
+    """``_node_row`` of each node; the last tuple's rows are kept (one pass per node tuple)."""
+    global _LAST_ROWS
+    if _LAST_ROWS is not None and _LAST_ROWS[0] is nodes:
+        return _LAST_ROWS[1]
+    get = _NODE_ROWS.get
+    rows = [hit[1] if (hit := get(n.name)) is not None and hit[0] is n else _node_row(n) for n in nodes]
+    _LAST_ROWS = (nodes, rows)
+    return rows
+
+
 def gpus_free(nodes: tuple[Node, ...]) -> int:
     """``ClusterSnapshot.gpus_free`` of these nodes (free GPUs on available nodes), from the memoised rows."""
-    return sum(_node_row(n)[5] for n in nodes)
+    return sum(row[5] for row in node_rows(nodes))
 
 
 #: (node tuple, FreeGpus built from it): see ``FreeGpus.from_snapshot``.
@@ -101,7 +116,7 @@ class FreeGpus:
 
     @classmethod
     def _build(cls, all_nodes: tuple) -> "FreeGpus":
-        usable = [(n.name, row) for n, row in zip(all_nodes, map(_node_row, all_nodes)) if row[0]]
+        usable = [(n.name, row) for n, row in zip(all_nodes, node_rows(all_nodes)) if row[0]]
         count = len(usable)
         totals = np.fromiter((row[1] for _, row in usable), dtype=np.int64, count=count)
         used = np.fromiter((row[2] for _, row in usable), dtype=np.int64, count=count)

@@ -86,6 +86,15 @@ class _Options:
     def base_size(self) -> np.ndarray:
         return self.gpus[self.chain[:, 0]]
 
+    @cached_property
+    def step_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per job and chain step: (from column, to column (0 where none), step exists, extra GPUs)."""
+        here, there = self.chain[:, :-1], self.chain[:, 1:]
+        valid = there >= 0
+        safe_there = np.where(valid, there, 0)
+        extra = np.where(valid, self.gpus[safe_there] - self.gpus[here], 1)
+        return here, safe_there, valid, extra
+
 
 @dataclass(frozen=True)
 class _Choice:
@@ -217,7 +226,7 @@ class GreenFlowPolicy:
 
         sizes = o.base_size
         admitted = _admit(sizes, ~deferred, free_gpus)
-        steps = _increments(now_cost, o.chain, o.gpus, admitted, free_gpus - int(sizes[admitted].sum()))
+        steps = _increments(now_cost, o, admitted, free_gpus - int(sizes[admitted].sum()))
         col = np.where(deferred, defer_col, o.chain[rows, steps])
         start = deferred.astype(np.int64)
         cap = cap_best[rows, col, start]
@@ -396,35 +405,32 @@ def _admit(sizes: np.ndarray, wants_now: np.ndarray, free: int) -> np.ndarray:
     return admitted
 
 
-def _increments(now_cost: np.ndarray, chain: np.ndarray, gpus: np.ndarray, admitted: np.ndarray,
-                spare: int) -> np.ndarray:
+def _increments(now_cost: np.ndarray, o: _Options, admitted: np.ndarray, spare: int) -> np.ndarray:
     """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs.
 
     Utility of a step = cost saved / extra GPUs; steps are made non-increasing per job
     (so a job's steps are taken in order) and taken best first while GPUs remain.
+    Computed over all jobs with the non-admitted ones' steps masked out, which selects
+    the same steps in the same order as computing over the admitted rows only.
     """
-    n, width = chain.shape
-    steps = np.zeros(n, dtype=np.int64)
+    n, width = o.chain.shape
     if spare <= 0 or width < 2 or not admitted.any():
-        return steps
-    rows = np.flatnonzero(admitted)
-    here, there = chain[rows, :-1], chain[rows, 1:]
-    valid = there >= 0
-    safe_there = np.where(valid, there, 0)
+        return np.zeros(n, dtype=np.int64)
+    here, safe_there, valid, extra = o.step_table
+    rows = o.rows[:, None]
     with np.errstate(invalid="ignore"):  # inf - inf only where the step is invalid (masked below)
-        saved = now_cost[rows[:, None], here] - now_cost[rows[:, None], safe_there]
-    extra = np.where(valid, gpus[safe_there] - gpus[here], 1)
-    utility = np.where(valid, saved / extra, -np.inf)
+        saved = now_cost[rows, here] - now_cost[rows, safe_there]
+    utility = np.where(valid & admitted[:, None], saved / extra, -np.inf)
     utility = np.minimum.accumulate(utility, axis=1)
     good = utility > 0
     if not good.any():
-        return steps
+        return np.zeros(n, dtype=np.int64)
     r, m = np.nonzero(good)
     order = np.lexsort((m, -utility[r, m]))
     r, m = r[order], m[order]
     fits = np.cumsum(extra[r, m]) <= spare
     # Steps taken per row: the same counts as np.add.at(steps, rows, 1), without its slow path.
-    return np.bincount(rows[r[fits]], minlength=n).astype(np.int64)
+    return np.bincount(r[fits], minlength=n).astype(np.int64)
 
 
 def _carbon_agnostic(jobs: PendingJobs, now: float) -> Plan:

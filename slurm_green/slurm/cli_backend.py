@@ -31,7 +31,9 @@ from slurm_green.slurm.runner import CommandResult, CommandRunner, CommandTimeou
 
 log = logging.getLogger(__name__)
 
-SQUEUE = ("squeue", "--json")
+# --states=all: jobs that ended within MinJobAge too (24.11 and later leave them out by
+# default), so the controller sees how its jobs ended; the same one RPC.
+SQUEUE = ("squeue", "--json", "--states=all")
 # 23.02+ scontrol prints JSON; 22.05's scontrol has no --json, but its sinfo --json
 # prints the same node records (openapi v0.0.38). Both cost NODE_INFO + PARTITION_INFO.
 NODE_READERS = (("scontrol", "show", "nodes", "--json"), ("sinfo", "--json"))

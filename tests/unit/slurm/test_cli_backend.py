@@ -46,7 +46,7 @@ def squeue_document(*jobs: dict) -> str:
 
 def reads(jobs_json: str, nodes_json: str = '{"nodes": []}') -> Reply:
     def reply(argv: tuple[str, ...]) -> tuple[int, str, str]:
-        if argv[:2] == ("squeue", "--json"):
+        if argv == ("squeue", "--json", "--states=all"):  # finished jobs too, on every version
             return 0, jobs_json, ""
         if argv[:3] == ("scontrol", "show", "nodes"):
             return 0, nodes_json, ""
@@ -65,13 +65,14 @@ def backend(reply: Reply, **kwargs) -> tuple[CliBackend, ScriptedRunner]:
 @pytest.mark.parametrize("version", fixture_versions())
 def test_snapshot_of_captured_output(version):
     folder = FIXTURES / version
-    squeue = (folder / "squeue.json").read_text()
+    squeue = (folder / "squeue-all.json").read_text()
     nodes = nodes_file(version).read_text()
     cli, runner = backend(reads(squeue, nodes))
     snapshot = cli.snapshot()
     assert snapshot.taken_at == NOW
     assert snapshot.slurm_version.startswith(version)
-    assert len(snapshot.jobs) == len(load_json(version, "squeue.json")["jobs"])
+    assert len(snapshot.jobs) == len(load_json(version, "squeue-all.json")["jobs"])
+    assert {JobState.COMPLETED, JobState.RUNNING, JobState.PENDING} <= {job.state for job in snapshot.jobs}
     assert {node.name for node in snapshot.nodes} == {"node1", "node2", "node3", "node4"}
     assert snapshot.partitions[0].default
     assert snapshot.pending() and sum(node.gpus_total for node in snapshot.nodes) == 16

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core.actions import Action, ActionResult
-from slurm_green.core.cluster import Job
+from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.plan import JobDecision
 
 _SCHEMA = """
@@ -200,11 +200,14 @@ class StateStore:
                     continue
                 row = self._db.execute("SELECT accounted_until FROM jobs WHERE job_id = ?", (job.job_id,)).fetchone()
                 begin = max(job.start_time, row[0] or job.start_time) if row else job.start_time
-                end = min(now, job.end_time) if (job.end_time and not job.state.is_active) else now
-                if end <= begin:
+                running = job.state in (JobState.RUNNING, JobState.SUSPENDED)  # squeue's end_time: the limit
+                end = now if running or not job.end_time else min(now, job.end_time)
+                if end == begin or (end < begin and running):
                     continue
+                # end < begin: a tick saw the job still running just after it ended; take that back
                 kwh = float(energy) / float(runtime) * (end - begin)  # type: ignore[arg-type]
-                kg = kwh * float(signal.mean_over(begin, end)) / 1000.0 if signal is not None else None  # type: ignore[attr-defined]
+                stretch = (min(begin, end), max(begin, end))
+                kg = kwh * float(signal.mean_over(*stretch)) / 1000.0 if signal is not None else None  # type: ignore[attr-defined]
                 self._db.execute(
                     "UPDATE jobs SET energy_kwh = COALESCE(energy_kwh, 0) + ?,"
                     " carbon_kg = CASE WHEN ? IS NULL THEN carbon_kg ELSE COALESCE(carbon_kg, 0) + ? END,"

@@ -77,3 +77,16 @@ def test_a_store_written_by_an_older_release_gains_the_new_columns(tmp_path):
     store = StateStore(path)
     [row] = store.jobs()
     assert row["job_id"] == 9 and row["energy_kwh"] is None and "accounted_until" in row
+
+
+def test_a_stretch_counted_past_the_jobs_end_is_taken_back(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    store.record_decisions(NOW - 60, [JobDecision(1, start_at=NOW, expected_energy_kwh=1.0, expected_runtime_s=3600)])
+    # the tick at +1000 s still saw it running; Slurm then reports it ended at +900 s
+    store.observe_jobs(NOW + 1000, [Job(1, state=JobState.RUNNING, start_time=NOW)])
+    store.account_usage(NOW + 1000, [Job(1, state=JobState.RUNNING, start_time=NOW)], flat_signal(300.0))
+    done = Job(1, state=JobState.COMPLETED, start_time=NOW, end_time=NOW + 900)
+    store.account_usage(NOW + 1003, [done], flat_signal(300.0))
+    [row] = store.jobs()
+    assert row["energy_kwh"] == pytest.approx(0.25) and row["carbon_kg"] == pytest.approx(0.075)
+    assert row["accounted_until"] == NOW + 900

@@ -21,7 +21,7 @@ from cluster import CLUSTER_SCRIPT, Cluster
 
 from slurm_green.core import decision_token
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
 HOST_DIR = CLUSTER_SCRIPT.parent / ".build" / "itest-controller"
 IN_CONTAINER = "/opt/slurm-green/docker/.build/itest-controller"
@@ -108,15 +108,18 @@ def test_green_job_starts_in_the_low_carbon_window_and_unmarked_job_at_once(cont
         unmarked = c.sbatch("bob", ["--gres=gpu:1", "-t", "3"], "sleep 20\n")
         state_of(c, unmarked, {"RUNNING", *DONE}, 20)
         # the controller moves the green job from its fallback (deadline) to the window
-        c.wait_for(lambda: abs((slurm_times(c, green)["eligible"] or 0) - window_start) < 61, 30,
-                   message="green job's StartTime moved to the window")
+        boundary = (window_start // 60 + 1) * 60  # the series' first low minute
+        fallback = slurm_times(c, green)["submit"] + 20 * 60
+        eligible = c.wait_for(lambda: (e := slurm_times(c, green)["eligible"]) != fallback and e, 30,
+                              message="green job's StartTime moved by the controller")
+        decisions = store_rows(c, "window", "SELECT decided_at, start_at, reason FROM decisions")
+        assert eligible == boundary, (window_start, decisions)
         assert c.job_state(green) == "PENDING"
         state_of(c, green, {"RUNNING", *DONE}, window_start - time.time() + 60)
         started = slurm_times(c, green)["start"]
         assert started is not None
-        # not before the window (the series' minute boundary), and within one tick plus
-        # slurmctld's scheduling interval (5 s here) after it
-        boundary = (window_start // 60 + 1) * 60
+        # not before the window, and within one tick plus slurmctld's scheduling interval
+        # (5 s here) after it
         assert boundary - 1 <= started <= boundary + INTERVAL_S + 15, (started, boundary)
         [reason] = store_rows(c, "window", f"SELECT reason FROM decisions WHERE job_id = {green}")
         assert reason[0].startswith("deferred")

@@ -137,8 +137,10 @@ def test_a_token_alice_writes_is_stripped_or_ignored(cluster: Cluster, site: byt
     cluster.exec("controller", "scontrol", "update", f"jobid={job}", f"Comment={wrong_job}")
     cluster.exec("controller", "scontrol", "release", str(job))
     state_of(cluster, job, {"RUNNING"})
+    # 26.05 may report RUNNING while the Prolog is still at work: wait for its log line
+    cluster.wait_for(lambda: f"prolog job={job}: decision token ignored" in cluster.exec("node3", "cat", LOG).stdout,
+                     30, message="the Prolog logged the ignored token")
     assert all(w == 400 for w in gpu_limits(cluster, "node3").values())
-    assert f"prolog job={job}: decision token ignored" in cluster.exec("node3", "cat", LOG).stdout
 
 
 def test_alice_writing_a_token_into_an_unmanaged_job_is_stripped(cluster: Cluster, site: bytes) -> None:

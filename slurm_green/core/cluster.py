@@ -47,7 +47,7 @@ class Job:
     """One job as the scheduler sees it.
 
     ``gpus_per_node`` counts whole GPUs; ``shards_per_node`` counts ``gres/shard``
-    units (a GPU shared with other jobs). ``comment``/``extra`` are user-writable and
+    units (a GPU shared with other jobs). ``comment`` (and ``name``) are user-writable and
     therefore untrusted; ``admin_comment`` only an administrator can set.
     """
 
@@ -72,7 +72,6 @@ class Job:
     nice: int = 0
     held: bool = False
     comment: str = ""
-    extra: str = ""
     admin_comment: str = ""
     #: Slurm ``TresFreq`` (``--gpu-freq``), e.g. ``gpu:medium``; empty if unset.
     tres_freq: str = ""

@@ -97,7 +97,6 @@ def job_record(job: Any) -> dict[str, Any]:
         "nice": getattr(job, "nice", None),
         "hold": priority == 0,
         "comment": getattr(job, "comment", None),
-        "extra": getattr(job, "extra", None),
         "admin_comment": getattr(job, "admin_comment", None),
     }
 

@@ -168,7 +168,6 @@ def parse_job(record: Record) -> Job:
         nice=integer(record.get("nice")),
         held=held,
         comment=text(record.get("comment")),
-        extra=text(record.get("extra")),
         admin_comment=text(record.get("admin_comment")),
         tres_freq=text(record.get("tres_freq")),
     )

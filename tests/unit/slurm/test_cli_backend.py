@@ -13,6 +13,7 @@ from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, Se
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import JobState
 from slurm_green.slurm.cli_backend import CliBackend
+from slurm_green.slurm import squeue_text
 from slurm_green.slurm.errors import SlurmError
 from slurm_green.slurm.runner import CommandResult, CommandTimeout
 
@@ -44,8 +45,15 @@ def squeue_document(*jobs: dict) -> str:
     )
 
 
+# How squeue answers a --Format field it does not know: exit 0, a message, empty values.
+NO_TEXT_READ = "squeue: error: Invalid job format specification: tres-freq\n"
+
+
 def reads(jobs_json: str, nodes_json: str = '{"nodes": []}') -> Reply:
+    """Slurm's answers; the text read of jobs is refused, so jobs come from ``jobs_json``."""
     def reply(argv: tuple[str, ...]) -> tuple[int, str, str]:
+        if argv[:3] == ("squeue", "--states=all", "--noheader"):
+            return 0, "", NO_TEXT_READ
         if argv == ("squeue", "--json", "--states=all"):  # finished jobs too, on every version
             return 0, jobs_json, ""
         if argv[:3] == ("scontrol", "show", "nodes"):
@@ -77,9 +85,11 @@ def test_snapshot_of_captured_output(version):
     assert snapshot.partitions[0].default
     assert snapshot.pending() and sum(node.gpus_total for node in snapshot.nodes) == 16
     cli.snapshot()
-    # partitions are cached: the second snapshot reads jobs and nodes only
+    # partitions are cached: the second snapshot reads jobs and nodes only; the refused
+    # text read of jobs is tried once, then JSON is read straight away
     assert [call[:3] for call in runner.calls].count(("scontrol", "show", "partitions")) == 1
-    assert len(runner.calls) == 5
+    assert [call[:3] for call in runner.calls].count(("squeue", "--states=all", "--noheader")) == 1
+    assert len(runner.calls) == 6
 
 
 def test_snapshot_failure_is_typed():
@@ -237,3 +247,48 @@ def test_2205_nodes_come_from_sinfo_once_scontrol_refuses_json():
     cli.snapshot()
     node_reads = [call for call in runner.calls if call[0] == "sinfo" or call[:3] == ("scontrol", "show", "nodes")]
     assert node_reads == [("scontrol", "show", "nodes", "--json"), ("sinfo", "--json"), ("sinfo", "--json")]
+
+
+def text_squeue(lines: Callable[[str], str]) -> Reply:
+    """A squeue that prints ``lines(delimiter)`` for the text read, with the delimiter it was asked for."""
+    def reply(argv):
+        if argv[:3] == ("squeue", "--states=all", "--noheader"):
+            delimiter = argv[3].split(",")[0].removeprefix("--Format=JobId:0")
+            return 0, lines(delimiter), ""
+        if argv == ("squeue", "--json", "--states=all"):
+            return 0, squeue_document(JOB_5), ""
+        return reads(squeue_document())(argv)
+
+    return reply
+
+
+def job_line(delimiter: str, job_id: str, name: str = "train") -> str:
+    values = {key: "N/A" for _, key in squeue_text.FIELDS}
+    values.update(job_id=job_id, job_state="PENDING", name=name, comment="green:flex=2h")
+    return "".join(values[key] + delimiter for _, key in squeue_text.FIELDS) + "\n"
+
+
+def test_jobs_are_read_as_text_in_epoch_seconds_when_squeue_prints_them():
+    cli, runner = backend(text_squeue(lambda d: job_line(d, "8") + job_line(d, "9", "a\nb")))
+    snapshot = cli.snapshot()
+    assert [(job.job_id, job.name, job.comment) for job in snapshot.jobs] == [
+        (8, "train", "green:flex=2h"), (9, "a\nb", "green:flex=2h")]
+    assert ("squeue", "--json", "--states=all") not in runner.calls
+    text_env = runner.envs[runner.calls.index(next(c for c in runner.calls if c[0] == "squeue"))]
+    assert text_env == {"TZ": "UTC0", "SLURM_TIME_FORMAT": "%s"}
+
+
+def test_unsound_text_is_read_again_as_json_for_that_snapshot_only():
+    answers = iter([lambda d: job_line(d, "8") * 2, lambda d: job_line(d, "8")])
+    cli, runner = backend(text_squeue(lambda d: next(answers)(d)))
+    assert [job.job_id for job in cli.snapshot().jobs] == [5]  # the repeated id: JSON instead
+    assert [job.job_id for job in cli.snapshot().jobs] == [8]  # and text again next time
+    assert runner.calls.count(("squeue", "--json", "--states=all")) == 1
+
+
+def test_a_squeue_without_a_field_is_read_as_json_from_then_on():
+    cli, runner = backend(reads(squeue_document(JOB_5)))
+    assert [job.job_id for job in cli.snapshot().jobs] == [5]
+    cli.snapshot()
+    squeues = [call[:3] for call in runner.calls if call[0] == "squeue"]
+    assert squeues == [("squeue", "--states=all", "--noheader")] + [("squeue", "--json", "--states=all")] * 2

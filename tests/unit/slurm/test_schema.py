@@ -58,7 +58,6 @@ JOB_2411 = {
     "priority": wrapped(0),
     "nice": 0,
     "comment": "green:flex=6h mine",
-    "extra": "",
     "admin_comment": "sg:managed=1",
 }
 

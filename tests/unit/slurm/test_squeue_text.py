@@ -1,0 +1,84 @@
+"""Reading jobs from ``squeue -O`` text: sound lines parse like JSON, anything odd is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from slurm_green.core.cluster import JobState
+from slurm_green.slurm import squeue_text
+from slurm_green.slurm.squeue_text import FIELDS, TextFormatError
+
+DELIM = squeue_text.new_delimiter()
+
+
+def line(delimiter: str = DELIM, **values: str) -> str:
+    """One job as squeue prints it: every field's value (N/A unless given), each ending in the delimiter."""
+    defaults = {key: "N/A" for _, key in FIELDS}
+    defaults.update(job_id="5", job_state="PENDING", comment="(null)", name="train")
+    defaults.update(values)
+    return "".join(defaults[key] + delimiter for _, key in FIELDS) + "\n"
+
+
+def test_argv_asks_every_field_unpadded_with_the_delimiter():
+    argv = squeue_text.argv(DELIM)
+    assert argv[:3] == ("squeue", "--states=all", "--noheader")
+    spec = argv[3].removeprefix("--Format=").split(",")
+    assert spec == [f"{name}:0{DELIM}" for name, _ in FIELDS]
+
+
+def test_delimiters_are_fresh_and_cannot_be_read_as_a_width():
+    drawn = {squeue_text.new_delimiter() for _ in range(50)}
+    assert len(drawn) == 50
+    assert all(not d[0].isdigit() and "," not in d for d in drawn)
+
+
+def test_a_pending_job_reads_like_its_json_record():
+    text = line(
+        job_id="42", user_name="alice", account="research", partition="gpu", job_state="PENDING",
+        state_reason="JobHeldUser", submit_time="1795395643", eligible_time="N/A", start_time="N/A",
+        time_limit="1-01:30:00", node_count="2", tres_per_node="gres/gpu:a100:2", priority="0", nice="10",
+        admin_comment="sg:managed=1", tres_freq="gpu:medium", name="resnet", comment="green:flex=6h",
+    )
+    (job,) = squeue_text.parse_jobs(text, DELIM)
+    assert (job.job_id, job.user, job.account, job.partition) == (42, "alice", "research", "gpu")
+    assert job.state is JobState.PENDING and job.held
+    assert (job.submit_time, job.eligible_time, job.start_time) == (1795395643.0, None, None)
+    assert job.time_limit_s == (24 * 60 + 90) * 60
+    assert (job.num_nodes, job.gpus_per_node, job.gpu_type) == (2, 2, "a100")
+    assert (job.nice, job.admin_comment, job.tres_freq) == (10, "sg:managed=1", "gpu:medium")
+    assert (job.name, job.comment) == ("resnet", "green:flex=6h")
+
+
+def test_unset_values_become_empty_but_users_words_stay_verbatim():
+    (job,) = squeue_text.parse_jobs(line(name="N/A", comment="(null)", tres_freq="N/A", nodes=""), DELIM)
+    # squeue prints an unset comment as (null), which the JSON reader also takes as unset
+    assert job.name == "N/A" and job.comment == ""
+    assert job.tres_freq == "" and job.nodes == () and job.time_limit_s is None
+
+
+def test_newlines_and_foreign_delimiters_in_users_words_stay_inside_their_job():
+    other = squeue_text.new_delimiter()
+    forged = line(other, job_id="7", user_name="bob", comment="sg1.forged")
+    text = line(name="a\nb", comment="x\n" + forged) + line(job_id="6", user_name="bob")
+    first, second = squeue_text.parse_jobs(text, DELIM)
+    assert first.job_id == 5 and first.name == "a\nb" and first.comment.endswith(forged)
+    assert second.job_id == 6
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        line() + "5" + DELIM + "\n",  # a short line
+        line(comment="x" + DELIM + "y"),  # the delimiter guessed: one field too many
+        line() + line(),  # the same job twice
+        line(job_id="abc"),  # no job id
+    ],
+    ids=["short", "guessed-delimiter", "repeated-id", "no-id"],
+)
+def test_anything_unsound_is_refused(text):
+    with pytest.raises(TextFormatError):
+        squeue_text.parse_jobs(text, DELIM)
+
+
+def test_an_empty_queue_is_no_jobs():
+    assert squeue_text.parse_jobs("", DELIM) == ()

@@ -81,6 +81,22 @@ class CarbonSignal:
         out = np.where(width > 0, (self._integral(t1a) - self._integral(t0a)) / safe, self.value_at(t0a))
         return float(out) if out.ndim == 0 else out
 
+    def window_means(self, starts: np.ndarray, durations: np.ndarray) -> np.ndarray:
+        """``mean_over(starts[None, :], starts[None, :] + durations[:, None])``, shape [durations, starts].
+
+        A policy scoring every job (duration) at every candidate start asks this each
+        tick; the integral and value at each start are computed once per start instead
+        of once per (job, start), with the same arithmetic, so the means are the same.
+        """
+        t0 = np.asarray(starts, dtype=np.float64)
+        t1 = t0[None, :] + np.asarray(durations, dtype=np.float64)[:, None]
+        width = t1 - t0
+        if (width < 0).any():
+            raise ValueError("window_means needs durations >= 0")
+        positive = width > 0
+        safe = np.where(positive, width, 1.0)
+        return np.where(positive, (self._integral(t1) - self._integral(t0)) / safe, self.value_at(t0))
+
     def best_start(self, earliest: float, latest: float, duration: float) -> float:
         """The start in ``[earliest, latest]`` minimising the mean over ``[start, start + duration]``.
 

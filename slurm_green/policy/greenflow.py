@@ -83,17 +83,27 @@ class _Options:
         return bool(np.isfinite(self.wait[:, 1]).any())
 
     @cached_property
-    def base_size(self) -> np.ndarray:
-        return self.gpus[self.chain[:, 0]]
+    def sizes(self) -> list[int]:
+        """Each job's smallest allowed GPU count, as Python ints for ``_admit``'s loop."""
+        return self.gpus[self.chain[:, 0]].tolist()
+
+    @cached_property
+    def priced(self) -> tuple[np.ndarray, np.ndarray]:
+        """(energy [N, G, C, 1], intensity [N, 1, 1, S]): the broadcast operands of the priced carbon."""
+        starts = 2 if self.can_defer else 1
+        return self.energy_kwh[..., None], self.intensity[:, None, None, :starts]
 
     @cached_property
     def step_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """Per job and chain step: (from column, to column (0 where none), step exists, extra GPUs)."""
+        """Per job and chain step: (from and to column as flat indices into a [N, G, S] array's
+        "now" entries (to: column 0 where there is no step), step exists, extra GPUs)."""
         here, there = self.chain[:, :-1], self.chain[:, 1:]
         valid = there >= 0
         safe_there = np.where(valid, there, 0)
         extra = np.where(valid, self.gpus[safe_there] - self.gpus[here], 1)
-        return here, safe_there, valid, extra
+        row_base = self.rows[:, None] * len(self.gpus)
+        starts = self.base_cost.shape[3]
+        return (row_base + here) * starts, (row_base + safe_there) * starts, valid, extra
 
 
 @dataclass(frozen=True)
@@ -184,18 +194,18 @@ class GreenFlowPolicy:
         wait = np.zeros((n, 2))
         if self.resource == "energy":
             return np.ones((n, 2)), np.column_stack([wait[:, 0], np.full(n, np.inf)])
-        mean_over = forecast.mean_over  # type: ignore[attr-defined]
-        now_ci = np.asarray(mean_over(np.full(n, now), now + runtime), dtype=np.float64) / 1000.0
         starts = np.asarray(forecast.starts, dtype=np.float64)  # type: ignore[attr-defined]
         latest = np.minimum(jobs.deadline, now + self.max_defer_s)
         candidates = starts[(starts > now) & (starts <= latest.max(initial=now))]
+        # One window search for "now" (column 0) and every candidate start.
+        window_means = forecast.window_means  # type: ignore[attr-defined]
+        all_ci = window_means(np.concatenate(([now], candidates)), runtime) / 1000.0
+        now_ci = all_ci[:, 0]
         if not len(candidates):
             return np.column_stack([now_ci, now_ci]), np.column_stack([wait[:, 0], np.full(n, np.inf)])
-        ci = np.asarray(mean_over(np.broadcast_to(candidates, (n, len(candidates))),
-                                  candidates[None, :] + runtime[:, None]), dtype=np.float64) / 1000.0
-        ci = np.where(candidates[None, :] <= latest[:, None], ci, np.inf)
-        best = np.argmin(ci, axis=1)
-        best_ci = ci[np.arange(n), best]
+        ci = np.where(candidates[None, :] <= latest[:, None], all_ci[:, 1:], np.inf)
+        best = ci.argmin(axis=1)
+        best_ci = ci.min(axis=1)
         deferrable = np.isfinite(best_ci)
         defer_wait = np.where(deferrable, candidates[best] - now, np.inf)
         return np.column_stack([now_ci, np.where(deferrable, best_ci, now_ci)]), \
@@ -205,29 +215,22 @@ class GreenFlowPolicy:
 
     def _choose(self, o: _Options, price: float, free_gpus: int) -> _Choice:
         rows = o.rows
-        # cost[N, G, C, S]; non-allowed configurations and impossible deferrals are inf.
-        # Same arithmetic, in the same order, as (wait + runtime) + (price * energy) * intensity.
-        if o.can_defer:
-            cost = o.base_cost + price * o.energy_kwh[..., None] * o.intensity[:, None, None, :]
-        else:
-            # No job can defer (every deferred cost is inf), so "now" is all there is.
-            cost = o.base_cost + price * o.energy_kwh[..., None] * o.intensity[:, None, None, :1]
-        cap_best = np.argmin(cost, axis=2)  # [N, G, S]
+        # cost[N, G, C, S]; non-allowed configurations and impossible deferrals are inf. S is only
+        # "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in the
+        # same order, as (wait + runtime) + (price * energy) * intensity.
+        energy, intensity = o.priced
+        cost = o.base_cost + price * energy * intensity
+        cap_best = cost.argmin(axis=2)  # [N, G, S]
         # The minimum over caps is the value at the argmin (no NaN can arise: energy and intensity are finite).
         cost_gs = cost.min(axis=2)
-        now_cost = cost_gs[:, :, 0]
         if o.can_defer:
-            defer_costs = cost_gs[:, :, 1]
-            defer_col = np.argmin(defer_costs, axis=1)
-            deferred = defer_costs.min(axis=1) < now_cost.min(axis=1)
+            deferred = cost_gs[:, :, 1].min(axis=1) < cost_gs[:, :, 0].min(axis=1)
         else:
-            defer_col = np.zeros(len(rows), dtype=np.int64)
             deferred = np.zeros(len(rows), dtype=bool)
-
-        sizes = o.base_size
-        admitted = _admit(sizes, ~deferred, free_gpus)
-        steps = _increments(now_cost, o, admitted, free_gpus - int(sizes[admitted].sum()))
-        col = np.where(deferred, defer_col, o.chain[rows, steps])
+        admitted, spare = _admit(o.sizes, (~deferred).tolist(), free_gpus)
+        col = o.chain[rows, _increments(cost_gs, o, admitted, spare)]
+        if deferred.any():  # a deferred job takes its best column for the deferred start
+            col = np.where(deferred, cost_gs[:, :, 1].argmin(axis=1), col)
         start = deferred.astype(np.int64)
         cap = cap_best[rows, col, start]
         spent = float((o.energy_kwh[rows, col, cap] * o.intensity[rows, start]).sum())
@@ -388,47 +391,54 @@ def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:
         return np.where(throughput > 0, work[:, None, None] / np.where(throughput > 0, throughput, 1.0), np.inf)
 
 
-def _admit(sizes: np.ndarray, wants_now: np.ndarray, free: int) -> np.ndarray:
-    """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free."""
-    admitted = np.zeros(len(sizes), dtype=bool)
-    take = np.where(wants_now, sizes, 0)
-    prefix = np.cumsum(take) <= free
-    first_miss = int(np.argmin(prefix)) if not prefix.all() else len(sizes)
-    admitted[:first_miss] = wants_now[:first_miss]
-    left = free - int(take[:first_miss].sum())
-    for j in np.flatnonzero(wants_now[first_miss:] & (sizes[first_miss:] <= left)) + first_miss:
-        if sizes[j] <= left:
-            admitted[j] = True
-            left -= int(sizes[j])
-            if left <= 0:
-                break
-    return admitted
+def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[np.ndarray, int]:
+    """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free.
+
+    Returns the admitted mask and the GPUs left. Once a job did not fit, admission stops as
+    soon as no GPU is left. A plain loop: the queue is mostly a handful of jobs, for which
+    numpy's per-call overhead dominates (and ``_choose`` runs this several times a tick).
+    """
+    admitted = [False] * len(sizes)
+    left, missed = free, False
+    for j, size in enumerate(sizes):
+        if not wants_now[j]:
+            continue
+        if size > left:
+            missed = True
+            continue
+        admitted[j] = True
+        left -= size
+        if missed and left <= 0:
+            break
+    return np.array(admitted, dtype=bool), left
 
 
-def _increments(now_cost: np.ndarray, o: _Options, admitted: np.ndarray, spare: int) -> np.ndarray:
+def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: int) -> np.ndarray:
     """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs.
 
-    Utility of a step = cost saved / extra GPUs; steps are made non-increasing per job
-    (so a job's steps are taken in order) and taken best first while GPUs remain.
-    Computed over all jobs with the non-admitted ones' steps masked out, which selects
-    the same steps in the same order as computing over the admitted rows only.
+    ``cost_gs`` is the best cost per job, GPU column and start [N, G, S]; steps are scored
+    on starting now. Utility of a step = cost saved / extra GPUs; steps are made
+    non-increasing per job (so a job's steps are taken in order) and taken best first
+    while GPUs remain. Computed over all jobs with the non-admitted ones' steps masked
+    out, which selects the same steps in the same order as computing over the admitted
+    rows only.
     """
     n, width = o.chain.shape
     if spare <= 0 or width < 2 or not admitted.any():
         return np.zeros(n, dtype=np.int64)
-    here, safe_there, valid, extra = o.step_table
-    rows = o.rows[:, None]
+    here, there, valid, extra = o.step_table
+    flat = cost_gs.reshape(-1)
     with np.errstate(invalid="ignore"):  # inf - inf only where the step is invalid (masked below)
-        saved = now_cost[rows, here] - now_cost[rows, safe_there]
+        saved = flat[here] - flat[there]
     utility = np.where(valid & admitted[:, None], saved / extra, -np.inf)
     utility = np.minimum.accumulate(utility, axis=1)
     good = utility > 0
     if not good.any():
         return np.zeros(n, dtype=np.int64)
-    r, m = np.nonzero(good)
+    r, m = good.nonzero()
     order = np.lexsort((m, -utility[r, m]))
     r, m = r[order], m[order]
-    fits = np.cumsum(extra[r, m]) <= spare
+    fits = extra[r, m].cumsum() <= spare
     # Steps taken per row: the same counts as np.add.at(steps, rows, 1), without its slow path.
     return np.bincount(r[fits], minlength=n).astype(np.int64)
 

@@ -77,6 +77,22 @@ def test_best_start_is_optimal_against_a_dense_scan(values, earliest, span, dura
     assert oracle_mean(values, best, best + d) <= scan_min + 1e-6 * max(1.0, scan_min)
 
 
+@settings(max_examples=100, deadline=None)
+@given(values=values_st, starts=st.lists(st.floats(-5, 50), min_size=1, max_size=6),
+       durations=st.lists(st.floats(0, 30), min_size=1, max_size=6))
+def test_window_means_is_mean_over_on_the_grid_exactly(values, starts, durations):
+    sig = make(values)
+    t0 = E0 + np.array(starts) * H
+    d = np.array(durations) * H
+    grid = np.broadcast_to(t0, (len(d), len(t0)))
+    np.testing.assert_array_equal(sig.window_means(t0, d), sig.mean_over(grid, t0[None, :] + d[:, None]))
+
+
+def test_window_means_rejects_negative_durations():
+    with pytest.raises(ValueError):
+        make([100, 200]).window_means(np.array([E0]), np.array([-1.0]))
+
+
 def test_best_start_finds_the_dip_and_prefers_earliest_on_ties():
     sig = make([300, 300, 100, 100, 300, 300])
     assert sig.best_start(E0, E0 + 5 * H, 2 * H) == E0 + 2 * H

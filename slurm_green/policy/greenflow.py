@@ -196,7 +196,8 @@ class GreenFlowPolicy:
             return np.ones((n, 2)), np.column_stack([wait[:, 0], np.full(n, np.inf)])
         starts = np.asarray(forecast.starts, dtype=np.float64)  # type: ignore[attr-defined]
         latest = np.minimum(jobs.deadline, now + self.max_defer_s)
-        candidates = starts[(starts > now) & (starts <= latest.max(initial=now))]
+        # The period starts in (now, latest deadline]: a slice, since starts increase.
+        candidates = starts[starts.searchsorted(now, side="right"):starts.searchsorted(latest.max(initial=now), side="right")]
         # One window search for "now" (column 0) and every candidate start.
         window_means = forecast.window_means  # type: ignore[attr-defined]
         all_ci = window_means(np.concatenate(([now], candidates)), runtime) / 1000.0

@@ -4,7 +4,8 @@
 
 Submits N held GPU jobs as alice (separate jobs, not an array: a pending array is a
 single squeue record), takes snapshots as the controller's account (sgreen) through
-``docker exec``, and prints the median wall time and the RPCs per snapshot from
+``docker exec``, reading jobs as squeue text (the default) and as JSON (the fallback),
+and prints the median wall time of each and the RPCs per snapshot from
 ``sdiag``'s per-user counters (sdiag itself and Docker's health-check pings run as root
 and are not counted). Cancels the jobs it submitted at the end, even on failure.
 Needs the cluster from ``docker/cluster up``; it does not start one.
@@ -72,7 +73,7 @@ def measure(backend: CliBackend, container: str, repeat: int) -> tuple[list[floa
 IN_CONTAINER = """
 import statistics, sys, time
 from slurm_green.slurm.cli_backend import CliBackend
-backend = CliBackend(timeout_s=120)
+backend = CliBackend(timeout_s=120, text_jobs=sys.argv[2] == "text")
 backend.snapshot()
 times = []
 for _ in range(int(sys.argv[1])):
@@ -83,9 +84,11 @@ print(f"{statistics.median(times) * 1000:.0f} {min(times) * 1000:.0f} {max(times
 """
 
 
-def measure_in_container(container: str, repeat: int) -> list[str]:
+def measure_in_container(container: str, repeat: int, read: str) -> list[str]:
     """Median, min and max ms of a snapshot taken inside the container by the controller's user."""
-    return docker_exec(container, "/opt/venv/bin/python", "-c", IN_CONTAINER, str(repeat), user=CONTROLLER_USER).split()
+    return docker_exec(
+        container, "/opt/venv/bin/python", "-c", IN_CONTAINER, str(repeat), read, user=CONTROLLER_USER
+    ).split()
 
 
 def main() -> int:
@@ -97,21 +100,25 @@ def main() -> int:
 
     container = f"slurmgreen-{args.slurm.replace('.', '')}-controller"
     name = f"bench-{int(time.time())}"
-    backend = CliBackend(DockerExecRunner(container, user=CONTROLLER_USER), timeout_s=120)
+    rows = []
     try:
         submit_s = submit(container, args.jobs, name)
         print(f"submitted {args.jobs} held jobs in {submit_s:.1f} s ({args.jobs / submit_s:.0f} jobs/s)")
-        times, costs, kinds = measure(backend, container, args.repeat)
-        inside = measure_in_container(container, args.repeat)
+        for read in ("text", "json"):  # squeue -O text (the default) and squeue --json (the fallback)
+            backend = CliBackend(DockerExecRunner(container, user=CONTROLLER_USER), timeout_s=120,
+                                 text_jobs=read == "text")
+            times, costs, kinds = measure(backend, container, args.repeat)
+            rows.append((read, times, costs, kinds[-1], measure_in_container(container, args.repeat, read)))
     finally:
         docker_exec(container, "scancel", "--name", name, "-u", SUBMITTER, user="root")
-    print(
-        f"Slurm {args.slurm}: snapshot wall time median {statistics.median(times) * 1000:.0f} ms "
-        f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}) over {len(times)} runs from the host "
-        f"(two docker exec per snapshot); in the controller container, as a site runs it: median {inside[0]} ms "
-        f"(min {inside[1]}, max {inside[2]})"
-    )
-    print(f"RPCs per snapshot (user {CONTROLLER_USER}): {costs}; by type, last run: {kinds[-1]}")
+    print(f"Slurm {args.slurm}, {args.repeat} snapshots each; from the host (two docker exec per snapshot) "
+          "and in the controller container, as a site runs it:")
+    for read, times, costs, kinds, inside in rows:
+        print(f"  jobs as {read:4s}: host median {statistics.median(times) * 1000:5.0f} ms "
+              f"(min {min(times) * 1000:.0f}, max {max(times) * 1000:.0f}); in the container median {inside[0]} ms "
+              f"(min {inside[1]}, max {inside[2]}); RPCs (user {CONTROLLER_USER}) {costs}; by type, last run: {kinds}")
+    ratio = statistics.median(rows[1][1]) / statistics.median(rows[0][1])
+    print(f"  json / text wall time from the host: {ratio:.1f}x")
     return 0
 
 

@@ -62,7 +62,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
     sign, verify = signer(config)
     controller = Controller(
         backend=make_backend(prefer=config.slurm.backend, dry_run=dry, clock=clock,
-                             timeout_s=config.slurm.command_timeout_s),
+                             timeout_s=config.slurm.command_timeout_s,
+                             text_jobs=config.slurm.read_jobs == "text"),
         policy=build_policy(config),
         carbon=None,
         models=default_registry(),

@@ -33,6 +33,8 @@ class ControllerSettings(_Section):
 class SlurmSettings(_Section):
     backend: Literal["auto", "cli", "pyslurm"] = "auto"
     command_timeout_s: float = Field(15.0, gt=0)
+    read_jobs: Literal["text", "json"] = Field(
+        "text", description="squeue text (4 RPCs, fast) or squeue --json (3 RPCs, ~10x slower on long queues)")
 
 
 class CarbonSettings(_Section):

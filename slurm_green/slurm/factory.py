@@ -59,11 +59,13 @@ def make_backend(
     clock: Clock | None = None,
     timeout_s: float = 30.0,
     pyslurm_module: ModuleType | Any | None = None,
+    text_jobs: bool = True,
 ) -> ClusterBackend:
     """The backend for this cluster: pyslurm if importable and of the cluster's major.minor.
 
     ``prefer="cli"`` skips pyslurm; ``prefer="pyslurm"`` raises ``RuntimeError`` if it
-    cannot be used. ``pyslurm_module`` replaces ``import pyslurm`` (tests).
+    cannot be used. ``pyslurm_module`` replaces ``import pyslurm`` (tests). ``text_jobs``:
+    how the CLI backend reads jobs (see ``CliBackend``).
     """
     runner = runner or LocalRunner()
 
@@ -71,7 +73,7 @@ def make_backend(
         if prefer == "pyslurm":
             raise RuntimeError(f"pyslurm backend requested but unusable: {reason}")
         log.info("Slurm backend: CLI (%s)", reason)
-        return CliBackend(runner, clock=clock, timeout_s=timeout_s, dry_run=dry_run)
+        return CliBackend(runner, clock=clock, timeout_s=timeout_s, dry_run=dry_run, text_jobs=text_jobs)
 
     if prefer == "cli":
         return cli("asked for the CLI backend")

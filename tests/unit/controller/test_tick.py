@@ -72,11 +72,12 @@ def config(tmp_path, httpserver) -> Config:
 
 def test_assembly_follows_the_config(config: Config) -> None:
     config = config.model_copy(update={"slurm": config.slurm.model_copy(update={"command_timeout_s": 7.5,
-                                                                                "backend": "cli"})})
+                                                                                "backend": "cli",
+                                                                                "read_jobs": "json"})})
     parts = assemble(config, clock=ManualClock(NOW))
     backend = parts.controller.backend
     assert isinstance(backend, CliBackend) and isinstance(backend.runner, LocalRunner)
-    assert backend.timeout_s == 7.5
+    assert backend.timeout_s == 7.5 and not backend.reads_jobs_as_text
     assert parts.controller.policy.name == "window"
     assert parts.controller.sign is not None and parts.clock.now() == NOW
 

@@ -300,10 +300,11 @@ class GreenFlowPolicy:
         placed: dict[int, tuple[int, tuple[str, ...]]] = {}
         admitted = np.flatnonzero(choice.admitted & (choice.start == 0))
         order = admitted[np.argsort(-o.gpus[choice.col[admitted]], kind="stable")]
-        for j in order.tolist():
-            chain = [c for c in o.chain[j].tolist() if 0 <= c and o.gpus[c] <= o.gpus[choice.col[j]]]
-            for col in reversed(chain):
-                shape = layout(int(o.gpus[col]), gpn)
+        gpus, chosen, chains = o.gpus.tolist(), choice.col.tolist(), o.chain[order].tolist()
+        for j, chain in zip(order.tolist(), chains):
+            fitting = [c for c in chain if 0 <= c and gpus[c] <= gpus[chosen[j]]]
+            for col in reversed(fitting):
+                shape = layout(gpus[col], gpn)
                 nodes = free.place(*shape) if shape else None
                 if nodes is not None:
                     placed[j] = (col, nodes)

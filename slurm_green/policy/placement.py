@@ -19,7 +19,7 @@ backend enacts it (Slurm: ``ReqNodeList``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
@@ -90,6 +90,17 @@ def gpus_free(nodes: tuple[Node, ...]) -> int:
     return sum(row[5] for row in node_rows(nodes))
 
 
+def _free_slots(row: tuple, slots: int) -> np.ndarray:
+    """Which of ``slots`` GPU slots are free on a usable node, from its ``_node_row``."""
+    total, used, indices = row[1], row[2], row[3]
+    free = np.arange(slots) < total
+    if used >= total:
+        free[:] = False
+    elif used > 0:
+        free[list(indices)] = False
+    return free
+
+
 #: (node tuple, FreeGpus built from it): see ``FreeGpus.from_snapshot``.
 _LAST: "tuple[tuple, FreeGpus] | None" = None
 
@@ -101,38 +112,60 @@ class FreeGpus:
     names: tuple[str, ...]
     free: np.ndarray  #: bool [node, slot]
     switch: np.ndarray  #: int switch id per node
+    #: Free slots per node, kept in step with ``free`` by ``_take`` (read on every placement).
+    free_count: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.free_count = self.free.sum(axis=1)
 
     @classmethod
     def from_snapshot(cls, snapshot: ClusterSnapshot) -> "FreeGpus":
-        """A fresh scratch copy; the last node tuple's result is kept and copied (a simulator
-        hands the same tuple again while no node changed; a held reference keeps the identity sound)."""
+        """A fresh scratch copy of the snapshot's free GPUs.
+
+        The last node tuple's result is kept (a held reference keeps the identity checks
+        sound): a simulator hands the same tuple again while no node changed, and keeps the
+        unchanged Node objects in a new tuple, so only the nodes that changed are re-read.
+        """
         global _LAST
-        if _LAST is not None and _LAST[0] is snapshot.nodes:
-            made = _LAST[1]
-        else:
-            made = cls._build(snapshot.nodes)
-            _LAST = (snapshot.nodes, made)
+        nodes = snapshot.nodes
+        if _LAST is None or _LAST[0] is not nodes:
+            made = cls._updated(*_LAST, nodes) if _LAST is not None else None
+            _LAST = (nodes, made if made is not None else cls._build(nodes))
+        made = _LAST[1]
         return cls(made.names, made.free.copy(), made.switch)
 
     @classmethod
     def _build(cls, all_nodes: tuple) -> "FreeGpus":
         usable = [(n.name, row) for n, row in zip(all_nodes, node_rows(all_nodes)) if row[0]]
         count = len(usable)
-        totals = np.fromiter((row[1] for _, row in usable), dtype=np.int64, count=count)
-        used = np.fromiter((row[2] for _, row in usable), dtype=np.int64, count=count)
-        slots = int(totals.max(initial=0))
-        free = np.arange(slots)[None, :] < totals[:, None]
-        for i in np.flatnonzero((used > 0) & (used < totals)):  # only partly used nodes need their indices
-            free[i, list(usable[i][1][3])] = False
-        free[used >= totals] = False
+        slots = max((row[1] for _, row in usable), default=0)
+        free = np.zeros((count, slots), dtype=bool)
+        for i, (_, row) in enumerate(usable):
+            free[i] = _free_slots(row, slots)
         switch_ids: dict[str, int] = {}
         switch = np.fromiter((switch_ids.setdefault(row[4], len(switch_ids)) for _, row in usable),
                              dtype=np.int64, count=count)
         return cls(tuple(name for name, _ in usable), free, switch)
 
-    @property
-    def free_count(self) -> np.ndarray:
-        return self.free.sum(axis=1)
+    @classmethod
+    def _updated(cls, old_nodes: tuple, old: "FreeGpus", nodes: tuple) -> "FreeGpus | None":
+        """``old`` (built from ``old_nodes``) with the nodes that are new objects re-read.
+
+        Only when every node was and stays usable, in the same order, with the same name,
+        GPU count and features (so rows, slots and switches are unchanged); ``None`` otherwise.
+        """
+        if len(nodes) != len(old_nodes) or len(old.names) != len(nodes):
+            return None
+        free = old.free.copy()
+        slots = free.shape[1]
+        for i, (before, node) in enumerate(zip(old_nodes, nodes)):
+            if node is before:
+                continue
+            row = _node_row(node)
+            if not row[0] or row[1] != slots or node.name != before.name or node.features != before.features:
+                return None
+            free[i] = _free_slots(row, slots)
+        return cls(old.names, free, old.switch)
 
     def total_free(self) -> int:
         return int(self.free.sum())
@@ -182,3 +215,4 @@ class FreeGpus:
             self.free[node, block_start: block_start + k] = False
         else:
             self.free[node, np.flatnonzero(self.free[node])[:k]] = False
+        self.free_count[node] -= k

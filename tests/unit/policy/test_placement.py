@@ -31,6 +31,18 @@ def test_a_job_that_cannot_fit_is_not_placed_and_changes_nothing():
     assert np.array_equal(before, free.free)
 
 
+def test_a_snapshot_keeping_unchanged_nodes_gives_the_same_free_gpus_as_a_fresh_read():
+    first = nodes(4, used={1: (0,)})
+    FreeGpus.from_snapshot(snapshot([], first))
+    changed = nodes(4, used={1: (0, 1, 2, 3, 4, 5, 6, 7), 2: (4, 5)})
+    later = (first[0], changed[1], changed[2], first[3])  # a simulator keeps the unchanged Node objects
+    updated = FreeGpus.from_snapshot(snapshot([], later))
+    fresh = FreeGpus._build(later)
+    assert updated.names == fresh.names
+    assert np.array_equal(updated.free, fresh.free) and np.array_equal(updated.free_count, fresh.free_count)
+    assert np.array_equal(updated.switch, fresh.switch)
+
+
 def test_fragmentation_is_the_share_of_free_gpus_on_partly_used_nodes():
     assert fragmentation(np.array([8, 8]), np.array([8, 8])) == 0.0
     assert fragmentation(np.array([1, 1, 0]), np.array([8, 8, 8])) == 1.0

@@ -71,16 +71,14 @@ class _Options:
         return np.arange(self.runtime.shape[0])
 
     @cached_property
-    def base_cost(self) -> np.ndarray:
-        """wait + runtime, [N, G, C, S] (S only "now" when no job can defer)."""
-        if self.can_defer:
-            return self.wait[:, None, None, :] + self.runtime[..., None]
-        return self.wait[:, None, None, :1] + self.runtime[..., None]
+    def starts(self) -> int:
+        """S: 2 (now, deferred), or 1 ("now" only) when no job can defer."""
+        return 2 if bool(np.isfinite(self.wait[:, 1]).any()) else 1
 
     @cached_property
-    def can_defer(self) -> bool:
-        """False when every deferral is impossible (PowerFlow, no window): "now" always wins then."""
-        return bool(np.isfinite(self.wait[:, 1]).any())
+    def base_cost(self) -> np.ndarray:
+        """wait + runtime, [N, G, S, C]: caps last, so the per-cap minimum reads contiguous memory."""
+        return self.wait[:, None, : self.starts, None] + self.runtime[:, :, None, :]
 
     @cached_property
     def sizes(self) -> list[int]:
@@ -89,9 +87,14 @@ class _Options:
 
     @cached_property
     def priced(self) -> tuple[np.ndarray, np.ndarray]:
-        """(energy [N, G, C, 1], intensity [N, 1, 1, S]): the broadcast operands of the priced carbon."""
-        starts = 2 if self.can_defer else 1
-        return self.energy_kwh[..., None], self.intensity[:, None, None, :starts]
+        """(energy [N, G, 1, C], intensity [N, 1, S, 1]): the broadcast operands of the priced carbon."""
+        return self.energy_kwh[:, :, None, :], self.intensity[:, None, : self.starts, None]
+
+    @cached_property
+    def cap_offsets(self) -> np.ndarray:
+        """Flat index of cap 0 of each (job, column, start) in a [N, G, S, C] array."""
+        n, g, s, c = self.base_cost.shape
+        return np.arange(0, n * g * s * c, c).reshape(n, g, s)
 
     @cached_property
     def step_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -102,8 +105,7 @@ class _Options:
         safe_there = np.where(valid, there, 0)
         extra = np.where(valid, self.gpus[safe_there] - self.gpus[here], 1)
         row_base = self.rows[:, None] * len(self.gpus)
-        starts = self.base_cost.shape[3]
-        return (row_base + here) * starts, (row_base + safe_there) * starts, valid, extra
+        return (row_base + here) * self.starts, (row_base + safe_there) * self.starts, valid, extra
 
 
 @dataclass(frozen=True)
@@ -216,16 +218,18 @@ class GreenFlowPolicy:
 
     def _choose(self, o: _Options, price: float, free_gpus: int) -> _Choice:
         rows = o.rows
-        # cost[N, G, C, S]; non-allowed configurations and impossible deferrals are inf. S is only
+        # cost[N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is only
         # "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in the
         # same order, as (wait + runtime) + (price * energy) * intensity.
         energy, intensity = o.priced
         cost = o.base_cost + price * energy * intensity
-        cap_best = cost.argmin(axis=2)  # [N, G, S]
-        # The minimum over caps is the value at the argmin (no NaN can arise: energy and intensity are finite).
-        cost_gs = cost.min(axis=2)
-        if o.can_defer:
-            deferred = cost_gs[:, :, 1].min(axis=1) < cost_gs[:, :, 0].min(axis=1)
+        cap_best = cost.argmin(axis=3)  # [N, G, S]
+        # The minimum over caps is the value at the argmin (no NaN can arise: energy and intensity
+        # are finite); gathering it is cheaper than a second reduction.
+        cost_gs = cost.reshape(-1)[o.cap_offsets + cap_best]
+        if o.starts == 2:
+            best = cost_gs.min(axis=1)  # [N, S]
+            deferred = best[:, 1] < best[:, 0]
         else:
             deferred = np.zeros(len(rows), dtype=bool)
         admitted, spare = _admit(o.sizes, (~deferred).tolist(), free_gpus)

@@ -17,6 +17,7 @@ from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_sources
 from slurm_green.controller.config import Config
 from slurm_green.controller.store import StateStore
+from slurm_green.controller.telemetry import EnergyInbox
 from slurm_green.controller.tick import Controller
 from slurm_green.core import decision_token
 from slurm_green.core.clock import Clock, SystemClock
@@ -66,12 +67,13 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
                              text_jobs=config.slurm.read_jobs == "text"),
         policy=build_policy(config),
         carbon=None,
-        models=default_registry(),
+        models=default_registry(corrections_path=config.controller.model_corrections),
         store=StateStore(config.controller.state_db) if with_store else None,
         sign=sign,  # type: ignore[arg-type]
         verify=verify,  # type: ignore[arg-type]
         dry_run=dry,
         gpu_enact=config.gpu.enact,
+        telemetry=EnergyInbox(config.controller.telemetry_dir) if config.controller.telemetry_dir else None,
     )
     feed = build_feed(config, clock)
     controller.carbon = feed

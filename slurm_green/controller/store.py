@@ -66,7 +66,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     last_seen REAL NOT NULL,
     energy_kwh REAL,
     carbon_kg REAL,
-    accounted_until REAL
+    accounted_until REAL,
+    metered_energy_kwh REAL
 );
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
 """
@@ -76,6 +77,7 @@ _ADDED_COLUMNS = (
     ("jobs", "energy_kwh", "REAL"),
     ("jobs", "carbon_kg", "REAL"),
     ("jobs", "accounted_until", "REAL"),
+    ("jobs", "metered_energy_kwh", "REAL"),
 )
 
 
@@ -214,6 +216,13 @@ class StateStore:
                     " accounted_until = ? WHERE job_id = ?",
                     (kwh, kg, kg, end, job.job_id),
                 )
+
+    def record_metered(self, job_id: int, energy_kwh: float) -> str | None:
+        """Store a finished job's metered GPU energy; returns the job's name (its model's type)."""
+        with self._db:
+            self._db.execute("UPDATE jobs SET metered_energy_kwh = ? WHERE job_id = ?", (energy_kwh, job_id))
+            row = self._db.execute("SELECT name FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return row[0] if row else None
 
     def jobs(self) -> list[dict[str, object]]:
         return self._rows("SELECT * FROM jobs ORDER BY job_id")

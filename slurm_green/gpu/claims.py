@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,9 @@ class JobClaims:
     gpus: dict[int, GpuClaim] = field(default_factory=dict)
     energy_start_j: dict[int, float] = field(default_factory=dict)
     boot: str = field(default_factory=boot_id)
+    #: When the Prolog claimed the GPUs, and whether another job held one of them then.
+    started_at: float | None = field(default_factory=time.time)
+    shared: bool = False
 
     def to_json(self) -> str:
         return json.dumps({
@@ -48,6 +52,8 @@ class JobClaims:
             "boot": self.boot,
             "gpus": {str(m): {"baseline_w": c.baseline_w, "want_w": c.want_w} for m, c in self.gpus.items()},
             "energy_start_j": {str(m): e for m, e in self.energy_start_j.items()},
+            "started_at": self.started_at,
+            "shared": self.shared,
         }, sort_keys=True)
 
     @classmethod
@@ -58,6 +64,8 @@ class JobClaims:
             gpus={int(m): GpuClaim(float(c["baseline_w"]), float(c["want_w"])) for m, c in data["gpus"].items()},
             energy_start_j={int(m): float(e) for m, e in data.get("energy_start_j", {}).items()},
             boot=str(data.get("boot", "")),
+            started_at=float(data["started_at"]) if data.get("started_at") is not None else None,
+            shared=bool(data.get("shared", False)),
         )
 
 

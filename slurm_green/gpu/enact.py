@@ -9,10 +9,12 @@ restores the baseline, the limit found before the first of them started.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 from slurm_green.core import decision_token
+from slurm_green.core.telemetry import NodeEnergy
 from slurm_green.gpu.claims import ClaimStore, GpuClaim, JobClaims
 from slurm_green.gpu.power import GpuError, PowerBackend, cap_watts
 
@@ -64,6 +66,7 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
             try:
                 limits = backend.limits(minor)
                 held = [r.gpus[minor] for r in others if minor in r.gpus]
+                claims.shared = claims.shared or bool(held)
                 mine_before = earlier_run.gpus.get(minor) if earlier_run else None
                 baseline = (held[0] if held else mine_before or GpuClaim(limits.current_w, 0)).baseline_w
                 want = cap_watts(fraction, limits) if fraction is not None else baseline
@@ -78,33 +81,54 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
                 log(f"gpu {minor}: {limits.current_w:g} W -> {target:g} W (job wants {want:g} W{shared})")
             except GpuError as exc:
                 log(f"gpu {minor}: error, limit left as is: {exc}")
+        for other in others:  # they now share a GPU with this job: their energy is not theirs alone
+            if not other.shared and other.gpus.keys() & set(minors):
+                other.shared = True
+                store.save(other)
         store.save(claims)
     return claims
 
 
-def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, log: Log) -> None:
-    """Epilog: release the job's GPUs; restore each unless other jobs still hold it."""
+def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: str, log: Log) -> NodeEnergy | None:
+    """Epilog: release the job's GPUs; restore each unless other jobs still hold it.
+
+    Returns the GPU energy the job drew here since its Prolog, or None when a GPU's
+    energy counter could not be read at either end (a partial sum would mislead).
+    """
     with store.locked():
         claims = store.load(job_id)
         if claims is None:
             log("no GPU record for this job: nothing to restore")
-            return
+            return None
         others = store.others(job_id)
+        energies: list[float | None] = []
+        shared = claims.shared
         for minor, claim in sorted(claims.gpus.items()):
             held = [r.gpus[minor] for r in others if minor in r.gpus]
+            shared = shared or bool(held)
             target = max(c.want_w for c in held) if held else claim.baseline_w
+            energy = _energy_since_start(backend, claims, minor)
+            energies.append(energy)
+            drawn = f", {energy:.0f} J since job start" if energy is not None else ""
             try:
                 current = backend.limits(minor).current_w
                 if target != current:
                     backend.set_limit(minor, target)
                 why = f"{len(held)} other job(s) still on it" if held else "restored"
-                log(f"gpu {minor}: {current:g} W -> {target:g} W ({why}){_energy(backend, claims, minor)}")
+                log(f"gpu {minor}: {current:g} W -> {target:g} W ({why}){drawn}")
             except GpuError as exc:
                 log(f"gpu {minor}: error, could not set {target:g} W (set it by hand): {exc}")
         store.remove(job_id)
+    if not energies or None in energies or claims.started_at is None:
+        return None
+    seconds = max(0.0, time.time() - claims.started_at)
+    return NodeEnergy(job_id, node, len(energies), sum(e for e in energies if e is not None), seconds, shared)
 
 
-def _energy(backend: PowerBackend, claims: JobClaims, minor: int) -> str:
+def _energy_since_start(backend: PowerBackend, claims: JobClaims, minor: int) -> float | None:
     start = claims.energy_start_j.get(minor)
-    end = backend.energy_j(minor) if start is not None else None
-    return f", {end - start:.0f} J since job start" if end is not None and start is not None else ""
+    try:
+        end = backend.energy_j(minor) if start is not None else None
+    except GpuError:
+        return None
+    return end - start if end is not None and start is not None and end >= start else None

@@ -1,14 +1,18 @@
 """Epilog (root, on every node of a job): give the job's GPUs back their earlier limits.
 
 Restores what the Prolog recorded, except on GPUs other jobs still hold (see enact.py),
-and removes the job's record. Run as ``python3 -m slurm_green.gpu.epilog``; always exits 0.
+and removes the job's record. With ``SLURM_GREEN_TELEMETRY_DIR`` set it also leaves the
+job's metered GPU energy on this node there for the controller (core/telemetry.py).
+Run as ``python3 -m slurm_green.gpu.epilog``; always exits 0.
 """
 
 from __future__ import annotations
 
+import socket
 import sys
 from collections.abc import Mapping
 
+from slurm_green.core import telemetry
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.enact import Log, restore_caps
 from slurm_green.gpu.hook import run_hook
@@ -28,9 +32,25 @@ def epilog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: 
             store.remove(job_id)
         return
     try:
-        restore_caps(backend, store, job_id, log)
+        measured = restore_caps(backend, store, job_id, _node_name(environ), log)
     finally:
         backend.close()
+    if settings.telemetry_dir is None:
+        return
+    if measured is None:
+        log("no energy reading for every GPU: nothing left for the controller")
+        return
+    try:
+        path = telemetry.write(settings.telemetry_dir, measured)
+    except OSError as exc:
+        log(f"could not leave the energy reading in {settings.telemetry_dir}: {exc}")
+        return
+    log(f"{measured.energy_j:.0f} J on {measured.gpus} GPU(s) over {measured.seconds:.0f} s -> {path}")
+
+
+def _node_name(environ: Mapping[str, str]) -> str:
+    """Slurm's name for this node (SLURMD_NODENAME), else the short host name."""
+    return environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 
 
 def main(environ: Mapping[str, str] | None = None) -> int:

@@ -9,6 +9,9 @@ names as the environment, so a site can write either::
     SLURM_GREEN_DECISION_KEY=/etc/slurm-green/decision.key
     SLURM_GREEN_DEFAULT_CAP=none          # or a fraction of the board maximum, e.g. 0.8
     SLURM_GREEN_GPU_ENACTMENT=power_cap   # or gpu_freq: Slurm's --gpu-freq enacts decisions
+    SLURM_GREEN_TELEMETRY_DIR=none        # or a directory the controller also reads (shared
+                                          # filesystem): the Epilog leaves each job's metered
+                                          # GPU energy there (slurm_green.core.telemetry)
 
 ``auto`` uses NVML when it initialises, else the emulated backend only if
 SLURM_GREEN_GPU_EMULATED_STATE is set explicitly, else nothing (and says so).
@@ -38,6 +41,7 @@ class GpuSettings:
     key_file: Path = Path("/etc/slurm-green/decision.key")
     default_cap: float | None = None
     enactment: str = "power_cap"
+    telemetry_dir: Path | None = None
 
     @property
     def jobs_dir(self) -> Path:
@@ -82,7 +86,13 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
         key_file=Path(values.get("SLURM_GREEN_DECISION_KEY", defaults.key_file)),
         default_cap=default_cap,
         enactment=enactment,
+        telemetry_dir=_optional_path(values.get("SLURM_GREEN_TELEMETRY_DIR", "none")),
     )
+
+
+def _optional_path(text: str) -> Path | None:
+    text = text.strip()
+    return None if text.lower() in ("", "none") else Path(text)
 
 
 def open_backend(settings: GpuSettings) -> tuple[PowerBackend | None, str]:

@@ -24,6 +24,7 @@ class FakeGpu:
     energy_mj: int = 0
     bus_id: bytes = b"00000000:00:00.0"
     fail_set: bool = False
+    fail_energy: bool = False
     set_calls: list[int] = field(default_factory=list)
 
 
@@ -64,7 +65,13 @@ def make_pynvml(gpus: list[FakeGpu], init_error: bool = False) -> types.ModuleTy
     module.nvmlDeviceGetPowerManagementDefaultLimit = lambda h: gpu(h).default_mw
     module.nvmlDeviceGetPowerManagementLimit = lambda h: gpu(h).limit_mw
     module.nvmlDeviceSetPowerManagementLimit = nvmlDeviceSetPowerManagementLimit
-    module.nvmlDeviceGetTotalEnergyConsumption = lambda h: gpu(h).energy_mj
+    def nvmlDeviceGetTotalEnergyConsumption(handle: FakeGpu) -> int:
+        device = gpu(handle)
+        if device.fail_energy:
+            raise NVMLError("Not Supported")
+        return device.energy_mj
+
+    module.nvmlDeviceGetTotalEnergyConsumption = nvmlDeviceGetTotalEnergyConsumption
     module.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=gpu(h).bus_id)
     return module
 

@@ -69,7 +69,7 @@ def test_cap_then_restore_exactly_the_jobs_gpus(node) -> None:
     apply_caps(backend, store, 7, [1, 2], 0.5, lines.append)
     assert [backend.limits(m).current_w for m in range(4)] == [400, 200, 200, 400]
     assert "gpu 2: 350 W -> 200 W" in "\n".join(lines)
-    restore_caps(backend, store, 7, lines.append)
+    restore_caps(backend, store, 7, "node1", lines.append)
     assert [backend.limits(m).current_w for m in range(4)] == [400, 400, 350, 400]
     assert store.load(7) is None
 
@@ -81,11 +81,11 @@ def test_shared_gpu_runs_at_the_loosest_wish_and_the_last_job_restores(node) -> 
     assert backend.limits(0).current_w == 240
     apply_caps(backend, store, 3, [0], 0.3, print)   # 120 W does not tighten it
     assert backend.limits(0).current_w == 240
-    restore_caps(backend, store, 2, print)            # jobs 1 and 3 remain: 200 W
+    restore_caps(backend, store, 2, "node1", print)            # jobs 1 and 3 remain: 200 W
     assert backend.limits(0).current_w == 200
-    restore_caps(backend, store, 1, print)
+    restore_caps(backend, store, 1, "node1", print)
     assert backend.limits(0).current_w == 120
-    restore_caps(backend, store, 3, print)            # last one: the baseline
+    restore_caps(backend, store, 3, "node1", print)            # last one: the baseline
     assert backend.limits(0).current_w == 400
 
 
@@ -94,7 +94,7 @@ def test_uncapped_job_lifts_a_shared_gpu_to_its_baseline(node) -> None:
     apply_caps(backend, store, 1, [3], 0.5, print)
     apply_caps(backend, store, 2, [3], None, print)
     assert backend.limits(3).current_w == 400
-    restore_caps(backend, store, 2, print)
+    restore_caps(backend, store, 2, "node1", print)
     assert backend.limits(3).current_w == 200
 
 
@@ -103,7 +103,7 @@ def test_requeued_job_replaces_its_own_record(node) -> None:
     apply_caps(backend, store, 5, [0], 0.5, print)
     apply_caps(backend, store, 5, [0], 0.8, print)  # Prolog again for the same job id
     assert backend.limits(0).current_w == 320
-    restore_caps(backend, store, 5, print)
+    restore_caps(backend, store, 5, "node1", print)
     assert backend.limits(0).current_w == 400  # the limit from before the first run
 
 
@@ -113,7 +113,7 @@ def test_records_of_an_earlier_boot_are_dropped(node, monkeypatch) -> None:
     apply_caps(backend, store, 1, [0], 0.5, print)
     monkeypatch.setattr(claims_module, "boot_id", lambda: "boot-2")
     apply_caps(backend, store, 2, [0], 0.6, print)
-    restore_caps(backend, store, 2, print)
+    restore_caps(backend, store, 2, "node1", print)
     assert store.load(1) is None
     assert backend.limits(0).current_w == 200  # job 2's baseline: what it found
 
@@ -129,3 +129,17 @@ def test_gpu_error_on_one_gpu_leaves_the_others_capped(node, fake_nvml, gpus) ->
     assert "gpu 0: error" in "\n".join(lines)
     assert backend.limits(0).current_w == 350
     assert backend.limits(1).current_w == 200
+
+
+def test_energy_of_a_gpu_shared_at_any_moment_is_marked_shared(node) -> None:
+    backend, store = node
+    apply_caps(backend, store, 1, [0], 0.5, print)
+    apply_caps(backend, store, 2, [0], 0.6, print)  # joins job 1 on GPU 0, then leaves first
+    second = restore_caps(backend, store, 2, "node1", print)
+    first = restore_caps(backend, store, 1, "node1", print)  # alone at both its ends, not in between
+    apply_caps(backend, store, 3, [1, 2], 0.5, print)
+    alone = restore_caps(backend, store, 3, "node1", print)
+    assert second is not None and second.shared
+    assert first is not None and first.shared
+    assert alone is not None and not alone.shared and alone.gpus == 2 and alone.node == "node1"
+    assert alone.energy_j >= 0 and alone.seconds >= 0

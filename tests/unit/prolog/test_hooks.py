@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from slurm_green.core import decision_token
+from slurm_green.core import decision_token, telemetry
 from slurm_green.gpu import epilog, prolog
 
 
@@ -108,3 +108,31 @@ def test_node_without_power_control_says_so(node_env, no_nvml, capsys) -> None:
 def test_jobs_without_gpus_cost_nothing(node_env, no_nvml, capsys) -> None:
     assert prolog.main({**node_env, "SLURM_JOB_GPUS": ""}) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_epilog_leaves_the_jobs_metered_energy_for_the_controller(node_env, fake_gpus, tmp_path) -> None:
+    spool = tmp_path / "telemetry"
+    env = {**with_token(node_env, cap=0.5), "SLURM_GREEN_TELEMETRY_DIR": str(spool), "SLURMD_NODENAME": "node7"}
+    env.pop("SLURM_GREEN_GPU_EMULATED_STATE")
+    fake_gpus[1].energy_mj, fake_gpus[3].energy_mj = 5_000_000, 7_000_000  # counters since boot
+    assert prolog.main(env) == 0
+    fake_gpus[1].energy_mj += 1_500_000  # the job drew 1,500 J and 500 J
+    fake_gpus[3].energy_mj += 500_000
+    assert epilog.main(env) == 0
+    (path,) = spool.glob("*")
+    record = telemetry.read(path)
+    assert path.name == "42.node7.energy.json"
+    assert (record.job_id, record.node, record.gpus, record.energy_j, record.shared) == (42, "node7", 2, 2000.0, False)
+    assert 0 <= record.seconds < 60
+
+
+def test_without_a_telemetry_dir_or_an_energy_reading_nothing_is_left(node_env, no_nvml, fake_gpus, tmp_path) -> None:
+    env = with_token(node_env, cap=0.5)
+    assert prolog.main(env) == 0 and epilog.main(env) == 0  # no SLURM_GREEN_TELEMETRY_DIR
+    spool = tmp_path / "telemetry"
+    env = {**env, "SLURM_GREEN_TELEMETRY_DIR": str(spool)}
+    env.pop("SLURM_GREEN_GPU_EMULATED_STATE")
+    assert prolog.main(env) == 0
+    fake_gpus[3].fail_energy = True  # one counter unreadable at the end: no partial sum
+    assert epilog.main(env) == 0
+    assert not spool.exists() or list(spool.glob("*")) == []

@@ -1,0 +1,73 @@
+"""Metered GPU energy of one finished job on one node: what the Epilog hands the controller.
+
+Why a directory of files: the Epilog runs on compute nodes as root and the job record in
+slurmctld can no longer be changed once the job has ended ("Job has already finished"),
+so the measurement travels outside Slurm. The Epilog writes one small JSON file per job
+and node into a directory that nodes and controller both reach (a shared filesystem at a
+site, a shared volume in the Docker cluster); the controller reads a job's files once
+every node of the job has written its own, folds them into the models and the job's
+record, and removes them. Files are written under a temporary name and renamed, so a
+reader never sees half of one. Only root (the Epilog) should be able to write there: the
+controller trusts what it reads.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SUFFIX = ".energy.json"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeEnergy:
+    """GPU energy a job drew on one node, between its Prolog and its Epilog.
+
+    ``shared``: another job held one of these GPUs meanwhile (gres/shard), so the
+    energy is not this job's alone and must not teach the models.
+    """
+
+    job_id: int
+    node: str
+    gpus: int
+    energy_j: float
+    seconds: float
+    shared: bool = False
+
+    def __post_init__(self) -> None:
+        numbers = (self.energy_j, self.seconds)
+        if self.job_id <= 0 or self.gpus <= 0 or not self.node or "/" in self.node:
+            raise ValueError(f"job {self.job_id}, node {self.node!r}, {self.gpus} GPUs: not a measurement")
+        if not all(math.isfinite(x) and x >= 0 for x in numbers):
+            raise ValueError(f"energy {self.energy_j!r} J over {self.seconds!r} s: not a measurement")
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.job_id}.{self.node}{SUFFIX}"
+
+
+def write(directory: Path, record: NodeEnergy) -> Path:
+    """Write ``record`` whole (temporary file, then rename); returns its path."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        json.dump(asdict(record), handle, sort_keys=True)
+    target = directory / record.file_name
+    os.replace(tmp, target)
+    return target
+
+
+def read(path: Path) -> NodeEnergy:
+    """One record; ``ValueError`` if the file is not one."""
+    try:
+        data = json.loads(path.read_text())
+        return NodeEnergy(
+            job_id=int(data["job_id"]), node=str(data["node"]), gpus=int(data["gpus"]),
+            energy_j=float(data["energy_j"]), seconds=float(data["seconds"]), shared=bool(data.get("shared", False)),
+        )
+    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: not an energy record ({exc})") from exc

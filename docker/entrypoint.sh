@@ -30,6 +30,8 @@ install_config() {
     # /etc/slurm-green: cluster facts and the decision-signing key; state and log
     # directories for the slurm-green hooks (Prolog/Epilog run as root).
     install -d -m 0755 /etc/slurm-green /var/lib/slurm-green /var/log/slurm-green
+    # Metered energy: written by the Epilogs (root), read and removed by the controller (sgreen).
+    install -d -m 0755 -o sgreen /var/spool/slurm-green/telemetry
     [[ -f /run/cluster/slurm-green/cluster.env ]] && \
         install -m 0644 /run/cluster/slurm-green/cluster.env /etc/slurm-green/cluster.env
     if [[ -f /run/cluster/slurm-green/decision.key ]]; then

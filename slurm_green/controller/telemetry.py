@@ -4,7 +4,8 @@ A job's GPU energy is complete once every node of the job has left its record; t
 inbox then sums them into one ``MeteredRun`` and removes the files. Records of jobs the
 controller never decided are removed unread; an unreadable file, or a job whose other
 nodes never report within ``stale_after_s`` (a node died mid-Epilog), is removed with a
-warning, so the directory cannot grow without bound.
+warning, so the directory cannot grow without bound; a file the controller may not read
+is left for the site to fix (a warning each tick).
 """
 
 from __future__ import annotations
@@ -53,8 +54,11 @@ class EnergyInbox:
         for path in sorted(self.directory.glob("*" + telemetry.SUFFIX)):
             try:
                 record = telemetry.read(path)
+            except OSError as exc:  # e.g. permissions: the site can fix that, so keep the file
+                log.warning("cannot read the energy record %s: %s", path, exc)
+                continue
             except ValueError as exc:
-                log.warning("removing an unreadable energy record: %s", exc)
+                log.warning("removing a malformed energy record: %s", exc)
                 path.unlink(missing_ok=True)
                 continue
             by_job.setdefault(record.job_id, []).append((path, record))

@@ -56,18 +56,20 @@ def write(directory: Path, record: NodeEnergy) -> Path:
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
     with os.fdopen(fd, "w") as handle:
         json.dump(asdict(record), handle, sort_keys=True)
+    os.chmod(tmp, 0o644)  # mkstemp makes it 0600: the controller reads it as another user
     target = directory / record.file_name
     os.replace(tmp, target)
     return target
 
 
 def read(path: Path) -> NodeEnergy:
-    """One record; ``ValueError`` if the file is not one."""
+    """One record; ``ValueError`` if the file is not one, ``OSError`` if it cannot be read."""
+    text = path.read_text()
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(text)
         return NodeEnergy(
             job_id=int(data["job_id"]), node=str(data["node"]), gpus=int(data["gpus"]),
             energy_j=float(data["energy_j"]), seconds=float(data["seconds"]), shared=bool(data.get("shared", False)),
         )
-    except (OSError, KeyError, TypeError, json.JSONDecodeError) as exc:
+    except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not an energy record ({exc})") from exc

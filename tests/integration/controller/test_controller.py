@@ -210,3 +210,37 @@ def test_a_gpu_freq_site_gets_the_cap_as_tres_freq(controller_site: Cluster) -> 
     c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
     assert store_rows(c, "freq", "SELECT kind FROM actions WHERE ok = 1 ORDER BY id") == [["SetGpuFreq"],
                                                                                          ["SetStartTime"]]
+
+
+def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:
+    """Emulated GPUs (they draw exactly their limit): the Epilog leaves the job's energy in the
+    shared directory, the next tick records it and corrects the models' power."""
+    c = controller_site
+    spool = "/var/spool/slurm-green/telemetry"
+    nodes = ("node1", "node2", "node3", "node4")
+    for node in nodes:
+        c.sh(node, f"printf 'SLURM_GREEN_GPU_EMULATED_STATE=/var/lib/slurm-green/gpus.json\\n"
+                   f"SLURM_GREEN_TELEMETRY_DIR={spool}\\n' > /etc/slurm-green/gpu.conf")
+    now = time.time()
+    extra = f'[controller]\ntelemetry_dir = "{spool}"\nmodel_corrections = "{STATE}/corrections.json"\n'
+    config = write_config(write_carbon(now - 3600, now + 3600), "metered")
+    path = HOST_DIR / "metered.toml"  # add the two keys to write_config's [controller] table
+    path.write_text(path.read_text().replace("[controller]\n", extra, 1))
+    start_controller(c, config)
+    try:
+        job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "--comment", "green:flex=10m,cap=yes"],
+                       "sleep 8\n")
+        state_of(c, job, DONE, 90)
+        query = f"SELECT metered_energy_kwh FROM jobs WHERE job_id = {job}"
+        kwh = c.wait_for(lambda: (rows := store_rows(c, "metered", query)) and rows[0][0], 30,
+                         message="metered energy recorded by a tick")
+        times = slurm_times(c, job)
+        watts = kwh * 3.6e6 / (times["end"] - times["start"])
+        assert 0.7 * 280 <= watts <= 1.3 * 280, watts  # one A100-like GPU capped at 0.7 x 400 W
+        corrections = json.loads(c.exec("controller", "cat", f"{STATE}/corrections.json").stdout)
+        assert any(key.endswith("|1|1|0.7") for key in corrections["power_w"]), corrections
+        assert c.exec("controller", "ls", "-A", spool).stdout.strip() == ""  # consumed
+    finally:
+        stop_controller(c)
+        for node in nodes:
+            c.sh(node, "rm -f /etc/slurm-green/gpu.conf /var/lib/slurm-green/gpus.json", check=False)

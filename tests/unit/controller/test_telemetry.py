@@ -40,7 +40,7 @@ def test_other_jobs_garbage_and_stale_halves_are_removed(tmp_path, caplog) -> No
     with caplog.at_level(logging.WARNING):
         assert inbox.collect(NOW, lambda job_id: None if job_id == 6 else 2) == []
     assert list(tmp_path.iterdir()) == []
-    assert "unreadable" in caplog.text and "1 of its 2 nodes" in caplog.text
+    assert "malformed" in caplog.text and "1 of its 2 nodes" in caplog.text
 
 
 @pytest.mark.parametrize("bad", [dict(energy_j=float("nan")), dict(seconds=-1.0), dict(gpus=0), dict(node="../x")])
@@ -69,3 +69,13 @@ def test_a_tick_records_metered_energy_and_corrects_the_models_power(config, tmp
     (job,) = controller.store.jobs()
     assert job["metered_energy_kwh"] == pytest.approx(predicted * 1.5 * 600 / 3.6e6)
     assert (tmp_path / "corrections.json").exists() and list(spool.iterdir()) == []
+
+
+def test_records_are_readable_by_the_controller_and_an_unreadable_one_is_kept(tmp_path, caplog) -> None:
+    leave(tmp_path, 9, "node1")
+    assert (tmp_path / "9.node1.energy.json").stat().st_mode & 0o777 == 0o644  # the Epilog is root, the controller not
+    (tmp_path / "10.node1.energy.json").mkdir()  # cannot be read (as permissions would, even for root)
+    with caplog.at_level(logging.WARNING):
+        (run,) = EnergyInbox(tmp_path).collect(NOW, lambda job_id: 1)
+    assert run.job_id == 9
+    assert (tmp_path / "10.node1.energy.json").exists() and "cannot read" in caplog.text

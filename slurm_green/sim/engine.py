@@ -126,6 +126,9 @@ class Simulator:
         self.record = SimRecord.empty(n)
         self.free = np.ones((spec.nodes, spec.gpus_per_node), dtype=bool)
         self.free_count = np.full(spec.nodes, spec.gpus_per_node, dtype=np.int64)
+        #: ``free_count.sum()``, kept up to date (read at every scheduling pass and sample).
+        self._free_total = spec.gpus
+        self._node_gpus = np.full(spec.nodes, spec.gpus_per_node)
         self._node_index = {spec.node_name(i): i for i in range(spec.nodes)}
         self._nodes = [self._node(i) for i in range(spec.nodes)]
         self._dirty_nodes: set[int] = set()
@@ -303,16 +306,17 @@ class Simulator:
             self.free_count[i] -= per_node
             self._dirty_nodes.add(i)
             alloc.append((i, slots))
+        self._free_total -= per_node * len(alloc)
         return alloc
 
     def _slots(self, i: int, k: int, aligned: bool) -> np.ndarray:
         """GPU indices on node ``i``: an aligned buddy block when the decision placed the job, else the lowest free."""
         gpn = self.spec.gpus_per_node
         if aligned and k & (k - 1) == 0 and gpn % k == 0:
-            blocks = self.free[i].reshape(gpn // k, k).all(axis=1)
-            if blocks.any():
-                start = int(np.argmax(blocks)) * k
-                return np.arange(start, start + k)
+            row = self.free[i].tolist()  # a node's few slots: a plain scan beats numpy's call overhead
+            for start in range(0, gpn, k):
+                if all(row[start: start + k]):
+                    return np.arange(start, start + k)
         return np.flatnonzero(self.free[i])[:k]
 
     # -- the event loop ----------------------------------------------------------------
@@ -380,6 +384,7 @@ class Simulator:
         for i, slots in running.alloc:
             self.free[i, slots] = True
             self.free_count[i] += len(slots)
+            self._free_total += len(slots)
             self._dirty_nodes.add(i)
         del self._jobs[job_id]
         self._snapshot = None
@@ -396,7 +401,7 @@ class Simulator:
     def _schedule(self, now: float) -> None:
         """One FIFO + EASY backfill pass over the eligible queue."""
         self._schedule_needed = False
-        free = int(self.free_count.sum())
+        free = self._free_total
         reservation: tuple[float, int] | None = None
         i = tested = 0
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
@@ -482,7 +487,7 @@ class Simulator:
         return self.record
 
     def _busy(self) -> int:
-        return self.spec.gpus - int(self.free_count.sum())
+        return self.spec.gpus - self._free_total
 
     def _fragmentation(self) -> float:
-        return fragmentation(self.free_count, np.full(self.spec.nodes, self.spec.gpus_per_node))
+        return fragmentation(self.free_count, self._node_gpus)

@@ -114,7 +114,7 @@ def report(config_path: Path, as_json: bool) -> None:
         return
     table = Table(title="slurm-green: managed jobs")
     for column in ("job", "submit", "decided start", "actual start", "cap", "kgCO2 (decided)", "kgCO2 (at once)",
-                   "kWh (run)", "kgCO2 (run)"):
+                   "kWh (run)", "kgCO2 (run)", "kWh (metered)"):
         table.add_column(column)
     for row in rows:
         table.add_row(str(row["job_id"]), _when(row["submit_time"], row["submit_time"] or 0),
@@ -122,7 +122,8 @@ def report(config_path: Path, as_json: bool) -> None:
                       _when(row["actual_start"], row["submit_time"] or 0),
                       "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}",
                       _amount(row["expected_carbon_kg"]), _amount(row["carbon_if_now_kg"]),
-                      _amount(row["run_energy_kwh"]), _amount(row["run_carbon_kg"]))
+                      _amount(row["run_energy_kwh"]), _amount(row["run_carbon_kg"]),
+                      _amount(row["metered_energy_kwh"]))
     console = Console()
     console.print(table)
     console.print(f"estimated carbon saved: {totals['saved_kg']:.4f} kg ({totals['saved_fraction']:.1%}) over "

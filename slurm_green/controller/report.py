@@ -5,6 +5,8 @@ seen; "decided" is the last decision's estimate for the window it was given. Bot
 are model estimates (GPU power x runtime x forecast intensity), not metered energy.
 "Run" energy and carbon are accounted while the job ran: the decided configuration's
 modelled power over the time it actually ran, at the grid's intensity of those hours.
+"Metered" energy is what the job's GPUs drew as their Epilogs measured it (NVML energy
+counters), where telemetry is configured; the rest of the node is not in it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
             "carbon_if_now_kg": first["carbon_if_now_kg"],
             "run_energy_kwh": seen.get("energy_kwh"),
             "run_carbon_kg": seen.get("carbon_kg"),
+            "metered_energy_kwh": seen.get("metered_energy_kwh"),
         })
     return rows
 

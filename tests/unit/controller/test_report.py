@@ -21,6 +21,8 @@ def test_report_joins_first_and_last_decision_with_the_actual_start(tmp_path):
     assert row["actual_start"] == NOW + 3610 and row["decided_start"] == NOW + 3600
     assert row["carbon_if_now_kg"] == 2.0 and row["expected_carbon_kg"] == 0.4
     assert row["state"] == "RUNNING" and row["user"] == "alice"
+    assert row["metered_energy_kwh"] is None
+    assert store.record_metered(1, 0.25) == "" and job_rows(store)[0]["metered_energy_kwh"] == 0.25
     summary = totals([row])
     assert summary["saved_kg"] == 1.6 and summary["saved_fraction"] == 0.8
 

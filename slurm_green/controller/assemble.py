@@ -74,6 +74,7 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
         dry_run=dry,
         gpu_enact=config.gpu.enact,
         telemetry=EnergyInbox(config.controller.telemetry_dir) if config.controller.telemetry_dir else None,
+        retention_s=config.controller.retention_days * 86400 if config.controller.retention_days else None,
     )
     feed = build_feed(config, clock)
     controller.carbon = feed

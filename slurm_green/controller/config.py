@@ -28,6 +28,7 @@ class ControllerSettings(_Section):
     dry_run: bool = False
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     metrics_port: int | None = Field(None, ge=1, le=65535, description="Prometheus exporter port; none = off")
+    retention_days: float | None = Field(90.0, gt=0, description="days the store keeps ended jobs; none = for ever")
     telemetry_dir: Path | None = Field(None, description="where Epilogs leave metered GPU energy; none = off")
     model_corrections: Path | None = Field(None, description="file keeping the models' telemetry corrections")
 

@@ -167,6 +167,21 @@ class StateStore:
                  len(results), sum(not r.ok for r in results)),
             )
 
+    def prune(self, before: float) -> int:
+        """Forget jobs that ended, or were last seen in Slurm, before ``before`` (their
+        decisions and actions too) and older ticks; returns how many jobs. Without it the
+        store grows with every job ever managed and ``latest_decisions``, read every tick,
+        slows down with it. A pending or running job is seen every tick, so it stays."""
+        old = "COALESCE(end_time, last_seen) < ?"
+        with self._db:
+            self._db.execute("BEGIN")
+            for table in ("decisions", "actions"):
+                self._db.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM jobs WHERE {old})",
+                                 (before,))
+            gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
+            self._db.execute("DELETE FROM ticks WHERE tick_at < ?", (before,))
+        return gone
+
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
         """Keep what Slurm says of managed jobs (their actual start and end), for reports."""
         with self._db:

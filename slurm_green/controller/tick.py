@@ -24,6 +24,8 @@ from slurm_green.models.base import Config
 
 log = logging.getLogger(__name__)
 
+PRUNE_EVERY_S = 3600.0  # pruning is a few DELETEs: hourly keeps the store bounded at no cost
+
 
 class CarbonReading(Protocol):
     signal: object  #: a ``slurm_green.carbon.signal.CarbonSignal``
@@ -71,6 +73,9 @@ class Controller:
     gpu_enact: Enactment = "power_cap"
     #: Where the Epilogs leave metered GPU energy (None: no telemetry).
     telemetry: EnergyInbox | None = None
+    #: How long the store keeps ended jobs and old ticks (None: for ever).
+    retention_s: float | None = None
+    _pruned_at: float = field(default=float("-inf"), repr=False)
 
     def _forecast(self, now: float, report: TickReport) -> object | None:
         if self.carbon is None:
@@ -117,6 +122,10 @@ class Controller:
         if record:
             self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
                                    len(report.plan.decisions), report.results)
+            if self.retention_s is not None and now - self._pruned_at >= PRUNE_EVERY_S:
+                self._pruned_at = now
+                forgotten = self.store.prune(now - self.retention_s)
+                log.info("store: forgot %d job(s) older than %.0f days", forgotten, self.retention_s / 86400)
         log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,
                  len(report.plan.decisions), len(report.actions), len(report.failures))
         return report

@@ -90,3 +90,19 @@ def test_a_stretch_counted_past_the_jobs_end_is_taken_back(tmp_path):
     [row] = store.jobs()
     assert row["energy_kwh"] == pytest.approx(0.25) and row["carbon_kg"] == pytest.approx(0.075)
     assert row["accounted_until"] == NOW + 900
+
+
+def test_prune_forgets_old_ended_and_vanished_jobs_and_keeps_live_ones(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    day = 86400.0
+    old, vanished, live = (Job(1, state=JobState.COMPLETED, start_time=NOW - 99 * day, end_time=NOW - 98 * day),
+                           Job(2, state=JobState.RUNNING, start_time=NOW - 97 * day), Job(3))
+    store.record_decisions(NOW - 99 * day, [JobDecision(1, reason="a"), JobDecision(2, reason="b")])
+    store.observe_jobs(NOW - 97 * day, [old, vanished])  # job 2 is not seen again: gone from Slurm
+    store.record_tick(NOW - 97 * day, "window", None, [], 1, 2, [])
+    store.record_decisions(NOW, [JobDecision(3, reason="c")])
+    store.observe_jobs(NOW, [live])
+    store.record_tick(NOW, "window", None, [], 1, 1, [])
+    assert store.prune(NOW - 90 * day) == 2
+    assert [row["job_id"] for row in store.jobs()] == [3] and list(store.latest_decisions()) == [3]
+    assert [row["tick_at"] for row in store.ticks()] == [NOW]

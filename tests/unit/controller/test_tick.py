@@ -78,7 +78,7 @@ def test_assembly_follows_the_config(config: Config) -> None:
     backend = parts.controller.backend
     assert isinstance(backend, CliBackend) and isinstance(backend.runner, LocalRunner)
     assert backend.timeout_s == 7.5 and not backend.reads_jobs_as_text
-    assert parts.controller.policy.name == "window"
+    assert parts.controller.policy.name == "window" and parts.controller.retention_s == 90 * 86400
     assert parts.controller.sign is not None and parts.clock.now() == NOW
 
 

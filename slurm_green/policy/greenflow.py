@@ -438,10 +438,9 @@ def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: i
         saved = flat[here] - flat[there]
     utility = np.where(valid & admitted[:, None], saved / extra, -np.inf)
     utility = np.minimum.accumulate(utility, axis=1)
-    good = utility > 0
-    if not good.any():
+    r, m = (utility > 0).nonzero()
+    if not len(r):
         return np.zeros(n, dtype=np.int64)
-    r, m = good.nonzero()
     order = np.lexsort((m, -utility[r, m]))
     r, m = r[order], m[order]
     fits = extra[r, m].cumsum() <= spare

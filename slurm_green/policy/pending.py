@@ -70,9 +70,8 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> Pending
     global _ROWS
     last, kept = _ROWS, {}
     rows = []
-    for job in snapshot.jobs:
-        if job.state is not JobState.PENDING:
-            continue
+    pending = JobState.PENDING
+    for job in [job for job in snapshot.jobs if job.state is pending]:  # most active jobs run
         hit = last.get(job.job_id)
         if hit is not None and hit[0] is job and hit[1] == default_runtime_s:
             row = hit[2]
@@ -104,5 +103,5 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> Pending
 
 def gpus_per_node_of(snapshot: ClusterSnapshot, default: int = 8) -> int:
     """The most common GPU count per node: the unit in which multi-node jobs are packed."""
-    counts = Counter(row[1] for row in node_rows(snapshot.nodes) if row[1] > 0)  # row[1]: the node's GPUs
+    counts = Counter([row[1] for row in node_rows(snapshot.nodes) if row[1] > 0])  # row[1]: the node's GPUs
     return counts.most_common(1)[0][0] if counts else default

@@ -87,7 +87,7 @@ def node_rows(nodes: tuple[Node, ...]) -> list[tuple[bool, int, int, tuple[int, 
 
 def gpus_free(nodes: tuple[Node, ...]) -> int:
     """``ClusterSnapshot.gpus_free`` of these nodes (free GPUs on available nodes), from the memoised rows."""
-    return sum(row[5] for row in node_rows(nodes))
+    return sum([row[5] for row in node_rows(nodes)])
 
 
 def _free_slots(row: tuple, slots: int) -> np.ndarray:
@@ -190,7 +190,8 @@ class FreeGpus:
         if k > slots:
             return np.zeros(len(self.names), dtype=bool), np.full(len(self.names), -1)
         if _is_power_of_two(k) and slots % k == 0:
-            blocks = self.free.reshape(len(self.names), slots // k, k).all(axis=2)
+            # Single GPUs (the most common request) need no reduction: a block is a slot.
+            blocks = self.free if k == 1 else self.free.reshape(len(self.names), slots // k, k).all(axis=2)
             has = blocks.any(axis=1)
             first = np.where(has, blocks.argmax(axis=1) * k, -1)
             return has, first

@@ -1,4 +1,5 @@
-"""The controller's end of the Epilogs' energy records (see ``slurm_green.core.telemetry``).
+"""The controller's end of the Epilogs' energy records (see ``slurm_green.core.telemetry``),
+and what a tick does with them (``fold_metered_energy``).
 
 A job's GPU energy is complete once every node of the job has left its record; the
 inbox then sums them into one ``MeteredRun`` and removes the files. Records of jobs the
@@ -15,8 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurm_green.controller.store import StateStore
 from slurm_green.core import telemetry
+from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.telemetry import NodeEnergy
+from slurm_green.models.base import Config
 
 log = logging.getLogger(__name__)
 
@@ -86,3 +90,45 @@ class EnergyInbox:
         except OSError:
             return True
         return now - newest > self.stale_after_s
+
+
+def fold_metered_energy(inbox: EnergyInbox, store: StateStore, models: object, snapshot: ClusterSnapshot,
+                        now: float) -> list[str]:
+    """Finished jobs' metered GPU energy: into their records, and into the models as power
+    corrections for the configuration they ran in (``FittedRegistry.observe``), so later
+    decisions price energy as measured. Returns the tick's notes; never raises."""
+    try:
+        latest = store.latest_decisions()
+        runs = inbox.collect(now, lambda job_id: _node_count(latest.get(job_id), snapshot, job_id))
+        learned = sum(_learn(run, latest[run.job_id], store, models) for run in runs)
+    except Exception as exc:  # a broken spool or model must not stop scheduling
+        log.warning("metered energy not read: %s", exc)
+        return [f"metered energy not read ({exc})"]
+    return [f"metered energy of {len(runs)} finished job(s); {learned} taught the models"] if runs else []
+
+
+def _learn(run: MeteredRun, decision: dict[str, object], store: StateStore, models: object) -> bool:
+    name = store.record_metered(run.job_id, run.energy_j / 3.6e6)
+    observe = getattr(models, "observe", None)
+    power = run.mean_power_w
+    if run.shared or power is None or observe is None:
+        return False  # a shared GPU's energy is not this job's alone
+    per_node = decision["gpus_per_node"]
+    if per_node and int(per_node) * run.nodes != run.gpus:  # type: ignore[call-overload]
+        log.info("job %s ran on %d GPUs, not as decided: not a sample of that configuration", run.job_id, run.gpus)
+        return False
+    cap = decision["cap_fraction"]
+    config = Config(gpus=run.gpus, nodes=run.nodes, cap_fraction=float(cap) if cap else 1.0)  # type: ignore[arg-type]
+    observe(name, config, measured_power_w=power)
+    return True
+
+
+def _node_count(decision: dict[str, object] | None, snapshot: ClusterSnapshot, job_id: int) -> int | None:
+    """How many nodes' records make a job's run complete: as decided, else as Slurm shows it,
+    else 0 (unknown: take what is there); None for a job the controller never decided."""
+    if decision is None:
+        return None
+    if decision["num_nodes"]:
+        return int(decision["num_nodes"])  # type: ignore[call-overload]
+    job = snapshot.job(job_id)
+    return job.num_nodes if job is not None else 0

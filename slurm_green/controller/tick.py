@@ -13,14 +13,13 @@ from typing import Protocol
 
 from slurm_green.controller.planner import plan_actions
 from slurm_green.controller.store import StateStore
-from slurm_green.controller.telemetry import EnergyInbox, MeteredRun
+from slurm_green.controller.telemetry import EnergyInbox, fold_metered_energy
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import Plan, Policy
-from slurm_green.models.base import Config
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +117,7 @@ class Controller:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
                             failure.error.value if failure.error else "", failure.message)
         if record and self.telemetry is not None:
-            report.notes.extend(self._learn_from_metered_energy(now, snapshot))
+            report.notes.extend(fold_metered_energy(self.telemetry, self.store, self.models, snapshot, now))
         if record:
             self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
                                    len(report.plan.decisions), report.results)
@@ -129,43 +128,3 @@ class Controller:
         log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,
                  len(report.plan.decisions), len(report.actions), len(report.failures))
         return report
-
-    def _learn_from_metered_energy(self, now: float, snapshot: ClusterSnapshot) -> list[str]:
-        """Finished jobs' metered GPU energy: into their records, and into the models as power
-        corrections for the configuration they ran in (``FittedRegistry.observe``), so later
-        decisions price energy as measured. Never fails the tick."""
-        assert self.store is not None and self.telemetry is not None
-        try:
-            latest = self.store.latest_decisions()
-            runs = self.telemetry.collect(now, lambda job_id: _node_count(latest.get(job_id), snapshot, job_id))
-            learned = sum(self._learn(run, latest[run.job_id]) for run in runs)
-        except Exception as exc:  # a broken spool or model must not stop scheduling
-            log.warning("metered energy not read: %s", exc)
-            return [f"metered energy not read ({exc})"]
-        return [f"metered energy of {len(runs)} finished job(s); {learned} taught the models"] if runs else []
-
-    def _learn(self, run: MeteredRun, decision: dict[str, object]) -> bool:
-        name = self.store.record_metered(run.job_id, run.energy_j / 3.6e6)  # type: ignore[union-attr]
-        observe = getattr(self.models, "observe", None)
-        power = run.mean_power_w
-        if run.shared or power is None or observe is None:
-            return False  # a shared GPU's energy is not this job's alone
-        per_node = decision["gpus_per_node"]
-        if per_node and int(per_node) * run.nodes != run.gpus:  # type: ignore[call-overload]
-            log.info("job %s ran on %d GPUs, not as decided: not a sample of that configuration", run.job_id, run.gpus)
-            return False
-        cap = decision["cap_fraction"]
-        config = Config(gpus=run.gpus, nodes=run.nodes, cap_fraction=float(cap) if cap else 1.0)  # type: ignore[arg-type]
-        observe(name, config, measured_power_w=power)
-        return True
-
-
-def _node_count(decision: dict[str, object] | None, snapshot: ClusterSnapshot, job_id: int) -> int | None:
-    """How many nodes' records make a job's run complete: as decided, else as Slurm shows it,
-    else 0 (unknown: take what is there); None for a job the controller never decided."""
-    if decision is None:
-        return None
-    if decision["num_nodes"]:
-        return int(decision["num_nodes"])  # type: ignore[call-overload]
-    job = snapshot.job(job_id)
-    return job.num_nodes if job is not None else 0

@@ -17,7 +17,7 @@ from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_sources
 from slurm_green.controller.config import Config
 from slurm_green.controller.store import StateStore
-from slurm_green.controller.telemetry import EnergyInbox
+from slurm_green.controller.telemetry import EnergyInbox, MeteredEnergy
 from slurm_green.controller.tick import Controller
 from slurm_green.core import decision_token
 from slurm_green.core.clock import Clock, SystemClock
@@ -61,6 +61,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
     clock = clock or SystemClock()
     dry = config.controller.dry_run if dry_run is None else dry_run
     sign, verify = signer(config)
+    store = StateStore(config.controller.state_db) if with_store else None
+    telemetry_dir = config.controller.telemetry_dir
     controller = Controller(
         backend=make_backend(prefer=config.slurm.backend, dry_run=dry, clock=clock,
                              timeout_s=config.slurm.command_timeout_s,
@@ -68,12 +70,12 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
         policy=build_policy(config),
         carbon=None,
         models=default_registry(corrections_path=config.controller.model_corrections),
-        store=StateStore(config.controller.state_db) if with_store else None,
+        store=store,
         sign=sign,  # type: ignore[arg-type]
         verify=verify,  # type: ignore[arg-type]
         dry_run=dry,
         gpu_enact=config.gpu.enact,
-        telemetry=EnergyInbox(config.controller.telemetry_dir) if config.controller.telemetry_dir else None,
+        telemetry=MeteredEnergy(EnergyInbox(telemetry_dir), store) if telemetry_dir and store else None,
         retention_s=config.controller.retention_days * 86400 if config.controller.retention_days else None,
     )
     feed = build_feed(config, clock)

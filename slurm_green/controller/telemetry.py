@@ -1,5 +1,5 @@
-"""The controller's end of the Epilogs' energy records (see ``slurm_green.core.telemetry``),
-and what a tick does with them (``fold_metered_energy``).
+"""The controller's end of the Epilogs' energy records (see ``slurm_green.core.telemetry``):
+``EnergyInbox`` reads them, ``MeteredEnergy`` turns them into the tick's observations.
 
 A job's GPU energy is complete once every node of the job has left its record; the
 inbox then sums them into one ``MeteredRun`` and removes the files. Records of jobs the
@@ -20,7 +20,7 @@ from slurm_green.controller.store import StateStore
 from slurm_green.core import telemetry
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.telemetry import NodeEnergy
-from slurm_green.models.base import Config
+from slurm_green.models.base import Config, Observation
 
 log = logging.getLogger(__name__)
 
@@ -92,35 +92,38 @@ class EnergyInbox:
         return now - newest > self.stale_after_s
 
 
-def fold_metered_energy(inbox: EnergyInbox, store: StateStore, models: object, snapshot: ClusterSnapshot,
-                        now: float) -> list[str]:
-    """Finished jobs' metered GPU energy: into their records, and into the models as power
-    corrections for the configuration they ran in (``FittedRegistry.observe``), so later
-    decisions price energy as measured. Returns the tick's notes; never raises."""
-    try:
-        latest = store.latest_decisions()
-        runs = inbox.collect(now, lambda job_id: _node_count(latest.get(job_id), snapshot, job_id))
-        learned = sum(_learn(run, latest[run.job_id], store, models) for run in runs)
-    except Exception as exc:  # a broken spool or model must not stop scheduling
-        log.warning("metered energy not read: %s", exc)
-        return [f"metered energy not read ({exc})"]
-    return [f"metered energy of {len(runs)} finished job(s); {learned} taught the models"] if runs else []
+class MeteredEnergy:
+    """The Slurm cluster's telemetry source: the Epilogs' energy records of jobs the
+    controller decided, stored with each job, and as power observations for the models."""
+
+    def __init__(self, inbox: EnergyInbox, store: StateStore) -> None:
+        self.inbox = inbox
+        self.store = store
+
+    def observations(self, now: float, snapshot: ClusterSnapshot) -> list[Observation]:
+        latest = self.store.latest_decisions()
+        runs = self.inbox.collect(now, lambda job_id: _node_count(latest.get(job_id), snapshot, job_id))
+        found = []
+        for run in runs:
+            name = self.store.record_metered(run.job_id, run.energy_j / 3.6e6)
+            observation = _observation(run, latest[run.job_id], name)
+            if observation is not None:
+                found.append(observation)
+        return found
 
 
-def _learn(run: MeteredRun, decision: dict[str, object], store: StateStore, models: object) -> bool:
-    name = store.record_metered(run.job_id, run.energy_j / 3.6e6)
-    observe = getattr(models, "observe", None)
+def _observation(run: MeteredRun, decision: dict[str, object], name: str | None) -> Observation | None:
+    """Mean GPU power in the configuration the job ran in; None if it says nothing about one."""
     power = run.mean_power_w
-    if run.shared or power is None or observe is None:
-        return False  # a shared GPU's energy is not this job's alone
+    if run.shared or power is None:
+        return None  # a shared GPU's energy is not this job's alone
     per_node = decision["gpus_per_node"]
     if per_node and int(per_node) * run.nodes != run.gpus:  # type: ignore[call-overload]
         log.info("job %s ran on %d GPUs, not as decided: not a sample of that configuration", run.job_id, run.gpus)
-        return False
+        return None
     cap = decision["cap_fraction"]
     config = Config(gpus=run.gpus, nodes=run.nodes, cap_fraction=float(cap) if cap else 1.0)  # type: ignore[arg-type]
-    observe(name, config, measured_power_w=power)
-    return True
+    return Observation(name, config, power_w=power)
 
 
 def _node_count(decision: dict[str, object] | None, snapshot: ClusterSnapshot, job_id: int) -> int | None:

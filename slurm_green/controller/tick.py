@@ -13,13 +13,13 @@ from typing import Protocol
 
 from slurm_green.controller.planner import plan_actions
 from slurm_green.controller.store import StateStore
-from slurm_green.controller.telemetry import EnergyInbox, fold_metered_energy
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import Plan, Policy
+from slurm_green.models.base import Observation
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,13 @@ PRUNE_EVERY_S = 3600.0  # pruning is a few DELETEs: hourly keeps the store bound
 class CarbonReading(Protocol):
     signal: object  #: a ``slurm_green.carbon.signal.CarbonSignal``
     source: str  #: which source answered
+
+
+class TelemetrySource(Protocol):
+    """Measurements of finished jobs, each handed over once: the Epilogs' metered energy on
+    Slurm (``controller.telemetry.MeteredEnergy``), the simulated truth in the simulator."""
+
+    def observations(self, now: float, snapshot: ClusterSnapshot) -> list[Observation]: ...
 
 
 class CarbonFeed(Protocol):
@@ -70,8 +77,8 @@ class Controller:
     verify: Callable[[int, str], dict[str, object]] | None = None
     dry_run: bool = False
     gpu_enact: Enactment = "power_cap"
-    #: Where the Epilogs leave metered GPU energy (None: no telemetry).
-    telemetry: EnergyInbox | None = None
+    #: Measurements that refine the models (None: none).
+    telemetry: TelemetrySource | None = None
     #: How long the store keeps ended jobs and old ticks (None: for ever).
     retention_s: float | None = None
     _pruned_at: float = field(default=float("-inf"), repr=False)
@@ -116,8 +123,8 @@ class Controller:
             for failure in report.failures:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
                             failure.error.value if failure.error else "", failure.message)
-        if record and self.telemetry is not None:
-            report.notes.extend(fold_metered_energy(self.telemetry, self.store, self.models, snapshot, now))
+        if self.telemetry is not None and not self.dry_run:
+            report.notes.extend(self._learn(now, snapshot))
         if record:
             self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
                                    len(report.plan.decisions), report.results)
@@ -128,3 +135,16 @@ class Controller:
         log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,
                  len(report.plan.decisions), len(report.actions), len(report.failures))
         return report
+
+    def _learn(self, now: float, snapshot: ClusterSnapshot) -> list[str]:
+        """Fold finished jobs' measurements into the models (``observe``), so later
+        decisions use what was measured. Never fails the tick."""
+        observe = getattr(self.models, "observe", None)
+        try:
+            observations = self.telemetry.observations(now, snapshot)  # type: ignore[union-attr]
+            for seen in observations if observe is not None else ():
+                observe(seen.job_type, seen.config, measured_throughput=seen.throughput, measured_power_w=seen.power_w)
+        except Exception as exc:  # a broken spool or model must not stop scheduling
+            log.warning("telemetry not read: %s", exc)
+            return [f"telemetry not read ({exc})"]
+        return [f"{len(observations)} measurement(s) of finished jobs taught the models"] if observations else []

@@ -45,6 +45,16 @@ class ColocationModel(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """What one finished job was measured doing in ``config``; ``None`` where not measured."""
+
+    job_type: str | None
+    config: Config
+    throughput: float | None = None
+    power_w: float | None = None
+
+
 class TelemetrySink(Protocol):
     def observe(self, job_type: str | None, config: Config, measured_throughput: float | None = None,
                 measured_power_w: float | None = None) -> None:

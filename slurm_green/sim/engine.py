@@ -54,7 +54,7 @@ from slurm_green.core.actions import (
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.models.base import Config
+from slurm_green.models.base import Config, Observation
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
@@ -97,6 +97,8 @@ class _Running:
     gpus: int
     alloc: list[tuple[int, np.ndarray]]
     limit_end: float
+    #: What the job's telemetry will report when it ends (the simulated truth).
+    seen: Observation
 
     def key(self, job_id: int) -> tuple[float, int, int]:
         return (self.limit_end, job_id, self.gpus)
@@ -107,7 +109,7 @@ class Simulator:
 
     def __init__(self, workload: Workload, spec: ClusterSpec, models: object, signal: object, key: bytes,
                  options: TraceOptions = TraceOptions(), clock: ManualClock | None = None,
-                 verify: Callable[[int, str], dict[str, object]] | None = None) -> None:
+                 verify: Callable[[int, str], dict[str, object]] | None = None, telemetry: bool = False) -> None:
         self.workload = workload
         self.spec = spec
         self.models = models
@@ -143,6 +145,9 @@ class Simulator:
         self._next_arrival = 0
         self._snapshot: ClusterSnapshot | None = None
         self._partition = Partition(PARTITION, tuple(self._node_index), default=True)
+        #: With ``telemetry``, each finished job's true throughput and power, until handed over.
+        self._telemetry = telemetry
+        self._observations: list[Observation] = []
 
     # -- sizes ---------------------------------------------------------------------------
 
@@ -191,6 +196,15 @@ class Simulator:
 
     def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
         return [self._apply_one(action) for action in actions]
+
+    # -- TelemetrySource (with ``telemetry=True``) -----------------------------------------
+
+    def observations(self, now: float, snapshot: ClusterSnapshot) -> list[Observation]:
+        """Jobs finished since the last call, as an instrumented job and its GPUs' energy
+        counters would report them: the true throughput and power of the configuration
+        each ran in."""
+        found, self._observations = self._observations, []
+        return found
 
     def _apply_one(self, action: Action) -> ActionResult:
         job = self._jobs.get(action.job_id)
@@ -364,11 +378,13 @@ class Simulator:
         gpus = job.total_gpus
         config = self._config(gpus, len(alloc), cap)
         model = self._model(job.name)
-        runtime = float(self.work[index] / model.throughput(config))  # type: ignore[attr-defined]
+        throughput = float(model.throughput(config))  # type: ignore[attr-defined]
+        runtime = float(self.work[index] / throughput)
         power = float(model.power_w(config))  # type: ignore[attr-defined]
         end = now + runtime
         self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
-        running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime))
+        seen = Observation(job.name or None, config, throughput, power)
+        running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen)
         bisect.insort(self._limit_ends, running.key(job.job_id))
         # Like Slurm, a running job's EndTime is its start plus its time limit, not the truth.
         self._jobs[job.job_id] = _replace_job(job, dict(
@@ -379,6 +395,8 @@ class Simulator:
 
     def _complete(self, job_id: int) -> None:
         running = self._running.pop(job_id)
+        if self._telemetry:
+            self._observations.append(running.seen)
         del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job_id))]
         self._schedule_needed = True
         for i, slots in running.alloc:

@@ -43,17 +43,25 @@ class _CountingController(Controller):
 
 def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: CarbonSignal, models: object,
              carbon_name: str = "carbon", options: TraceOptions = TraceOptions(), min_tick_s: float = 300.0,
-             max_tick_s: float = 900.0, on_progress: Callable[[int], None] | None = None) -> RunResult:
+             max_tick_s: float = 900.0, on_progress: Callable[[int], None] | None = None,
+             truth: object | None = None, learn: bool = False) -> RunResult:
+    """Run ``policy`` through the controller over ``workload``.
+
+    ``models`` is what the controller believes; ``truth`` how jobs really run (default: the
+    same models). With ``learn`` each finished job's true throughput and power reach the
+    controller as telemetry and refine ``models`` (which it then changes) online.
+    """
     key = secrets.token_bytes(32)
     # The planner re-verifies every pending job's token each tick and the simulated Prolog once at
     # start; the answer only depends on (job, token), so it is memoised and shared (a failure
     # raises again, it is never cached).
     verify = functools.lru_cache(maxsize=1 << 16)(functools.partial(decision_token.verify, key))
-    sim = Simulator(workload, spec, models, signal, key, options, verify=verify)
+    sim = Simulator(workload, spec, truth if truth is not None else models, signal, key, options, verify=verify,
+                    telemetry=learn)
     feed = SimCarbonFeed(signal, carbon_name, horizon_s=max(7 * 86400.0, 2 * options.flex_s))
     controller = _CountingController(
         backend=sim, policy=policy, carbon=feed, models=models,
-        sign=functools.partial(decision_token.sign, key), verify=verify)
+        sign=functools.partial(decision_token.sign, key), verify=verify, telemetry=sim if learn else None)
     began = time.perf_counter()
     record = sim.run(controller, min_tick_s=min_tick_s, max_tick_s=max_tick_s, on_progress=on_progress)
     wall = time.perf_counter() - began

@@ -64,7 +64,7 @@ def test_a_tick_records_metered_energy_and_corrects_the_models_power(config, tmp
     predicted = models.for_job("resnet50").power_w(ran)
     leave(spool, 1, "node1", energy_j=predicted * 1.5 * 600, seconds=600, gpus=1)  # it drew 1.5x the model
     report = controller.tick(NOW + 600)
-    assert any("taught the models" in note for note in report.notes)
+    assert report.notes[-1] == "1 measurement(s) of finished jobs taught the models"
     assert models.for_job("resnet50").power_w(ran) == pytest.approx(predicted * 1.5 ** 0.5)  # half way, in log space
     (job,) = controller.store.jobs()
     assert job["metered_energy_kwh"] == pytest.approx(predicted * 1.5 * 600 / 3.6e6)

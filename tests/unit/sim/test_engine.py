@@ -131,3 +131,41 @@ def test_runner_reports_summary_metrics():
     assert s["avg_jct_s"] == pytest.approx((HOUR + 2 * HOUR) / 2)
     assert s["energy_kwh"] == pytest.approx((200 * HOUR + 400 * HOUR) / 3.6e6)
     assert s["carbon_kg"] == pytest.approx(s["energy_kwh"] * 100.0 / 1000.0)
+
+
+@dataclass(frozen=True)
+class HotModel:
+    """The truth of a site whose GPUs draw 1.5x what the controller's models believe."""
+
+    job_type: str = "linear"
+
+    def throughput(self, config):
+        return config.gpus * config.cap_fraction
+
+    def power_w(self, config):
+        return config.gpus * 150.0 * config.cap_fraction
+
+
+class HotModels:
+    def for_job(self, job_type):
+        return HotModel()
+
+
+class LearningModels(LinearModels):
+    def __init__(self):
+        self.observed = []
+
+    def observe(self, job_type, config, measured_throughput=None, measured_power_w=None):
+        self.observed.append((job_type, config, measured_throughput, measured_power_w))
+
+
+@pytest.mark.parametrize("learn", [True, False])
+def test_finished_jobs_teach_the_controllers_models_the_truth_when_learning(learn):
+    belief = LearningModels()
+    result = simulate(workload((0.0, 2, 2 * HOUR), (0.0, 4, 4 * HOUR)), ONE_NODE, FifoPolicy(), flat_signal(),
+                      belief, options=TraceOptions(flex_s=0.0), truth=HotModels(), learn=learn)
+    assert result.summary["energy_kwh"] == pytest.approx((300 * HOUR + 600 * HOUR) / 3.6e6)  # the truth's power
+    if learn:
+        assert sorted((c.gpus, t, p) for _, c, t, p in belief.observed) == [(2, 2.0, 300.0), (4, 4.0, 600.0)]
+    else:
+        assert belief.observed == []

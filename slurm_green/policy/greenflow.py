@@ -199,7 +199,8 @@ class GreenFlowPolicy:
         starts = np.asarray(forecast.starts, dtype=np.float64)  # type: ignore[attr-defined]
         latest = np.minimum(jobs.deadline, now + self.max_defer_s)
         # The period starts in (now, latest deadline]: a slice, since starts increase.
-        candidates = starts[starts.searchsorted(now, side="right"):starts.searchsorted(latest.max(initial=now), side="right")]
+        first, end = starts.searchsorted([now, latest.max(initial=now)], side="right")
+        candidates = starts[first:end]
         # One window search for "now" (column 0) and every candidate start.
         window_means = forecast.window_means  # type: ignore[attr-defined]
         all_ci = window_means(np.concatenate(([now], candidates)), runtime) / 1000.0

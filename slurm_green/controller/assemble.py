@@ -75,7 +75,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
         verify=verify,  # type: ignore[arg-type]
         dry_run=dry,
         gpu_enact=config.gpu.enact,
-        telemetry=MeteredEnergy(EnergyInbox(telemetry_dir), store) if telemetry_dir and store else None,
+        telemetry=(MeteredEnergy(EnergyInbox(telemetry_dir), store, learn=config.gpu.enact == "power_cap")
+                   if telemetry_dir and store else None),
         retention_s=config.controller.retention_days * 86400 if config.controller.retention_days else None,
     )
     feed = build_feed(config, clock)

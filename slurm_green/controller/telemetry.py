@@ -94,11 +94,17 @@ class EnergyInbox:
 
 class MeteredEnergy:
     """The Slurm cluster's telemetry source: the Epilogs' energy records of jobs the
-    controller decided, stored with each job, and as power observations for the models."""
+    controller decided, stored with each job, and as power observations for the models.
 
-    def __init__(self, inbox: EnergyInbox, store: StateStore) -> None:
+    ``learn=False`` (a site enacting caps as ``--gpu-freq`` levels) only stores them: the
+    decided cap was then not the power limit the job ran under, so the energy says nothing
+    about the model's power at that cap.
+    """
+
+    def __init__(self, inbox: EnergyInbox, store: StateStore, learn: bool = True) -> None:
         self.inbox = inbox
         self.store = store
+        self.learn = learn
 
     def observations(self, now: float, snapshot: ClusterSnapshot) -> list[Observation]:
         latest = self.store.latest_decisions()
@@ -106,7 +112,7 @@ class MeteredEnergy:
         found = []
         for run in runs:
             name = self.store.record_metered(run.job_id, run.energy_j / 3.6e6)
-            observation = _observation(run, latest[run.job_id], name)
+            observation = _observation(run, latest[run.job_id], name) if self.learn else None
             if observation is not None:
                 found.append(observation)
         return found

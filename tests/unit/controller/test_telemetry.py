@@ -79,3 +79,19 @@ def test_records_are_readable_by_the_controller_and_an_unreadable_one_is_kept(tm
         (run,) = EnergyInbox(tmp_path).collect(NOW, lambda job_id: 1)
     assert run.job_id == 9
     assert (tmp_path / "10.node1.energy.json").exists() and "cannot read" in caplog.text
+
+
+def test_a_gpu_freq_site_stores_metered_energy_but_does_not_teach_caps(config, tmp_path) -> None:  # noqa: F811
+    spool = tmp_path / "telemetry"
+    config = config.model_copy(update={
+        "controller": config.controller.model_copy(update={"telemetry_dir": spool}),
+        "gpu": config.gpu.model_copy(update={"enact": "gpu_freq"})})
+    parts = assemble(config, clock=ManualClock(NOW))
+    controller = parts.controller
+    controller.backend = MemoryBackend([deferred_job(1)])
+    controller.tick(NOW)
+    leave(spool, 1, "node1", energy_j=3.6e6, seconds=3600, gpus=1)
+    report = controller.tick(NOW + 600)
+    assert not any("taught the models" in note for note in report.notes)
+    assert controller.store.jobs()[0]["metered_energy_kwh"] == pytest.approx(1.0)
+    assert not controller.models.corrections

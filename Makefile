@@ -49,6 +49,7 @@ bench: venv
 	$(BIN)/python benchmarks/policy_decision_time.py
 	$(BIN)/python benchmarks/philly_sim_time.py
 	$(BIN)/python benchmarks/policy_comparison.py
+	$(BIN)/python benchmarks/online_refinement.py --trace gavel_philly_ee9e8c_seed0.trace
 
 # ...and on the Docker cluster: snapshot cost and job_submit.lua's cost per submission.
 bench-cluster: cluster-up

@@ -28,6 +28,18 @@ def _models() -> object:
     return default_registry()
 
 
+def _truth(gpu: str | None) -> object | None:
+    """How jobs really run when that differs from what the controller believes (``--true-gpu``)."""
+    if gpu is None:
+        return None
+    from slurm_green.models.registry import default_registry
+
+    try:
+        return default_registry(gpu.lower())
+    except (KeyError, FileNotFoundError, ValueError) as exc:
+        raise click.BadParameter(f"no fitted models for {gpu!r}: {exc}", param_hint="--true-gpu") from None
+
+
 def _signal(spec: str, workload: Workload) -> object:
     from slurm_green.sim.carbon import replayed_signal
 
@@ -116,10 +128,13 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
               help="Region of the shared data (DE-LU, GB, US-CAL-CISO...), csv:PATH, or synthetic.")
 @click.option("--policy", "policy_name", default="greenflow", show_default=True)
 @click.option("--budget", type=float, default=None, help="GreenFlow/PowerFlow budget fraction of carbon-agnostic.")
+@click.option("--true-gpu", default=None,
+              help="Jobs really run as the models fitted for this GPU (e.g. p100); the controller keeps v100's.")
+@click.option("--learn", is_flag=True, help="Finished jobs' true throughput and power refine the controller's models.")
 @_common
-def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, nodes: int | None,
-             gpus_per_node: int | None, flex_h: float, gpu_range: float, min_tick: float, max_tick: float,
-             limit: int | None, json_out: str | None, plot_out: str | None) -> None:
+def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, true_gpu: str | None,
+             learn: bool, nodes: int | None, gpus_per_node: int | None, flex_h: float, gpu_range: float,
+             min_tick: float, max_tick: float, limit: int | None, json_out: str | None, plot_out: str | None) -> None:
     """Replay a trace through the controller with one policy and report JCT, energy and carbon."""
     from slurm_green.sim.bench import make_policy
     from slurm_green.sim.runner import simulate as run
@@ -132,10 +147,12 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     spec = _cluster(workload, nodes, gpus_per_node)
     signal = _signal(carbon_spec, workload)
     models = _models()
+    truth = _truth(true_gpu)
     with _progress() as progress:
         task = progress.add_task(f"{policy.name} on {workload.name}", total=len(workload))
         result = run(workload, spec, policy, signal, models, carbon_spec, _options(flex_h, gpu_range),
-                     min_tick, max_tick, on_progress=lambda done: progress.update(task, completed=done))
+                     min_tick, max_tick, on_progress=lambda done: progress.update(task, completed=done),
+                     truth=truth, learn=learn)
     out.print(_summary_table(f"{workload.name}, {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}",
                                    {policy.name: result.summary}, None))
     console.print(f"{result.ticks} controller ticks, {result.wall_s:.1f} s wall")

@@ -45,3 +45,21 @@ def test_whatif_replays_a_real_sacct_capture(tmp_path):
     result = CliRunner().invoke(main, ["whatif", "--sacct", str(FIXTURE), "--carbon", "synthetic", "--json", str(out)])
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text())["policies"]["greenflow"]["finished"] == 4
+
+
+@needs_data
+def test_simulate_runs_jobs_as_another_gpu_and_learns(tmp_path):
+    runs = {}
+    for args in ([], ["--true-gpu", "p100"], ["--true-gpu", "p100", "--learn"]):
+        out = tmp_path / f"run{len(runs)}.json"
+        result = CliRunner().invoke(main, ["simulate", "--limit", "30", "--policy", "fifo", "--carbon", "synthetic",
+                                           "--json", str(out), *args])
+        assert result.exit_code == 0, result.output
+        runs[" ".join(args)] = json.loads(out.read_text())
+    assert runs["--true-gpu p100"]["energy_kwh"] != runs[""]["energy_kwh"]  # the jobs ran as P100s
+    assert runs["--true-gpu p100 --learn"]["energy_kwh"] == runs["--true-gpu p100"]["energy_kwh"]  # FIFO ignores models
+
+
+def test_simulate_refuses_a_gpu_without_models():
+    result = CliRunner().invoke(main, ["simulate", "--true-gpu", "h100", "--limit", "5"])
+    assert result.exit_code != 0 and "--true-gpu" in result.output

@@ -92,7 +92,7 @@ def render(snapshot: ClusterSnapshot, console: Console) -> None:
     jobs = Table(title=f"Jobs ({len(snapshot.pending())} pending, {len(snapshot.running())} running)")
     for column in ("Job", "User", "State", "GPUs/node", "Nodes", "Start", "Where / why"):
         jobs.add_column(column)
-    for job in snapshot.jobs:
+    for job in sorted(snapshot.jobs, key=lambda job: job.job_id):  # squeue's own order is by partition priority
         where = ",".join(job.nodes) or job.state_reason
         gpus = (
             str(job.gpus_per_node)

@@ -3,10 +3,10 @@
 
 A job's GPU energy is complete once every node of the job has left its record; the
 inbox then sums them into one ``MeteredRun`` and removes the files. Records of jobs the
-controller never decided are removed unread; an unreadable file, or a job whose other
-nodes never report within ``stale_after_s`` (a node died mid-Epilog), is removed with a
-warning, so the directory cannot grow without bound; a file the controller may not read
-is left for the site to fix (a warning each tick).
+controller never decided are removed; a malformed file, or a job whose other nodes never
+report within ``stale_after_s`` (a node died mid-Epilog), is removed with a warning, so
+the directory cannot grow without bound; a file the controller may not read is left for
+the site to fix (a warning each tick).
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ class JobClaims:
     gpus: dict[int, GpuClaim] = field(default_factory=dict)
     energy_start_j: dict[int, float] = field(default_factory=dict)
     boot: str = field(default_factory=boot_id)
-    #: When the Prolog claimed the GPUs, and whether another job held one of them then.
+    #: When the Prolog claimed the GPUs, and whether another job has held one of them since
+    #: (set by this Prolog, or by a later job's Prolog on a shared GPU).
     started_at: float | None = field(default_factory=time.time)
     shared: bool = False
 

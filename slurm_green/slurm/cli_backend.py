@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -88,23 +88,20 @@ class CliBackend:
         """False once this squeue refused a field of the text read (then jobs come as JSON)."""
         return self._text_jobs
 
-    def _run(self, argv: Sequence[str]) -> CommandResult:
-        return self._run_with(argv, {})
-
-    def _run_with(self, argv: Sequence[str], env: dict[str, str]) -> CommandResult:
+    def _run(self, argv: Sequence[str], env: Mapping[str, str] | None = None) -> CommandResult:
         try:
-            return self.runner.run(argv, timeout=self.timeout_s, env={**commands.SCONTROL_ENV, **env})
+            return self.runner.run(argv, timeout=self.timeout_s, env={**commands.SCONTROL_ENV, **(env or {})})
         except CommandTimeout as exc:
             return CommandResult(tuple(argv), -1, "", str(exc) + " (Socket timed out)")
         except CommandUnavailable as exc:
             return CommandResult(tuple(argv), -1, "", str(exc))
 
     def _read_jobs(self) -> tuple[Job, ...]:
-        """All jobs: as ``squeue -O`` text when it reads soundly, else as JSON (same one RPC)."""
+        """All jobs: as ``squeue -O`` text when it reads soundly, else as ``squeue --json``."""
         if self._text_jobs:
             delimiter = squeue_text.new_delimiter()
             argv = squeue_text.argv(delimiter)
-            result = self._run_with(argv, squeue_text.ENV)
+            result = self._run(argv, squeue_text.ENV)
             if not result.ok:
                 message = (result.stderr or result.stdout).strip()
                 raise SlurmError(classify(message), f"squeue failed: {message}")

@@ -3,7 +3,8 @@
 Why not JSON: ``squeue --json`` renders every field of every job (about 7.8 KB a job
 on 24.11), which for 1,000 jobs is about a second of squeue's own CPU, most of a
 snapshot's cost. ``-O`` with the fields below prints about 170 bytes a job from the same
-single RPC (REQUEST_JOB_INFO). Times come as epoch seconds (``SLURM_TIME_FORMAT=%s``).
+REQUEST_JOB_INFO, plus one cheap REQUEST_PARTITION_INFO that squeue's text output always
+makes (see ``cli_backend``). Times come as epoch seconds (``SLURM_TIME_FORMAT=%s``).
 
 Why a random delimiter: job names and comments are written by users and may hold any
 character, newlines included. Every field ends with a token drawn afresh for each read,

@@ -6,7 +6,7 @@ SLURM   ?= 24.11
 # Slurm versions the integration suite runs against; the first is the default cluster.
 SLURM_VERSIONS ?= 24.11 22.05 26.05
 
-.PHONY: venv host-tools unit integration test demo cluster-up cluster-down bench bench-cluster clean
+.PHONY: venv host-tools unit integration test campaign demo cluster-up cluster-down bench bench-cluster clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -32,6 +32,11 @@ integration: venv
 	./tests/integration/run_all_versions.sh $(SLURM_VERSIONS)
 
 test: unit integration
+
+# Fault-injection and hostile-user campaigns on the Docker cluster (long; not part of `make test`).
+# Each prints its counts; the figures are in docs/hardening.md.
+campaign: venv host-tools
+	SLURM_GREEN_SLURM=$(SLURM) $(BIN)/pytest -m "integration and campaign" -s tests/integration/campaign
 
 cluster-up: venv
 	./docker/cluster up --slurm $(SLURM)

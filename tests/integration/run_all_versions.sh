@@ -31,9 +31,9 @@ failed=0
 first=1
 for v in "${versions[@]}"; do
     if [[ $first == 1 || ${SLURM_GREEN_FULL_ALL_VERSIONS:-0} == 1 ]]; then
-        mark="integration"; kind=full
+        mark="integration and not campaign"; kind=full
     else
-        mark="integration and contract"; kind=contract
+        mark="integration and contract and not campaign"; kind=contract
     fi
     echo "=== Slurm $v: pytest -m \"$mark\" tests/integration ==="
     t0=$SECONDS

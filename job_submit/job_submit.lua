@@ -3,14 +3,17 @@ slurm-green job_submit.lua: opt-in, trusted marker and guard for green-scheduled
 
 At submission it
   * reads the user's green options from --comment ("green:flex=6h,gpus=2-8,cap=yes,share=no"
-    or "green:off"), accepting and rejecting exactly what
-    slurm_green.core.green_options.parse_user_options does,
+    or "green:off"), accepting and rejecting exactly what find_user_options and
+    parse_user_options of slurm_green.core.green_options do,
   * writes the normalised marker (format_marker) into AdminComment, which users cannot
     change, and defers the job to its deadline (begin_time) so that it still starts in
     time when the controller is down; the controller moves it earlier,
   * strips any decision token ("sg1.<body>.<mac>") from the user's own comment.
-On update it keeps users from changing what only the controller may set on a managed job
-(StartTime, Comment = the decision channel, TresPerNode).
+On update it keeps users from changing what only the controller decides for a managed job:
+StartTime, Comment (the decision channel), the GPUs in every form (TresPerJob/Node/Task/
+Socket, Gres), NumNodes, ReqNodeList, ExcNodeList, and TresFreq where the site enacts
+decisions as GPU frequencies. The refusal returns ESLURM_ACCESS_DENIED, whose text is all
+that reaches the user on Slurm 22.05 (it drops log_user messages of job_modify).
 
 It never rejects or delays a job through its own failure: every entry point runs under
 pcall, logs with slurm.log_error and lets the job through. Only invalid user input is
@@ -25,12 +28,14 @@ Written for Lua 5.1 (Debian's job_submit/lua plugin); see docs/enactment.md.
 local SETTINGS = {
     -- Longest flexibility a user may grant (seconds); flex=999d is refused above this.
     max_flex_s = 72 * 3600,
-    -- Whether GPU jobs without any "green:" option are managed, and the flexibility
-    -- they are given (0: the controller may pick GPU count and cap but not delay them).
-    manage_unmarked_gpu_jobs = true,
+    -- Whether GPU jobs without any "green:" option are managed (false: users opt in with
+    -- --comment green:...; true: every GPU batch job is, unless it says green:off), and
+    -- the flexibility they are given (0: the controller may pick GPU count and cap but
+    -- not delay them).
+    manage_unmarked_gpu_jobs = false,
     default_flex_s = 0,
-    -- The controller's account: only it (and root / SlurmUser) may change a managed
-    -- job's StartTime, Comment and TresPerNode. Resolved to a uid once, at load.
+    -- The controller's account: only it (and root / SlurmUser) may change the fields it
+    -- decides for a managed job (see GUARDED). Resolved to a uid once, at load.
     controller_user = "sgreen",
     controller_uid = nil, -- a number here skips the lookup
     slurm_user = "slurm",
@@ -74,19 +79,41 @@ local function words(text)
     return text:gmatch(ASCII_WORD)
 end
 
-local function find_user_options(comment)
-    for word in words(comment) do
-        if word:sub(1, #USER_PREFIX):lower() == USER_PREFIX then
-            return word:sub(#USER_PREFIX + 1)
-        end
-    end
-    return nil
-end
-
 -- A parse error: a message for the user, raised with error() as a table so that it is
 -- told apart from a bug in this file.
 local function invalid(message)
     error({ user_message = message }, 0)
+end
+
+local KEYS = { flex = true, gpus = true, cap = true, share = true }
+
+-- Whether a word holds a KEY=VALUE item of ours ("gpus=2", ",cap=no").
+local function names_a_key(word)
+    for item in (word .. ","):gmatch("([^,]*),") do
+        local eq = item:find("=", 1, true)
+        if eq and KEYS[strip(item:sub(1, eq - 1)):lower()] then return true end
+    end
+    return false
+end
+
+-- The text of the comment's green: word, or nil. Options spread over several words are
+-- refused rather than read in part ("green:flex=6h gpus=2" would drop gpus=2).
+local function find_user_options(comment)
+    local all, found = {}, {}
+    for word in words(comment) do
+        all[#all + 1] = word
+        if word:sub(1, #USER_PREFIX):lower() == USER_PREFIX then found[#found + 1] = #all end
+    end
+    if #found == 0 then return nil end
+    if #found > 1 then
+        invalid(string.format("%d 'green:' words: give every option in one, joined by commas", #found))
+    end
+    for index, word in ipairs(all) do
+        if index ~= found[1] and names_a_key(word) then
+            invalid(string.format("'%s' is outside the green: word: join options with commas, no spaces", word))
+        end
+    end
+    return all[found[1]]:sub(#USER_PREFIX + 1)
 end
 
 local function parse_duration(text)
@@ -150,13 +177,17 @@ local function parse_user_options(text)
         options.managed = false
         return options
     end
-    local options = default_options()
+    local options, seen = default_options(), {}
     for part in (text .. ","):gmatch("([^,]*),") do
         local item = strip(part)
         if item ~= "" then
             local eq = item:find("=", 1, true)
             local key = strip(eq and item:sub(1, eq - 1) or item):lower()
             local value = eq and item:sub(eq + 1) or ""
+            if eq and seen[key] then
+                invalid(string.format("'%s' given twice: give each of flex, gpus, cap, share at most once", key))
+            end
+            if eq then seen[key] = true end
             if not eq and (key == "on" or key == "yes") then
                 -- a bare "on"/"yes" only confirms the opt-in
             elseif not eq then
@@ -179,6 +210,12 @@ local function parse_user_options(text)
         end
     end
     return options
+end
+
+-- The options of a submitted comment: nil without a green: word; invalid() when malformed.
+local function read_user_options(comment)
+    local text = find_user_options(comment)
+    return text and parse_user_options(text)
 end
 
 local function format_marker(options)
@@ -259,19 +296,16 @@ local function on_submit(job_desc)
             job_desc.comment = comment
             slurm.log_info("%s", "slurm-green: removed a decision token from a submitted comment")
         end
-        local text = find_user_options(comment)
-        if text then
-            local ok, result = pcall(parse_user_options, text)
-            if not ok then
-                if type(result) == "table" and result.user_message then
-                    slurm.log_user("%s", "slurm-green: " .. result.user_message .. "; "
-                        .. string.format(ALLOWED_HINT, SETTINGS.max_flex_s / 3600))
-                    return slurm.ERROR
-                end
-                error(result, 0)
+        local ok, result = pcall(read_user_options, comment)
+        if not ok then
+            if type(result) == "table" and result.user_message then
+                slurm.log_user("%s", "slurm-green: " .. result.user_message .. "; "
+                    .. string.format(ALLOWED_HINT, SETTINGS.max_flex_s / 3600))
+                return slurm.ERROR
             end
-            options = result
+            error(result, 0)
         end
+        options = result
     end
     if not options then
         if not (SETTINGS.manage_unmarked_gpu_jobs and is_gpu_job(job_desc) and job_desc.script) then
@@ -296,6 +330,44 @@ end
 
 local PRIVILEGED_UIDS = {}
 
+-- What the controller decides, as the job_desc fields of an update (job_submit_lua.c,
+-- 22.05 to 26.05; scontrol's names). A field the update leaves alone reads nil (strings;
+-- "" clears one), 0 (begin_time) or NO_VAL (node counts). "gres" reads tres_per_node.
+local NO_VAL = 4294967294
+local GUARDED = {
+    { "begin_time", "StartTime", "time" },
+    { "comment", "Comment" },
+    { "tres_per_job", "TresPerJob" },
+    { "tres_per_node", "TresPerNode" },
+    { "tres_per_task", "TresPerTask" },
+    { "tres_per_socket", "TresPerSocket" },
+    { "min_nodes", "NumNodes", "count" },
+    { "max_nodes", "NumNodes", "count" },
+    { "req_nodes", "ReqNodeList" },
+    { "exc_nodes", "ExcNodeList" },
+}
+local GUARDED_TRES_FREQ = { "tres_freq", "TresFreq" }
+
+local function changes(job_desc, field)
+    local value = job_desc[field[1]]
+    if field[3] == "time" then return (tonumber(value) or 0) ~= 0 end
+    if field[3] == "count" then return value ~= nil and tonumber(value) ~= NO_VAL end
+    return value ~= nil
+end
+
+-- The names of the controller's fields this update would change, each once.
+local function refused_fields(job_desc)
+    local refused, named = {}, {}
+    local function check(field)
+        if not named[field[2]] and changes(job_desc, field) then
+            refused[#refused + 1], named[field[2]] = field[2], true
+        end
+    end
+    for _, field in ipairs(GUARDED) do check(field) end
+    if SETTINGS.guard_tres_freq then check(GUARDED_TRES_FREQ) end
+    return refused
+end
+
 local function on_modify(job_desc, job_rec, modify_uid)
     if PRIVILEGED_UIDS[tonumber(modify_uid)] then return slurm.SUCCESS end
     if not marker_says_managed(job_rec.admin_comment) then
@@ -305,18 +377,15 @@ local function on_modify(job_desc, job_rec, modify_uid)
         end
         return slurm.SUCCESS
     end
-    local begin = tonumber(job_desc.begin_time) or 0
-    local refused = {}
-    if begin ~= 0 then refused[#refused + 1] = "StartTime" end
-    if job_desc.comment ~= nil then refused[#refused + 1] = "Comment" end
-    if job_desc.tres_per_node ~= nil then refused[#refused + 1] = "TresPerNode" end
-    if SETTINGS.guard_tres_freq and job_desc.tres_freq ~= nil then refused[#refused + 1] = "TresFreq" end
+    local refused = refused_fields(job_desc)
     if #refused == 0 then return slurm.SUCCESS end
+    -- 22.05 drops log_user text in job_modify; what reaches the user there is the return
+    -- code's message, so it must be a specific one ("Access/permission denied").
     slurm.log_user("%s", string.format(
         "slurm-green: job %s is green-scheduled; only the slurm-green controller may change its %s. "
             .. "To run it without green scheduling, cancel it and resubmit with --comment green:off.",
         tostring(job_rec.job_id), table.concat(refused, ", ")))
-    return slurm.ERROR
+    return slurm.ESLURM_ACCESS_DENIED or slurm.ERROR
 end
 
 ------------------------------------------------------------------------------------------
@@ -386,7 +455,7 @@ end
 slurm_green = {
     settings = SETTINGS,
     parse_user_options = parse_user_options,
-    find_user_options = find_user_options,
+    read_user_options = read_user_options,
     format_marker = format_marker,
     strip_tokens = strip_tokens,
     asks_for_gpu = asks_for_gpu,

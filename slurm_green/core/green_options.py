@@ -67,20 +67,43 @@ def _parse_gpu_range(text: str) -> tuple[int, int]:
     return low, high
 
 
+KEYS = ("flex", "gpus", "cap", "share")
+
+
+def _names_a_key(word: str) -> bool:
+    """Whether a word holds a ``KEY=VALUE`` item of ours (``gpus=2``, ``,cap=no``)."""
+    for item in word.split(","):
+        key, sep, _ = item.partition("=")
+        if sep and key.strip().lower() in KEYS:
+            return True
+    return False
+
+
 def find_user_options(comment: str) -> str | None:
-    """The ``green:...`` word of a comment, if any (the rest of the comment is the user's own)."""
-    for word in comment.split():
-        if word.lower().startswith(USER_PREFIX):
-            return word[len(USER_PREFIX):]
-    return None
+    """The text of the comment's ``green:`` word, if any (the rest of the comment is the user's own).
+
+    Options spread over several words are refused rather than read in part: in
+    ``green:flex=6h gpus=2`` the ``gpus=2`` would otherwise be dropped without a word, and
+    so would a second ``green:`` word."""
+    words = comment.split()
+    found = [index for index, word in enumerate(words) if word.lower().startswith(USER_PREFIX)]
+    if not found:
+        return None
+    if len(found) > 1:
+        raise GreenOptionError(f"{len(found)} 'green:' words: give every option in one, joined by commas")
+    for index, word in enumerate(words):
+        if index != found[0] and _names_a_key(word):
+            raise GreenOptionError(f"{word!r} is outside the green: word: join options with commas, no spaces")
+    return words[found[0]][len(USER_PREFIX):]
 
 
 def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
-    """Parse the text after ``green:``; ``off`` opts out. Keys: flex, gpus, cap, share."""
+    """Parse the text after ``green:``; ``off`` opts out. Keys: flex, gpus, cap, share, each once."""
     text = text.strip()
     if text.lower() in _NO:
         return GreenOptions(managed=False)
     options: dict[str, object] = {}
+    seen: set[str] = set()
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
         key = key.strip().lower()
@@ -88,6 +111,9 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
             continue
         if not sep:
             raise GreenOptionError(f"{item!r}: expected KEY=VALUE with KEY one of flex, gpus, cap, share")
+        if key in seen:
+            raise GreenOptionError(f"{key!r} given twice: give each of flex, gpus, cap, share at most once")
+        seen.add(key)
         if key == "flex":
             delay = parse_duration(value)
             if delay > max_delay_limit_s:

@@ -51,8 +51,26 @@ def test_malformed_options_say_what_is_allowed(text, message):
 
 
 def test_user_options_are_found_among_other_words():
-    assert find_user_options("my run green:flex=2h notes") == "flex=2h"
-    assert find_user_options("nothing here") is None
+    assert find_user_options("my run green:flex=2h notes lr=0.1") == "flex=2h"
+    assert find_user_options("nothing here gpus=2") is None
+
+
+@pytest.mark.parametrize("comment, message", [
+    ("green:flex=6h gpus=2", "'gpus=2' is outside the green: word"),
+    ("green:flex=6h, gpus=2", "'gpus=2' is outside"),
+    ("share=no green:flex=6h", "'share=no' is outside"),
+    ("green: flex=6h", "'flex=6h' is outside"),
+    ("green:flex=6h green:gpus=2", "2 'green:' words"),
+])
+def test_options_spread_over_words_are_refused_not_dropped(comment, message):
+    with pytest.raises(GreenOptionError, match=message):
+        find_user_options(comment)
+
+
+@pytest.mark.parametrize("text, key", [("flex=1h,flex=2h", "flex"), ("gpus=2,GPUS=4", "gpus"), ("cap=no,on,cap=no", "cap")])
+def test_a_key_given_twice_is_refused_not_overwritten(text, key):
+    with pytest.raises(GreenOptionError, match=f"'{key}' given twice"):
+        parse_user_options(text, DAY)
 
 
 @given(

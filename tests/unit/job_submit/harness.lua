@@ -8,8 +8,8 @@ Lua 5.1 process for many cases (see lua_plugin.py).
 Request: COMMAND then TAB-separated fields; a field is  s:NAME=HEX  (string, hex-encoded
 bytes),  n:NAME=NUMBER,  b:NAME=0|1,  or  x:NAME=  (reading NAME raises an error, to
 simulate a failing Slurm accessor). Names starting with "rec." go to job_rec (modify).
-Commands: submit, modify, set (plugin settings), parse (comment), strip (text), resolve,
-bench (fields + n:iterations). Answer: one line, TAB-separated, same field encoding plus
+Commands: submit, modify, set (plugin settings), unexpose (slurm constants), parse
+(comment), strip (text), resolve, bench (fields + n:iterations). Answer: one line, TAB-separated, same field encoding plus
 log:LEVEL=HEX for every message the plugin logged.
 ]]
 
@@ -31,6 +31,7 @@ end
 slurm = {
     SUCCESS = 0,
     ERROR = -1,
+    ESLURM_ACCESS_DENIED = 2002, -- slurm_errno.h; exposed by job_submit/lua from 22.05 on
     log_info = logger("info"),
     log_debug = logger("debug"),
     log_error = logger("error"),
@@ -48,8 +49,17 @@ local rc = dofile(arg[1])
 assert(rc == slurm.SUCCESS, "the plugin must return slurm.SUCCESS when loaded")
 local plugin = slurm_green
 
-local function decode(fields)
-    local desc, rec, exploding, extra = { begin_time = 0 }, {}, {}, {}
+-- What a job_desc holds for fields a request leaves alone (slurm_init_job_desc_msg): an
+-- update leaves node counts at NO_VAL.
+local NO_VAL = 4294967294
+local UNSET = {
+    submit = { begin_time = 0 },
+    modify = { begin_time = 0, min_nodes = NO_VAL, max_nodes = NO_VAL },
+}
+
+local function decode(command, fields)
+    local desc, rec, exploding, extra = {}, {}, {}, {}
+    for name, value in pairs(UNSET[command] or UNSET.submit) do desc[name] = value end
     for _, field in ipairs(fields) do
         local kind, name, value = field:match("^(%a+):([^=]+)=(.*)$")
         if kind == "s" then value = unhex(value)
@@ -109,13 +119,18 @@ function commands.set(desc)
     return {}
 end
 
+-- Remove constants from the fake slurm table (a Slurm that exposes fewer of them).
+function commands.unexpose(_, _, extra)
+    for name in extra.names:gmatch("[%w_]+") do slurm[name] = nil end
+    return {}
+end
+
 function commands.parse(_, _, extra)
-    local text = plugin.find_user_options(extra.comment)
-    if not text then return { "s:@result=" .. hex("none") } end
-    local ok, options = pcall(plugin.parse_user_options, text)
+    local ok, options = pcall(plugin.read_user_options, extra.comment)
     if not ok then
         return { "s:@result=" .. hex("error"), "s:@message=" .. hex(tostring(options.user_message or options)) }
     end
+    if not options then return { "s:@result=" .. hex("none") } end
     options.deadline = extra.now and (extra.now + options.flex_s) or nil
     if not options.managed then options.deadline = nil end
     return { "s:@result=" .. hex("ok"), "s:@marker=" .. hex(plugin.format_marker(options)) }
@@ -153,7 +168,7 @@ for line in io.lines() do
     for field in line:gmatch("[^\t]+") do fields[#fields + 1] = field end
     local command = table.remove(fields, 1)
     logs = {}
-    local desc, rec, extra = decode(fields)
+    local desc, rec, extra = decode(command, fields)
     local out = commands[command](desc, rec, extra)
     for _, entry in ipairs(logs) do out[#out + 1] = "log:" .. entry[1] .. "=" .. hex(entry[2]) end
     io.write(command, "\t", table.concat(out, "\t"), "\n")

@@ -83,6 +83,49 @@ def test_malformed_option_is_refused_with_a_clear_message(plugin: LuaPlugin, opt
 
 
 @pytest.mark.parametrize(
+    ("comment", "hint"),
+    [
+        ("green:flex=6h gpus=2", "'gpus=2' is outside the green: word"),
+        ("green:flex=6h, gpus=2", "'gpus=2' is outside the green: word"),
+        ("GPUS=2 green:flex=6h", "'GPUS=2' is outside the green: word"),
+        ("green: flex=6h", "'flex=6h' is outside the green: word"),
+        ("green:flex=6h x,cap=no", "'x,cap=no' is outside the green: word"),
+        ("green:flex=1h green:off", "2 'green:' words"),
+        ("green:flex=1h,flex=2h", "'flex' given twice"),
+        ("green:GPUS=2,gpus=3", "'gpus' given twice"),
+        ("green:cap=yes,share=no,cap=yes", "'cap' given twice"),
+    ],
+)
+def test_options_outside_the_green_word_or_given_twice_are_refused(plugin: LuaPlugin, comment: str, hint: str) -> None:
+    with pytest.raises(ValueError, match=hint):
+        expected_marker(comment)  # the reference refuses it too, for the same reason
+    answer = plugin.submit(comment=comment, tres_per_node="gres/gpu:1")
+    assert answer.rc == -1
+    [message] = answer.messages("user")
+    assert hint in message and "green:off" in message and "flex=6h,gpus=2-8" in message
+
+
+@pytest.mark.parametrize("comment", ["green:flex=6h lr=0.1 run 7", "seed=3 green:on,on", "green:flex=6h flexible=yes"])
+def test_other_words_stay_the_users_own(plugin: LuaPlugin, comment: str) -> None:
+    answer = plugin.submit(comment=comment)
+    assert answer.rc == 0 and answer.job["admin_comment"] == expected_marker(comment)
+
+
+@pytest.fixture(scope="module")
+def opt_out():
+    """A site that manages unmarked GPU batch jobs (manage_unmarked_gpu_jobs = true)."""
+    lua = start_plugin()
+    lua.set(manage_unmarked_gpu_jobs=True)
+    yield lua
+    lua.close()
+
+
+def test_unmarked_gpu_jobs_are_left_alone_by_default(plugin: LuaPlugin) -> None:
+    answer = plugin.submit(tres_per_node="gres/gpu:2")  # opt-in: only green: options manage a job
+    assert answer.rc == 0 and "admin_comment" not in answer.job and answer.job["begin_time"] == 0
+
+
+@pytest.mark.parametrize(
     ("tres", "is_gpu"),
     [
         ({"tres_per_node": "gres/gpu:2"}, True),
@@ -98,8 +141,8 @@ def test_malformed_option_is_refused_with_a_clear_message(plugin: LuaPlugin, opt
         ({}, False),
     ],
 )
-def test_unmarked_jobs_are_managed_only_when_they_ask_for_gpus(plugin: LuaPlugin, tres: dict, is_gpu: bool) -> None:
-    answer = plugin.submit(**tres)
+def test_an_opt_out_site_manages_unmarked_jobs_that_ask_for_gpus(opt_out: LuaPlugin, tres: dict, is_gpu: bool) -> None:
+    answer = opt_out.submit(**tres)
     assert answer.rc == 0
     if is_gpu:
         assert answer.job["admin_comment"] == format_marker(GreenOptions(deadline=NOW))
@@ -108,13 +151,13 @@ def test_unmarked_jobs_are_managed_only_when_they_ask_for_gpus(plugin: LuaPlugin
     assert answer.job["begin_time"] == 0  # default flex is 0 in the shipped settings
 
 
-def test_unmarked_interactive_gpu_job_is_left_alone(plugin: LuaPlugin) -> None:
-    answer = plugin.request("submit", {"@now": NOW, "tres_per_node": "gres/gpu:1"})  # no script: salloc/srun
+def test_unmarked_interactive_gpu_job_is_left_alone(opt_out: LuaPlugin) -> None:
+    answer = opt_out.request("submit", {"@now": NOW, "tres_per_node": "gres/gpu:1"})  # no script: salloc/srun
     assert answer.rc == 0 and "admin_comment" not in answer.job
 
 
 def test_site_settings_for_unmarked_jobs(fresh_plugin: LuaPlugin) -> None:
-    fresh_plugin.set(default_flex_s=7200)
+    fresh_plugin.set(manage_unmarked_gpu_jobs=True, default_flex_s=7200)
     answer = fresh_plugin.submit(tres_per_node="gres/gpu:2")
     assert answer.job["admin_comment"] == format_marker(GreenOptions(max_delay_s=7200, deadline=NOW + 7200))
     assert answer.job["begin_time"] == NOW + 7200
@@ -175,11 +218,11 @@ def test_no_token_survives_submission(plugin: LuaPlugin, before: str, after: str
     [("comment", None), ("tres_per_node", "unmarked"), ("begin_time", "green:flex=1h"), ("admin_comment", "green:on")],
 )
 def test_a_runtime_error_inside_the_plugin_still_lets_the_job_in(
-    plugin: LuaPlugin, broken_field: str, comment: str | None
+    opt_out: LuaPlugin, broken_field: str, comment: str | None
 ) -> None:
     job: dict[str, object] = {"comment": comment, "tres_per_node": "gres/gpu:1"}
-    job[broken_field] = None  # reading it raises inside the plugin
-    answer = plugin.submit(**job)
+    job[broken_field] = None  # reading it raises inside the plugin (opt-out: an unmarked job reads its GPUs)
+    answer = opt_out.submit(**job)
     assert answer.rc == 0
     assert answer.messages("user") == []
     [error] = answer.messages("error")
@@ -193,19 +236,36 @@ _PIECES = st.sampled_from(
      "0", "1", "2", "8", "007", "72", "73", "1.5", "h", "m", "s", "d", "D", "x", "true", "False", " ", "\t"]
 )
 _ALPHABET = st.sampled_from(list("0123456789.-=,:;hmsdHMSDyesnotrufalcpgx ") + ["\x1c", "\xa0", "\u2003", "\u3000", "\u00e9"])
+_ITEMS = st.sampled_from(
+    ["flex=6h", "FLEX=30m", "flex=1d", "gpus=2", "gpus=2-8", "Gpus=1", "cap=yes", "cap=no", "share=no", "share=y",
+     "on", "colour=red", "lr=0.1", "x", ""]
+)
+# How options get joined: commas, and the spaces users type by mistake (green:flex=6h gpus=2).
+_JOINS = st.sampled_from([",", ",", " ", ", ", " ,", ",,", "\t", "\xa0"])
+
+
+@st.composite
+def option_lists(draw) -> str:
+    """Plausible options, often with a key twice or a space where a comma belongs."""
+    items = draw(st.lists(_ITEMS, min_size=1, max_size=5))
+    text = items[0]
+    for item in items[1:]:
+        text += draw(_JOINS) + item
+    return text
 
 
 @st.composite
 def comments(draw) -> str:
-    body = draw(st.one_of(st.lists(_PIECES, max_size=12).map("".join), st.text(alphabet=_ALPHABET, max_size=25)))
+    body = draw(st.one_of(st.lists(_PIECES, max_size=12).map("".join), st.text(alphabet=_ALPHABET, max_size=25),
+                          option_lists()))
     prefix = draw(st.sampled_from(["green:", "GREEN:", "Green:", "green", "grün:", ""]))
-    lead = draw(st.sampled_from(["", "note ", "green:flex=1h ", "\u3000", "a\x1fb "]))
-    tail = draw(st.sampled_from(["", " more", " green:off", "\xa0x"]))
+    lead = draw(st.sampled_from(["", "note ", "green:flex=1h ", "\u3000", "a\x1fb ", "gpus=2 ", "x,cap=no "]))
+    tail = draw(st.sampled_from(["", " more", " green:off", "\xa0x", " gpus=2", " Flex=2h", ",share=no", " lr=1"]))
     return lead + prefix + body + tail
 
 
 @given(comment=comments())
-@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_lua_accepts_and_rejects_exactly_what_python_does(plugin: LuaPlugin, comment: str) -> None:
     try:
         expected = expected_marker(comment)

@@ -4,6 +4,13 @@ The backend never calls ``subprocess`` itself; it is handed a runner. Production
 uses ``LocalRunner`` on the controller host; the integration tests and the
 benchmark run on the Docker host and reach the cluster with ``DockerExecRunner``.
 Every call carries a timeout, so a hung slurmctld cannot hang the controller.
+
+Output is decoded as UTF-8 with ``surrogateescape``, never strictly: job names and
+comments are written by users and may hold any byte, and one job named ``\xff`` must
+not stop the controller for everyone. The undecodable bytes become lone surrogates
+that ``core.text.displayable`` shows as ``\xff`` and that ``subprocess`` turns back
+into the same bytes when the controller writes a comment back, so a user's words
+round-trip unchanged.
 """
 
 from __future__ import annotations
@@ -49,7 +56,8 @@ def _run(argv: Sequence[str], timeout: float, env: Mapping[str, str] | None) -> 
         return subprocess.run(
             list(argv),
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="surrogateescape",
             timeout=timeout,
             env=env,
             check=False,

@@ -15,12 +15,16 @@ ones, so one record that Slurm renders oddly degrades one field, not the snapsho
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from slurm_green.core.cluster import Job, JobState, Node, NodeState, Partition
+from slurm_green.core.text import displayable
 from slurm_green.slurm import gres, hostlist
+
+log = logging.getLogger(__name__)
 
 # Slurm's NO_VAL/INFINITE sentinels (uint32 and uint16), printed raw by some versions.
 _SENTINELS = {0xFFFFFFFF, 0xFFFFFFFE, 0xFFFF, 0xFFFE, 0xFFFFFFFFFFFFFFFF, 0xFFFFFFFFFFFFFFFE}
@@ -266,8 +270,23 @@ def _records(document: Record, key: str) -> list[Record]:
     return [item for item in value if isinstance(item, Mapping)]
 
 
+def readable_job(record: Record) -> Job | None:
+    """``parse_job``, or ``None`` with a warning when the record cannot be read.
+
+    Records carry what users wrote; one job whose fields make no sense is left out of
+    the snapshot (Slurm still runs it as submitted), it never stops the tick for the
+    other jobs."""
+    try:
+        return parse_job(record)
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        log.warning("job %s left out of this snapshot: its record cannot be read (%s)",
+                    displayable(str(record.get("job_id", "?"))[:40]), displayable(str(exc))[:200])
+        return None
+
+
 def parse_jobs(document: Record) -> tuple[Job, ...]:
-    return tuple(parse_job(record) for record in _records(document, "jobs"))
+    """Every readable job of a ``squeue --json`` document (unreadable ones are skipped)."""
+    return tuple(job for record in _records(document, "jobs") if (job := readable_job(record)) is not None)
 
 
 def parse_nodes(document: Record) -> tuple[Node, ...]:

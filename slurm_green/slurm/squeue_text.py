@@ -87,7 +87,9 @@ def parse_jobs(output: str, delimiter: str) -> tuple[Job, ...]:
         values = line.split(delimiter)
         if len(values) != width:
             raise TextFormatError(f"a squeue line has {len(values)} fields, not {width}: {line[:80]!r}")
-        job = schema.parse_job(_record(values))
+        job = schema.readable_job(_record(values))
+        if job is None:
+            continue
         if job.job_id <= 0 or job.job_id in seen:
             raise TextFormatError(f"a squeue line has a missing or repeated job id: {line[:80]!r}")
         seen.add(job.job_id)

@@ -38,3 +38,13 @@ def test_docker_exec_command_line():
         "JobId=1",
         "Comment=two words",
     ]
+
+
+def test_bytes_that_are_not_utf8_are_read_and_written_back_unchanged():
+    """A user's comment with \\xe9 or \\xff must neither stop a read (it did: UnicodeDecodeError)
+    nor change when the controller writes it back as an argument."""
+    echo = "import sys; sys.stdout.buffer.write(b'caf\\xe9 \\xff ok'); sys.stderr.buffer.write(sys.argv[1].encode('utf-8', 'surrogateescape'))"
+    first = LocalRunner().run([sys.executable, "-c", echo, "x"], timeout=10)
+    assert first.ok and first.stdout.endswith(" ok")
+    again = LocalRunner().run([sys.executable, "-c", echo, first.stdout], timeout=10)
+    assert again.stderr.encode("utf-8", "surrogateescape") == b"caf\xe9 \xff ok"

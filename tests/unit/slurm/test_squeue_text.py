@@ -82,3 +82,18 @@ def test_anything_unsound_is_refused(text):
 
 def test_an_empty_queue_is_no_jobs():
     assert squeue_text.parse_jobs("", DELIM) == ()
+
+
+def test_bytes_that_are_not_utf8_in_users_words_are_read_and_kept(caplog):
+    """Issue 11: a comment or name with \\xe9/\\xff stopped every tick (UnicodeDecodeError)."""
+    raw = line(job_id="7", name="\udcff", comment="green:flex=1h caf\udce9").encode("utf-8", "surrogateescape")
+    (job,) = squeue_text.parse_jobs(raw.decode("utf-8", "surrogateescape"), DELIM)
+    assert job.comment.encode("utf-8", "surrogateescape") == b"green:flex=1h caf\xe9"
+    assert job.name.encode("utf-8", "surrogateescape") == b"\xff"
+
+
+def test_a_job_whose_fields_cannot_be_read_is_left_out_with_a_warning(caplog):
+    text = line(job_id="8", nodes="gpu[1-") + line(job_id="9")
+    (job,) = squeue_text.parse_jobs(text, DELIM)
+    assert job.job_id == 9
+    assert "job 8 left out of this snapshot" in caplog.text

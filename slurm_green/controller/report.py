@@ -7,12 +7,42 @@ are model estimates (GPU power x runtime x forecast intensity), not metered ener
 modelled power over the time it actually ran, at the grid's intensity of those hours.
 "Metered" energy is what the job's GPUs drew as their Epilogs measured it (NVML energy
 counters), where telemetry is configured; the rest of the node is not in it.
+
+The cap shown is the one *enacted*: read from the last decision token (or ``--gpu-freq``)
+that Slurm accepted, not from the plan. A decision Slurm refused shows as no cap, with
+the planned one beside it (``decided_cap_fraction``), so the report never claims a cap
+that no node was told about.
 """
 
 from __future__ import annotations
 
+import json
+
 from slurm_green.controller.config import Config
 from slurm_green.controller.store import StateStore
+from slurm_green.core.decision_token import InvalidToken, unverified_payload
+
+
+def enacted_caps(store: StateStore) -> dict[int, float | None]:
+    """Per job, the cap of the last decision Slurm accepted (``None``: one without a cap).
+
+    Jobs with no accepted decision are absent. A ``--gpu-freq`` site enacts the cap of
+    the decision in force when its ``TresFreq`` update was accepted."""
+    caps: dict[int, float | None] = {}
+    latest = {job_id: row["cap_fraction"] for job_id, row in store.latest_decisions().items()}
+    for action in store.actions():
+        if not action["ok"]:
+            continue
+        job_id = int(action["job_id"])  # type: ignore[arg-type]
+        if action["kind"] == "SetDecision":
+            try:
+                cap = unverified_payload(str(json.loads(str(action["detail"]))["token"])).get("cap")
+            except (InvalidToken, ValueError, KeyError, TypeError):
+                continue
+            caps[job_id] = float(cap) if isinstance(cap, (int, float)) else None
+        elif action["kind"] == "SetGpuFreq":
+            caps[job_id] = latest.get(job_id)  # type: ignore[assignment]
+    return caps
 
 
 def job_rows(store: StateStore) -> list[dict[str, object]]:
@@ -20,6 +50,7 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
     by_job: dict[int, list[dict[str, object]]] = {}
     for row in store.decisions():
         by_job.setdefault(int(row["job_id"]), []).append(row)  # type: ignore[arg-type]
+    caps = enacted_caps(store)
     rows = []
     for job_id, decisions in sorted(by_job.items()):
         first, last = decisions[0], decisions[-1]
@@ -31,7 +62,8 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
             "decided_start": last["start_at"],
             "actual_start": seen.get("start_time"),
             "state": seen.get("state"),
-            "cap_fraction": last["cap_fraction"],
+            "cap_fraction": caps.get(job_id),
+            "decided_cap_fraction": last["cap_fraction"],
             "reason": last["reason"],
             "expected_energy_kwh": last["expected_energy_kwh"],
             "expected_carbon_kg": last["expected_carbon_kg"],

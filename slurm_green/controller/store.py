@@ -17,6 +17,10 @@ from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.plan import JobDecision
+from slurm_green.core.text import displayable
+
+#: ``actions.error`` of an action stored before it was enacted and not (yet) given an outcome.
+OUTCOME_UNKNOWN = "unknown"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS decisions (
@@ -142,6 +146,33 @@ class StateStore:
                 new += 1
         return new
 
+    def record_intents(self, tick_at: float, actions: Sequence[Action]) -> list[int]:
+        """Store the actions a tick is about to enact, before it enacts them; returns their
+        row ids for ``record_outcomes``. Each starts as ``error = 'unknown'``: a controller
+        killed while enacting leaves that in the audit trail, not a gap (the next tick's
+        diff against Slurm shows what did take)."""
+        ids: list[int] = []
+        with self._db:  # one transaction
+            self._db.execute("BEGIN")
+            for action in actions:
+                cursor = self._db.execute(
+                    "INSERT INTO actions (job_id, tick_at, kind, detail, ok, error, message) VALUES (?,?,?,?,?,?,?)",
+                    (action.job_id, tick_at, type(action).__name__, _action_detail(action), 0, OUTCOME_UNKNOWN,
+                     "intended; no outcome recorded (controller stopped while enacting?)"),
+                )
+                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+        return ids
+
+    def record_outcomes(self, ids: Sequence[int], results: Sequence[ActionResult]) -> None:
+        """Replace the intents ``ids`` (from ``record_intents``) by what happened, atomically."""
+        with self._db:
+            self._db.execute("BEGIN")
+            self._db.executemany(
+                "UPDATE actions SET ok = ?, error = ?, message = ? WHERE id = ?",
+                [(int(r.ok), r.error.value if r.error else None, displayable(r.message), row_id)
+                 for row_id, r in zip(ids, results, strict=True)],
+            )
+
     def record_tick(
         self,
         tick_at: float,
@@ -152,18 +183,11 @@ class StateStore:
         decisions: int,
         results: Sequence[ActionResult],
     ) -> None:
-        """Store what a tick enacted (each action with its outcome) and its summary, atomically."""
-        with self._db:  # one transaction
-            self._db.execute("BEGIN")
-            for result in results:
-                self._db.execute(
-                    "INSERT INTO actions (job_id, tick_at, kind, detail, ok, error, message) VALUES (?,?,?,?,?,?,?)",
-                    (result.action.job_id, tick_at, type(result.action).__name__, _action_detail(result.action),
-                     int(result.ok), result.error.value if result.error else None, result.message),
-                )
+        """Store a tick's summary (its actions are stored by ``record_intents``/``record_outcomes``)."""
+        with self._db:
             self._db.execute(
                 "INSERT OR REPLACE INTO ticks VALUES (?,?,?,?,?,?,?,?)",
-                (tick_at, policy, carbon_source, json.dumps(list(notes)), pending, decisions,
+                (tick_at, policy, carbon_source, json.dumps([displayable(n) for n in notes]), pending, decisions,
                  len(results), sum(not r.ok for r in results)),
             )
 
@@ -191,7 +215,7 @@ class StateStore:
                 " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET"
                 " start_time=COALESCE(excluded.start_time, start_time),"
                 " end_time=COALESCE(excluded.end_time, end_time), state=excluded.state, last_seen=excluded.last_seen",
-                [(job.job_id, job.user, job.name, job.submit_time, job.start_time if not job.is_pending else None,
+                [(job.job_id, displayable(job.user), displayable(job.name), job.submit_time, job.start_time if not job.is_pending else None,
                   job.end_time if not job.state.is_active else None, job.state.value, seen_at) for job in jobs],
             )
 

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from slurm_green.controller.enactment import enact
 from slurm_green.controller.planner import plan_actions
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
@@ -19,6 +20,7 @@ from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import Plan, Policy
+from slurm_green.core.text import displayable
 from slurm_green.models.base import Observation
 
 log = logging.getLogger(__name__)
@@ -108,9 +110,12 @@ class Controller:
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:
-        """One tick. Decisions are stored before anything is enacted and actions after:
-        killed in between, the next tick re-derives the same decisions (not stored
-        twice) and finds the enacted actions in force (not repeated)."""
+        """One tick. Decisions and the intended actions are stored before anything is
+        enacted, the actions' outcomes after: killed in between, the next tick re-derives
+        the same decisions (not stored twice), finds the enacted actions in force (not
+        repeated), and the audit trail shows the interrupted actions as intended with no
+        outcome. Starts are enacted last, only where the rest of the job's decision took
+        (``enactment.enact``)."""
         report, snapshot = self.decide(now)
         record = self.store is not None and not self.dry_run
         if record:
@@ -119,10 +124,13 @@ class Controller:
             self.store.account_usage(now, managed, report.forecast)
             self.store.record_decisions(now, report.plan.decisions)
         if not self.dry_run:
-            report.results = self.backend.apply(report.actions)
+            intents = self.store.record_intents(now, report.actions) if record else []  # type: ignore[union-attr]
+            report.results = enact(self.backend, report.actions)
+            if record:
+                self.store.record_outcomes(intents, report.results)  # type: ignore[union-attr]
             for failure in report.failures:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
-                            failure.error.value if failure.error else "", failure.message)
+                            failure.error.value if failure.error else "", displayable(failure.message))
         if self.telemetry is not None and not self.dry_run:
             report.notes.extend(self._learn(now, snapshot))
         if record:

@@ -81,6 +81,9 @@ class ActionError(str, enum.Enum):
     UNREACHABLE = "unreachable"
     INVALID = "invalid"
     OTHER = "other"
+    #: Not tried: another action for the same job failed first, and this one depends on it
+    #: (a start without its decision token, GPU count or clocks in force).
+    BLOCKED = "blocked"
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,13 +28,27 @@ def test_same_decision_recorded_once_across_ticks_and_restarts(tmp_path):
     assert store.latest_decisions()[1]["start_at"] == NOW + 7200
 
 
-def test_action_outcomes_are_kept(tmp_path):
+def test_intents_are_stored_before_enacting_and_replaced_by_outcomes(tmp_path):
     store = StateStore(tmp_path / "s.db")
-    results = [ActionResult(SetStartTime(4, NOW)), ActionResult(SetStartTime(5, NOW), ActionError.NOT_PENDING, "running")]
+    actions = [SetStartTime(4, NOW), SetStartTime(5, NOW)]
+    ids = store.record_intents(NOW, actions)
+    # killed here: the audit trail shows both as intended, outcome unknown
+    assert [(r["job_id"], r["ok"], r["error"]) for r in store.actions()] == [(4, 0, "unknown"), (5, 0, "unknown")]
+    results = [ActionResult(actions[0]), ActionResult(actions[1], ActionError.NOT_PENDING, "running")]
+    store.record_outcomes(ids, results)
     store.record_tick(NOW, "window", None, ["note"], 2, 0, results)
     rows = store.actions()
     assert [(r["job_id"], r["ok"], r["error"]) for r in rows] == [(4, 1, None), (5, 0, "not_pending")]
     assert store.ticks()[0]["failures"] == 1
+
+
+def test_bytes_users_wrote_that_are_not_utf8_are_stored_visibly(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    name = b"caf\xe9".decode("utf-8", "surrogateescape")
+    store.observe_jobs(NOW, [Job(1, name=name, user="alice")])
+    action = SetStartTime(1, NOW)
+    store.record_outcomes(store.record_intents(NOW, [action]), [ActionResult(action, ActionError.OTHER, name)])
+    assert store.jobs()[0]["name"] == "caf\\xe9" and store.actions()[0]["message"] == "caf\\xe9"
 
 
 def flat_signal(value: float) -> CarbonSignal:

@@ -15,9 +15,10 @@ import pytest
 from slurm_green.controller.assemble import assemble
 from slurm_green.controller.config import Config
 from slurm_green.controller.metrics import ControllerMetrics
+from slurm_green.controller.report import job_rows
 from slurm_green.controller.daemon import safe_tick
 from slurm_green.core import decision_token
-from slurm_green.core.actions import Action, ActionResult, SetDecision, SetStartTime
+from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetStartTime
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions, format_marker
@@ -99,29 +100,64 @@ def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tic
 
 
 class KilledAfterEnacting(MemoryBackend):
-    """Enacts every action, then the process dies before the tick can record them."""
+    """Enacts the first call's actions (the decisions; starts come in a second call), then
+    the process dies before the tick can record their outcome."""
 
     def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
         super().apply(actions)
         raise KeyboardInterrupt
 
 
-def test_a_tick_killed_after_enacting_is_neither_repeated_nor_recorded_twice(config: Config) -> None:
+def test_a_tick_killed_while_enacting_is_neither_repeated_nor_recorded_twice(config: Config) -> None:
     jobs = [deferred_job(1), deferred_job(2)]
     first = assemble(config, clock=ManualClock(NOW))
     first.controller.carbon = None  # carbon-agnostic: release now, with a signed cap decision
     first.controller.backend = dying = KilledAfterEnacting(jobs)
     with pytest.raises(KeyboardInterrupt):
         first.controller.tick(NOW)
-    assert len(dying.applied) == 4  # decision token and start, per job
+    assert [type(a) for a in dying.applied] == [SetDecision, SetDecision]  # killed before the starts
+    audit = first.controller.store.actions()
+    assert [(a["job_id"], a["kind"], a["error"]) for a in audit] == [
+        (1, "SetDecision", "unknown"), (1, "SetStartTime", "unknown"),
+        (2, "SetDecision", "unknown"), (2, "SetStartTime", "unknown")]  # intents, in the trail before enacting
     first.controller.store.close()
 
     restarted = assemble(config, clock=ManualClock(NOW + 5))
     restarted.controller.carbon = None
     restarted.controller.backend = survivor = MemoryBackend(dying.jobs.values())
     report = restarted.controller.tick(NOW + 5)
-    assert report.actions == [] and survivor.applied == []  # all in force already: nothing repeated
+    assert survivor.applied == [SetStartTime(1, NOW + 5), SetStartTime(2, NOW + 5)]  # decisions not repeated
+    assert all(r.ok for r in report.results)
     store = restarted.controller.store
     assert sorted(d["job_id"] for d in store.decisions()) == [1, 2]  # each decision once, stored before enacting
     for job in survivor.jobs.values():
         assert decision_token.verify(KEY, job.job_id, decision_token.find_token(job.comment)) == {"cap": 0.7}
+
+
+class RefusingComments(MemoryBackend):
+    """Slurm refusing a Comment update (a user comment near the 1,024-character limit)."""
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        refused = [a for a in actions if isinstance(a, SetDecision)]
+        results = super().apply([a for a in actions if not isinstance(a, SetDecision)])
+        return [ActionResult(a, ActionError.INVALID, "Comment too long") for a in refused] + results
+
+
+def test_a_job_whose_decision_is_refused_is_not_started_and_the_report_shows_no_cap(config: Config) -> None:
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.controller.carbon = None
+    parts.controller.backend = backend = RefusingComments([deferred_job(1)])
+    report = parts.controller.tick(NOW)
+    assert backend.applied == [] and backend.jobs[1].eligible_time == NOW + 6 * 3600  # waits for its deadline
+    assert [r.error for r in report.results] == [ActionError.INVALID, ActionError.BLOCKED]
+    (row,) = job_rows(parts.controller.store)
+    assert row["decided_cap_fraction"] == 0.7 and row["cap_fraction"] is None
+
+
+def test_the_report_shows_the_cap_slurm_accepted(config: Config) -> None:
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.controller.carbon = None
+    parts.controller.backend = MemoryBackend([deferred_job(1)])
+    parts.controller.tick(NOW)
+    (row,) = job_rows(parts.controller.store)
+    assert row["cap_fraction"] == row["decided_cap_fraction"] == 0.7

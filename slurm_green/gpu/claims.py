@@ -5,6 +5,18 @@ and removed by the Epilog, all under one node-wide lock. A GPU shared by several
 (gres/shard) is held by all of them; its *baseline* (the limit found when the first
 of them started) is copied into every later holder's record, so whichever job ends
 last restores it. Records from an earlier boot are dropped: a reboot resets the limits.
+
+Two safety nets keep a limit from staying changed after its last job left when an
+Epilog did not finish (its record lost or unreadable, NVML refusing, a hung lock or
+NVML call that got it killed):
+
+* ``baselines``: the baseline of every GPU some job holds, kept apart from the job
+  records, so an Epilog without its record still knows what to restore; an entry goes
+  only once its GPU has its baseline back.
+* ``<jobid>.ended``: the Epilog marks its job ended (with its pid) before it takes the
+  lock; if that process dies before it is done (killed waiting for a hung lock or NVML),
+  the next Prolog or Epilog on the node releases the job's claims, and GPUs no live job
+  holds get their baseline back (``enact.heal``).
 """
 
 from __future__ import annotations
@@ -70,6 +82,16 @@ class JobClaims:
         )
 
 
+def _alive(pid: str) -> bool:
+    try:
+        os.kill(int(pid), 0)
+    except PermissionError:
+        return True  # someone else's process
+    except (ProcessLookupError, ValueError, OverflowError):
+        return False
+    return True
+
+
 class ClaimStore:
     def __init__(self, jobs_dir: str | Path) -> None:
         self.dir = Path(jobs_dir)
@@ -86,9 +108,10 @@ class ClaimStore:
         return self.dir / f"{job_id}.json"
 
     def load(self, job_id: int) -> JobClaims | None:
+        """This job's record; None when absent or unreadable (the caller falls back on baselines)."""
         try:
             return JobClaims.from_json(self._path(job_id).read_text())
-        except FileNotFoundError:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
     def others(self, job_id: int) -> list[JobClaims]:
@@ -97,7 +120,7 @@ class ClaimStore:
         for path in self.dir.glob("*.json"):
             try:
                 record = JobClaims.from_json(path.read_text())
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, AttributeError):
                 path.unlink(missing_ok=True)
                 continue
             if record.boot != current:
@@ -106,6 +129,40 @@ class ClaimStore:
                 records.append(record)
         return sorted(records, key=lambda r: r.job_id)
 
+    def mark_ended(self, job_id: int) -> None:
+        """Say, without the lock, that this job has left: if this Epilog dies before it is
+        done, whoever takes the lock next finds the marker of a dead process and cleans up."""
+        self.dir.mkdir(parents=True, exist_ok=True, mode=0o755)
+        self._path(job_id).with_suffix(".ended").write_text(str(os.getpid()))
+
+    def abandoned(self) -> set[int]:
+        """Jobs marked ended whose Epilog is no longer running (killed, or crashed)."""
+        jobs = set()
+        for path in self.dir.glob("*.ended"):
+            try:
+                pid = path.read_text()
+            except OSError:
+                continue  # removed meanwhile
+            if path.stem.isdigit() and not _alive(pid):
+                jobs.add(int(path.stem))
+        return jobs
+
+    def baselines(self) -> dict[int, float]:
+        """Baselines of held GPUs, this boot's only; an unreadable file counts as empty."""
+        try:
+            data = json.loads((self.dir / "baselines").read_text())
+            if data.get("boot") != boot_id():
+                return {}
+            return {int(m): float(w) for m, w in data["gpus"].items()}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return {}
+
+    def save_baselines(self, baselines: dict[int, float]) -> None:
+        path = self.dir / "baselines"
+        tmp = path.with_name(".baselines.tmp")
+        tmp.write_text(json.dumps({"boot": boot_id(), "gpus": {str(m): w for m, w in sorted(baselines.items())}}))
+        os.replace(tmp, path)
+
     def save(self, claims: JobClaims) -> None:
         tmp = self._path(claims.job_id).with_suffix(".tmp")
         tmp.write_text(claims.to_json())
@@ -113,3 +170,4 @@ class ClaimStore:
 
     def remove(self, job_id: int) -> None:
         self._path(job_id).unlink(missing_ok=True)
+        self._path(job_id).with_suffix(".ended").unlink(missing_ok=True)

@@ -4,8 +4,8 @@ The Docker test cluster has /dev/nvidiaN character devices but no GPUs; this bac
 keeps, per minor number, the board's min/max/default limit and the current limit in
 a file (default /var/lib/slurm-green/gpus.json) so that tests can read what the
 Prolog and Epilog did. A device appears, with A100-like defaults (100-400 W), when it
-is first addressed. Setting ``"fail": true`` on a device makes changes to it fail,
-to rehearse GPU errors. Energy is the integral of the limit over time (an upper bound).
+is first addressed. Fault switches on a device rehearse GPU errors: ``"fail": true``
+makes changes fail, ``"fail_read": true`` makes reading its limits or energy fail too. Energy is the integral of the limit over time (an upper bound).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class EmulatedBackend:
 
     def limits(self, minor: int) -> BoardLimits:
         with self._state(write=True) as devices:
-            d = self._device(devices, minor)
+            d = self._readable(devices, minor)
             return BoardLimits(d["min_w"], d["max_w"], d["default_w"], d["current_w"])
 
     def set_limit(self, minor: int, watts: float) -> None:
@@ -71,7 +71,13 @@ class EmulatedBackend:
 
     def energy_j(self, minor: int) -> float | None:
         with self._state(write=True) as devices:
-            return self._device(devices, minor)["energy_j"]
+            return self._readable(devices, minor)["energy_j"]
+
+    def _readable(self, devices: dict, minor: int) -> dict:
+        device = self._device(devices, minor)
+        if device.get("fail_read"):
+            raise GpuError(f"GPU {minor}: emulated read failure (\"fail_read\" is set in {self.path})")
+        return device
 
     def close(self) -> None:
         pass

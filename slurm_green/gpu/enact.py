@@ -10,7 +10,7 @@ restores the baseline, the limit found before the first of them started.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from slurm_green.core import decision_token
@@ -30,19 +30,23 @@ def job_gpus(text: str | None) -> list[int]:
     return sorted(minors)
 
 
-def decided_cap(comment: str, job_id: int, key_file: Path, default: float | None, log: Log) -> float | None:
+def decided_cap(comment: str, job_id: int, key_file: Path, default: float | None, log: Log,
+                array_job_id: int | None = None) -> float | None:
     """The cap fraction the controller signed for this job, else the site default.
 
     A valid token without ``cap`` means "no cap". Anything else that is not a valid,
     correctly signed decision for *this* job (no token, forged, another job's token,
-    missing key, malformed cap) falls back to ``default``.
+    missing key, malformed cap) falls back to ``default``. A task of a job array also
+    accepts a token signed for its array (``array_job_id``, from slurmd's
+    SLURM_ARRAY_JOB_ID): the controller decides for the pending array as one record,
+    and every task Slurm splits off copies its Comment.
     """
     token = decision_token.find_token(comment)
     if token is None:
         log(f"no decision token: site default cap {default}")
         return default
     try:
-        payload = decision_token.verify(decision_token.load_key(key_file), job_id, token)
+        payload = _verify(decision_token.load_key(key_file), job_id, array_job_id, token)
     except (OSError, ValueError) as exc:  # InvalidToken is a ValueError
         log(f"decision token ignored ({exc}): site default cap {default}")
         return default
@@ -55,20 +59,67 @@ def decided_cap(comment: str, job_id: int, key_file: Path, default: float | None
     return float(cap)
 
 
+def _verify(key: bytes, job_id: int, array_job_id: int | None, token: str) -> dict[str, object]:
+    try:
+        return decision_token.verify(key, job_id, token)
+    except decision_token.InvalidToken:
+        if array_job_id is None or array_job_id == job_id:
+            raise
+    try:
+        return decision_token.verify(key, array_job_id, token)
+    except decision_token.InvalidToken:
+        raise decision_token.InvalidToken(
+            f"decision token not signed for job {job_id} nor for its array {array_job_id}") from None
+
+
+def array_job_id(environ: Mapping[str, str]) -> int | None:
+    """SLURM_ARRAY_JOB_ID when slurmd says this job is an array task (both variables set)."""
+    array, task = environ.get("SLURM_ARRAY_JOB_ID", ""), environ.get("SLURM_ARRAY_TASK_ID", "")
+    return int(array) if array.isdigit() and task.isdigit() else None
+
+
+def heal(backend: PowerBackend, store: ClaimStore, job_id: int, log: Log) -> list[JobClaims]:
+    """Under the lock: forget jobs whose Epilog marked them ended but did not finish, give
+    every GPU no live job holds its baseline back; returns the live records of other jobs."""
+    for gone in sorted(store.abandoned() - {job_id}):
+        log(f"job {gone}: its Epilog died before it was done; its claims are released")
+        store.remove(gone)
+    others = store.others(job_id)
+    held = {m for r in others for m in r.gpus} | set((store.load(job_id) or JobClaims(job_id)).gpus)
+    baselines = store.baselines()
+    for minor, watts in sorted(baselines.items()):
+        if minor in held:
+            continue
+        try:
+            current = backend.limits(minor).current_w
+            if current != watts:
+                backend.set_limit(minor, watts)
+                log(f"gpu {minor}: {current:g} W -> {watts:g} W (restored: no job holds it)")
+            del baselines[minor]
+        except GpuError as exc:
+            log(f"gpu {minor}: error, could not restore {watts:g} W yet: {exc}")
+    if baselines != store.baselines():
+        store.save_baselines(baselines)
+    return others
+
+
 def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: list[int],
                fraction: float | None, log: Log) -> JobClaims:
     """Prolog: claim the job's GPUs and set each to the loosest wish of its holders."""
     claims = JobClaims(job_id)
     with store.locked():
-        others = store.others(job_id)
+        others = heal(backend, store, job_id, log)
         earlier_run = store.load(job_id)  # a Prolog that ran before, without its Epilog
+        baselines = store.baselines()
         for minor in minors:
             try:
                 limits = backend.limits(minor)
                 held = [r.gpus[minor] for r in others if minor in r.gpus]
                 claims.shared = claims.shared or bool(held)
                 mine_before = earlier_run.gpus.get(minor) if earlier_run else None
-                baseline = (held[0] if held else mine_before or GpuClaim(limits.current_w, 0)).baseline_w
+                found = GpuClaim(baselines.get(minor, limits.current_w), 0)
+                baseline = (held[0] if held else mine_before or found).baseline_w
+                baselines.setdefault(minor, baseline)
                 want = cap_watts(fraction, limits) if fraction is not None else baseline
                 claims.gpus[minor] = GpuClaim(baseline, want)
                 energy = backend.energy_j(minor)
@@ -76,6 +127,7 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
                     claims.energy_start_j[minor] = energy
                 target = max([want, *(c.want_w for c in held)])
                 if target != limits.current_w:
+                    store.save_baselines(baselines)  # known before the limit changes
                     backend.set_limit(minor, target)
                 shared = f", shared with {len(held)} job(s)" if held else ""
                 log(f"gpu {minor}: {limits.current_w:g} W -> {target:g} W (job wants {want:g} W{shared})")
@@ -86,27 +138,36 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
                 other.shared = True
                 store.save(other)
         store.save(claims)
+        store.save_baselines(baselines)
     return claims
 
 
-def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: str, log: Log) -> NodeEnergy | None:
-    """Epilog: release the job's GPUs; restore each unless other jobs still hold it.
+def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: str, log: Log,
+                 minors: list[int] | None = None) -> NodeEnergy | None:
+    """Epilog: give the job's GPUs the loosest wish of the jobs still on them, else their baseline.
 
-    Returns the GPU energy the job drew here since its Prolog, or None when a GPU's
-    energy counter could not be read at either end (a partial sum would mislead).
+    Without a readable record of the job, ``minors`` (SLURM_JOB_GPUS) and the kept
+    baselines say what to restore. Returns the GPU energy the job drew here since its
+    Prolog, or None when a GPU's energy counter could not be read at either end (a
+    partial sum would mislead) or the record was lost.
     """
     with store.locked():
+        others = heal(backend, store, job_id, log)
         claims = store.load(job_id)
+        baselines = store.baselines()
         if claims is None:
-            log("no GPU record for this job: nothing to restore")
-            return None
-        others = store.others(job_id)
+            lost = [m for m in (minors or []) if m in baselines]
+            if not lost:
+                store.remove(job_id)
+                return None
+            log(f"no readable GPU record for this job: restoring GPUs {lost} from the kept baselines")
+            claims = JobClaims(job_id, {m: GpuClaim(baselines[m], baselines[m]) for m in lost}, started_at=None)
         energies: list[float | None] = []
         shared = claims.shared
         for minor, claim in sorted(claims.gpus.items()):
             held = [r.gpus[minor] for r in others if minor in r.gpus]
             shared = shared or bool(held)
-            target = max(c.want_w for c in held) if held else claim.baseline_w
+            target = max(c.want_w for c in held) if held else baselines.get(minor, claim.baseline_w)
             energy = _energy_since_start(backend, claims, minor)
             energies.append(energy)
             drawn = f", {energy:.0f} J since job start" if energy is not None else ""
@@ -114,10 +175,13 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
                 current = backend.limits(minor).current_w
                 if target != current:
                     backend.set_limit(minor, target)
+                if not held:
+                    baselines.pop(minor, None)
                 why = f"{len(held)} other job(s) still on it" if held else "restored"
                 log(f"gpu {minor}: {current:g} W -> {target:g} W ({why}){drawn}")
             except GpuError as exc:
-                log(f"gpu {minor}: error, could not set {target:g} W (set it by hand): {exc}")
+                log(f"gpu {minor}: error, could not set {target:g} W (the next job's hook retries): {exc}")
+        store.save_baselines(baselines)
         store.remove(job_id)
     if not energies or None in energies or claims.started_at is None:
         return None

@@ -1,7 +1,8 @@
 """Epilog (root, on every node of a job): give the job's GPUs back their earlier limits.
 
 Restores what the Prolog recorded, except on GPUs other jobs still hold (see enact.py),
-and removes the job's record. With ``SLURM_GREEN_TELEMETRY_DIR`` set it also leaves the
+and removes the job's record; with the record lost, the baselines kept apart say what
+to restore (claims.py). With ``SLURM_GREEN_TELEMETRY_DIR`` set it also leaves the
 job's metered GPU energy on this node there for the controller (core/telemetry.py).
 Run as ``python3 -m slurm_green.gpu.epilog``; always exits 0.
 """
@@ -14,25 +15,28 @@ from collections.abc import Mapping
 
 from slurm_green.core import telemetry
 from slurm_green.gpu.claims import ClaimStore
-from slurm_green.gpu.enact import Log, restore_caps
+from slurm_green.gpu.enact import Log, job_gpus, restore_caps
 from slurm_green.gpu.hook import run_hook
 from slurm_green.gpu.settings import GpuSettings, open_backend
 
 
 def epilog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: Log) -> None:
     store = ClaimStore(settings.jobs_dir)
+    minors = job_gpus(environ.get("SLURM_JOB_GPUS"))
     claims = store.load(job_id)
-    if claims is None:
+    if claims is None and not set(minors) & store.baselines().keys():
         return  # the Prolog changed nothing (no GPUs, or no power control here)
+    store.mark_ended(job_id)
     backend, how = open_backend(settings)
     if backend is None:
-        baselines = ", ".join(f"gpu {m}: {c.baseline_w:g} W" for m, c in sorted(claims.gpus.items()))
-        log(f"cannot restore ({how}); record dropped, earlier limits were {baselines}")
+        gpus = claims.gpus if claims else {}
+        baselines = ", ".join(f"gpu {m}: {c.baseline_w:g} W" for m, c in sorted(gpus.items()))
+        log(f"cannot restore ({how}); record dropped, earlier limits were {baselines or 'unknown'}")
         with store.locked():
             store.remove(job_id)
         return
     try:
-        measured = restore_caps(backend, store, job_id, _node_name(environ), log)
+        measured = restore_caps(backend, store, job_id, _node_name(environ), log, minors)
     finally:
         backend.close()
     if settings.telemetry_dir is None:

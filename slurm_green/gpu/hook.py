@@ -1,7 +1,7 @@
 """What the Prolog and the Epilog share: settings, one log line per event, and never failing.
 
 A Prolog or Epilog that fails drains the node, so every error ends here as a log line
-and exit status 0; prolog/prolog.sh and prolog/epilog.sh add a time bound and a log file.
+and exit status 0; the wrappers slurm.conf names (wrappers.py) add a time bound and a log file.
 """
 
 from __future__ import annotations

@@ -64,3 +64,16 @@ def test_concurrent_writers_do_not_lose_updates(tmp_path) -> None:
     for worker in workers:
         worker.join(timeout=30)
     assert [EmulatedBackend(path).limits(minor).current_w for minor in range(3)] == [140, 140, 140]
+
+
+def test_fail_read_flag_rehearses_a_gpu_that_cannot_be_read(tmp_path) -> None:
+    path = tmp_path / "gpus.json"
+    backend = EmulatedBackend(path)
+    backend.limits(1)
+    state = json.loads(path.read_text())
+    state["devices"]["1"]["fail_read"] = True
+    path.write_text(json.dumps(state))
+    for call in (lambda: backend.limits(1), lambda: backend.energy_j(1)):
+        with pytest.raises(GpuError, match="emulated read failure"):
+            call()
+    assert backend.limits(0).current_w == 400  # the other boards answer

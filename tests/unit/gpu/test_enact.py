@@ -8,7 +8,7 @@ from slurm_green.core import decision_token
 from slurm_green.gpu import claims as claims_module
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.emulated import EmulatedBackend
-from slurm_green.gpu.enact import apply_caps, decided_cap, job_gpus, restore_caps
+from slurm_green.gpu.enact import apply_caps, array_job_id, decided_cap, job_gpus, restore_caps
 
 KEY = b"site-key-of-32-bytes-for-tests!!"
 
@@ -143,3 +143,102 @@ def test_energy_of_a_gpu_shared_at_any_moment_is_marked_shared(node) -> None:
     assert first is not None and first.shared
     assert alone is not None and not alone.shared and alone.gpus == 2 and alone.node == "node1"
     assert alone.energy_j >= 0 and alone.seconds >= 0
+
+
+@pytest.mark.parametrize(
+    ("signed_for", "array", "task", "accepted"),
+    [
+        (20, "20", "1", True),     # a task of array 20, token signed for the array
+        (22, "20", "1", True),     # the task's own id still works
+        (20, "", "", False),       # not an array task: only its own id
+        (20, "20", "", False),     # no task id: slurmd did not say it is a task
+        (30, "20", "1", False),    # another array's token
+        (21, "20", "1", False),    # a sibling task's own token
+        (20, "20x", "1", False),   # malformed variables are not trusted
+    ],
+)
+def test_array_tasks_accept_their_arrays_token_and_nothing_else(key_file, signed_for, array, task, accepted) -> None:
+    env = {"SLURM_ARRAY_JOB_ID": array, "SLURM_ARRAY_TASK_ID": task}
+    lines: list[str] = []
+    cap = decided_cap(decision_token.sign(KEY, signed_for, {"cap": 0.6}), 22, key_file, None, lines.append,
+                      array_job_id({k: v for k, v in env.items() if v}))
+    assert cap == (0.6 if accepted else None)
+    assert accepted or "decision token ignored" in lines[0]
+
+
+@pytest.mark.parametrize("damage", ["remove", "corrupt"])
+def test_epilog_without_a_readable_record_restores_from_the_kept_baselines(node, damage) -> None:
+    backend, store = node
+    backend.set_limit(1, 350)
+    apply_caps(backend, store, 7, [1, 2], 0.5, print)
+    path = store.dir / "7.json"
+    path.unlink() if damage == "remove" else path.write_text("{not json")
+    lines: list[str] = []
+    assert restore_caps(backend, store, 7, "node1", lines.append, [1, 2]) is None  # no energy without a record
+    assert [backend.limits(m).current_w for m in range(4)] == [400, 350, 400, 400]
+    assert "gpu 1: 200 W -> 350 W (restored: no job holds it)" in lines
+    assert store.baselines() == {} and not list(store.dir.glob("7.*"))
+
+
+def test_a_lost_record_on_a_shared_gpu_leaves_the_other_jobs_wish(node) -> None:
+    backend, store = node
+    apply_caps(backend, store, 1, [0], 0.6, print)
+    apply_caps(backend, store, 2, [0], None, print)  # uncapped: the GPU runs at 400 W
+    (store.dir / "2.json").unlink()
+    lines: list[str] = []
+    restore_caps(backend, store, 2, "node1", lines.append, [0])
+    assert backend.limits(0).current_w == 240  # back to job 1's wish, not left at job 2's
+    assert "restoring GPUs [0] from the kept baselines" in lines[0]
+    restore_caps(backend, store, 1, "node1", print, [0])
+    assert backend.limits(0).current_w == 400
+
+
+def test_an_epilog_that_died_is_cleaned_up_by_the_next_hook(node) -> None:
+    backend, store = node
+    apply_caps(backend, store, 7, [0, 1], 0.5, print)
+    (store.dir / "7.ended").write_text("999999999")  # marked ended by a process that is gone
+    lines: list[str] = []
+    apply_caps(backend, store, 8, [2], 0.5, lines.append)  # another job's Prolog
+    assert [backend.limits(m).current_w for m in range(4)] == [400, 400, 200, 400]
+    assert "job 7: its Epilog died" in lines[0] and store.load(7) is None
+    assert store.baselines() == {2: 400}
+
+
+def test_an_epilog_still_at_work_is_not_cleaned_up(node) -> None:
+    backend, store = node
+    apply_caps(backend, store, 7, [0], 0.5, print)
+    store.mark_ended(7)  # this process: alive
+    apply_caps(backend, store, 8, [2], 0.5, print)
+    assert backend.limits(0).current_w == 200 and store.load(7) is not None
+
+
+def test_a_gpu_that_refused_its_restore_gets_it_at_the_next_hook(node) -> None:
+    backend, store = node
+    apply_caps(backend, store, 7, [0], 0.5, print)
+    _set_fault(backend, 0, fail=True)
+    restore_caps(backend, store, 7, "node1", print)
+    assert backend.limits(0).current_w == 200 and store.baselines() == {0: 400}
+    _set_fault(backend, 0, fail=False)
+    lines: list[str] = []
+    apply_caps(backend, store, 8, [3], None, lines.append)  # any later hook heals it
+    assert backend.limits(0).current_w == 400 and "(restored: no job holds it)" in lines[0]
+    assert store.baselines() == {3: 400}
+
+
+def test_the_next_job_on_a_gpu_that_refused_its_restore_keeps_the_true_baseline(node) -> None:
+    backend, store = node
+    apply_caps(backend, store, 7, [0], 0.5, print)
+    _set_fault(backend, 0, fail=True)
+    restore_caps(backend, store, 7, "node1", print)
+    apply_caps(backend, store, 8, [0], 0.6, print)  # still refusing: 200 W stays, baseline 400 W kept
+    _set_fault(backend, 0, fail=False)
+    restore_caps(backend, store, 8, "node1", print)
+    assert backend.limits(0).current_w == 400
+
+
+def _set_fault(backend: EmulatedBackend, minor: int, **switches: bool) -> None:
+    import json
+
+    state = json.loads(backend.path.read_text())
+    state["devices"][str(minor)].update(switches)
+    backend.path.write_text(json.dumps(state))

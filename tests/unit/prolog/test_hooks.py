@@ -136,3 +136,21 @@ def test_without_a_telemetry_dir_or_an_energy_reading_nothing_is_left(node_env, 
     fake_gpus[3].fail_energy = True  # one counter unreadable at the end: no partial sum
     assert epilog.main(env) == 0
     assert not spool.exists() or list(spool.glob("*")) == []
+
+
+def test_an_array_task_is_capped_by_its_arrays_decision(node_env, no_nvml) -> None:
+    """slurmd gives a task its own SLURM_JOB_ID; the Comment it copied is signed for the array."""
+    env = {**with_token(node_env, job_id=40, cap=0.7), "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2"}
+    assert prolog.main(env) == 0
+    assert limits_w(env) == {1: 280, 3: 280}
+    assert epilog.main(env) == 0
+    assert limits_w(env) == {1: 400, 3: 400}
+
+
+def test_epilog_restores_when_the_jobs_record_was_lost(node_env, no_nvml, capsys) -> None:
+    env = with_token(node_env, cap=0.7)
+    assert prolog.main(env) == 0
+    (jobs_dir(env) / "42.json").unlink()
+    assert epilog.main(env) == 0
+    assert limits_w(env) == {1: 400, 3: 400}
+    assert "(restored: no job holds it)" in capsys.readouterr().err

@@ -5,11 +5,13 @@ from __future__ import annotations
 import click
 
 from slurm_green import __version__
+from slurm_green.cli.errors import ErrorMappingGroup
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=ErrorMappingGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="slurm-green")
-def main() -> None:
+@click.option("--debug", is_flag=True, help="On an error, show the full traceback instead of one line.")
+def main(debug: bool) -> None:
     """Carbon- and energy-aware scheduling for Slurm GPU clusters."""
 
 

@@ -5,26 +5,27 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+from collections import Counter
 from pathlib import Path
 
 import click
 from rich.console import Console
 from rich.table import Table
 
-from slurm_green.controller.config import DEFAULT_PATH, ConfigError, load_config
-from slurm_green.controller.daemon import run_forever, safe_tick
+from slurm_green.cli.errors import CliError
+from slurm_green.controller.config import DEFAULT_PATH, load_config
+from slurm_green.controller.daemon import run_forever
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.controller.report import job_report
+from slurm_green.controller.tick import TickReport
+from slurm_green.core.actions import ActionError
 
 config_option = click.option("--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_PATH,
                              show_default=True, help="Controller configuration (TOML).")
-
-
-def _load(config_path: Path):
-    try:
-        return load_config(config_path)
-    except ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+#: ``run --once`` exit code when the tick ran but actions failed (1 is "could not run at all").
+EXIT_ACTIONS_FAILED = 3
+#: Failures that are races, not faults: the job ended or started between the snapshot and the action.
+_RACES = {ActionError.JOB_GONE, ActionError.NOT_PENDING}
 
 
 def _when(t: float | None, now: float) -> str:
@@ -42,21 +43,43 @@ def run(config_path: Path, once: bool) -> None:
     """Run the controller: a tick every controller.interval_s seconds."""
     from slurm_green.controller.assemble import assemble
 
-    config = _load(config_path)
+    config = load_config(config_path)
     logging.basicConfig(level=config.controller.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parts = assemble(config)
-    metrics = ControllerMetrics()
     try:
         parts.feed.refresh()  # one bounded fetch before the first tick, so a cold start is not carbon-agnostic
     except Exception as exc:
         logging.getLogger(__name__).warning("first carbon fetch failed: %s", exc)
-    if once:
-        report = safe_tick(parts.controller, parts.clock, metrics)
-        raise SystemExit(0 if report is not None else 1)
+    if once:  # a failing tick raises, and the top level says why in one line
+        failed = failed_actions(parts.controller.tick(parts.clock.now()))
+        if failed:
+            raise CliError(failed, EXIT_ACTIONS_FAILED)
+        return
+    metrics = ControllerMetrics()
     if config.controller.metrics_port:
         metrics.serve(config.controller.metrics_port)
     parts.feed.start()
     run_forever(parts.controller, parts.clock, config.controller.interval_s, metrics)
+
+
+def failed_actions(report: TickReport) -> str | None:
+    """One line when actions of the tick failed for a reason other than a race, else ``None``.
+
+    Any such failure counts, not only "all failed": a job whose cap or start was not
+    enacted runs other than decided, and ``--once`` is what scripts and checks run.
+    """
+    faults = [f for f in report.failures if f.error not in _RACES]
+    if not faults:
+        return None
+    kinds = Counter(f.error.value if f.error else "other" for f in faults)
+    first = faults[0]
+    return (f"{len(faults)} of {len(report.results)} actions failed ("
+            + ", ".join(f"{kind} x{n}" for kind, n in kinds.most_common())
+            + f"); first: job {first.action.job_id} {type(first.action).__name__}: {first.message or first.error}"
+            + (f"; {_PERMISSION_HINT}" if ActionError.PERMISSION_DENIED.value in kinds else ""))
+
+
+_PERMISSION_HINT = "the controller's user needs Slurm operator rights (docs/enactment.md)"
 
 
 @click.command("plan")
@@ -66,7 +89,7 @@ def plan(config_path: Path, as_json: bool) -> None:
     """What the controller would do now, and why (nothing is changed)."""
     from slurm_green.controller.assemble import assemble
 
-    config = _load(config_path)
+    config = load_config(config_path)
     parts = assemble(config, dry_run=True, with_store=False)
     try:
         parts.feed.refresh()
@@ -107,7 +130,7 @@ def plan(config_path: Path, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def report(config_path: Path, as_json: bool) -> None:
     """Per managed job: submit, decided and actual start, cap, and carbon against starting at once."""
-    config = _load(config_path)
+    config = load_config(config_path)
     rows, totals = job_report(config)
     if as_json:
         click.echo(json.dumps({"jobs": rows, "totals": totals}, indent=2))

@@ -11,6 +11,10 @@ from slurm_green.core.green_options import GreenOptionError
 from slurm_green.jobscript import TrainingJob, render_sbatch
 
 
+#: sbatch answers in well under a second; a minute means slurmctld is not answering.
+SBATCH_TIMEOUT_S = 60
+
+
 def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
     if text is None:
         return None, None
@@ -25,8 +29,8 @@ def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
 @click.argument("script")
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--name", default="train", show_default=True, help="Slurm job name (also the model type hint).")
-@click.option("--gpus", "gpus_per_node", type=int, default=1, show_default=True, help="GPUs per node requested.")
-@click.option("--nodes", type=int, default=1, show_default=True, help="Nodes; more than one uses srun + torchrun rendezvous.")
+@click.option("--gpus", "gpus_per_node", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per node requested.")
+@click.option("--nodes", type=click.IntRange(min=1), default=1, show_default=True, help="Nodes; more than one uses srun + torchrun rendezvous.")
 @click.option("--gpus-range", help="Total GPUs slurm-green may choose from, e.g. 2-8 (elastic jobs).")
 @click.option("--flex", help="Maximum start delay slurm-green may use, e.g. 6h or 1d.")
 @click.option("--time", help="Time limit, Slurm format (HH:MM:SS).")
@@ -45,7 +49,12 @@ def sbatch(script: str, args: tuple[str, ...], gpus_range: str | None, submit: b
     if not submit:
         click.echo(text, nl=False)
         return
-    result = subprocess.run(["sbatch"], input=text, text=True, capture_output=True, timeout=60)
+    try:
+        result = subprocess.run(["sbatch"], input=text, text=True, capture_output=True, timeout=SBATCH_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        reason = f"no answer within {SBATCH_TIMEOUT_S} s" if isinstance(exc, subprocess.TimeoutExpired) else exc.strerror
+        raise click.ClickException(f"cannot run sbatch ({reason}); submit from a Slurm login node, or leave out "
+                                   "--submit and pipe the printed script to sbatch yourself") from None
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     sys.exit(result.returncode)

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from slurm_green.core.cluster import ClusterSnapshot
-from slurm_green.slurm import DockerExecRunner, SlurmError, make_backend
+from slurm_green.slurm import DockerExecRunner, make_backend
 
 
 def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
@@ -126,10 +126,7 @@ def render(snapshot: ClusterSnapshot, console: Console) -> None:
 def status(as_json: bool, container: str | None, user: str | None) -> None:
     """Show nodes and jobs as slurm-green sees them (one snapshot)."""
     runner = DockerExecRunner(container, user=user) if container else None
-    try:
-        snapshot = make_backend(runner).snapshot()
-    except SlurmError as exc:
-        raise click.ClickException(f"cannot read Slurm ({exc.error.value}): {exc}") from exc
+    snapshot = make_backend(runner).snapshot()  # a SlurmError becomes one line at the top (cli/errors.py)
     if as_json:
         click.echo(json.dumps(snapshot_to_dict(snapshot), indent=2))
     else:

@@ -194,7 +194,9 @@ def _run(argv: Iterable[str], check: bool = True, input: str | None = None,
          timeout: float | None = None) -> subprocess.CompletedProcess:
     argv = list(argv)
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=timeout)
+        # surrogateescape: tests submit names and comments that are not UTF-8 (users may)
+        p = subprocess.run(argv, capture_output=True, encoding="utf-8", errors="surrogateescape", input=input,
+                           timeout=timeout)
     except subprocess.TimeoutExpired as e:
         raise ClusterError(f"timed out after {timeout} s: {shlex.join(argv)}") from e
     if check and p.returncode != 0:

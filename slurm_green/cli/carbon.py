@@ -15,6 +15,7 @@ from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_source_spec, parse_sources
 from slurm_green.carbon.timebase import utc_now
 from slurm_green.carbon.windows import low_carbon_windows
+from slurm_green.controller.config import DEFAULT_PATH, load_config
 
 SOURCE_HELP = "Source spec (repeat or comma-separate for a fallback chain), e.g. ukgrid, csv:PATH?replay=1, synthetic."
 
@@ -48,7 +49,7 @@ def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, a
         answer = parse_sources(specs, CarbonSecrets.load()).answer(pd.Timedelta(hours=hours), now=now)
     except CarbonError as exc:
         raise click.ClickException(str(exc)) from None
-    series = answer.series.loc[: now + pd.Timedelta(hours=hours)]
+    series = ahead(answer.series, now, pd.Timedelta(hours=hours))
     windows = low_carbon_windows(series)
     label = f"{answer.source}{' (SYNTHETIC data)' if answer.synthetic else ''}"
     if plot:
@@ -73,11 +74,32 @@ def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, a
         console.print(f"plot written to {plot}")
 
 
+def ahead(series: pd.Series, now: pd.Timestamp, span: pd.Timedelta) -> pd.Series:
+    """The points of ``span`` from the interval holding ``now``: ``--hours 4`` of hourly data is 4 rows, not 5."""
+    first = max(int(series.index.searchsorted(now, side="right")) - 1, 0)
+    start = series.index[first] if len(series) else now
+    return series.iloc[first:][lambda s: s.index < start + span]
+
+
+def configured_sources(path: Path) -> list[str]:
+    """The source specs the config names; "nothing configured" when there is no file or no sources in it."""
+    if not path.exists():
+        raise click.ClickException(f"nothing configured: {path} does not exist; give --config FILE or --source SPEC")
+    sources = load_config(path).carbon.sources
+    if not sources:
+        raise click.ClickException(f"nothing configured: {path} sets no [carbon] sources (the controller runs "
+                                   "carbon-agnostic); add them there or give --source SPEC")
+    return list(sources)
+
+
 @carbon.command()
-@click.option("--source", "specs", multiple=True, default=("synthetic",), show_default=True, help=SOURCE_HELP)
+@click.option("--source", "specs", multiple=True, help=f"{SOURCE_HELP} Default: the sources --config names.")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False, path_type=Path), default=DEFAULT_PATH,
+              show_default=True, help="Controller configuration whose [carbon] sources are checked.")
 @click.option("--at", help="Check at this UTC time instead of now.")
-def check(specs: tuple[str, ...], at: str | None) -> None:
+def check(specs: tuple[str, ...], config_path: Path, at: str | None) -> None:
     """Check which sources answer and how fresh their data is (exit 1 if none does)."""
+    specs = specs or tuple(configured_sources(config_path))
     now = _now(at)
     secrets = CarbonSecrets.load()
     table = Table(title="Carbon sources")

@@ -54,7 +54,9 @@ class CliBackend:
     and reports them as successful; reads still go to Slurm. ``batch_jobs`` lets jobs
     receiving identical changes share one scontrol call. ``text_jobs=False`` always reads
     jobs as ``squeue --json`` (one RPC fewer, but far slower on a long queue; see
-    ``squeue_text``).
+    ``squeue_text``). ``write_prefix`` goes before every command that changes a job
+    (``("sudo", "-n")`` at a site without slurmdbd, where the service user cannot be made
+    a Slurm operator; see docs/deploy.md); reads run as the service user.
     """
 
     def __init__(
@@ -67,6 +69,7 @@ class CliBackend:
         batch_jobs: bool = True,
         partition_ttl_s: float = 300.0,
         text_jobs: bool = True,
+        write_prefix: Sequence[str] = (),
     ) -> None:
         self.runner = runner or LocalRunner()
         self.clock = clock or SystemClock()
@@ -74,6 +77,7 @@ class CliBackend:
         self.dry_run = dry_run
         self.batch_jobs = batch_jobs
         self.partition_ttl_s = partition_ttl_s
+        self.write_prefix = tuple(write_prefix)
         self.recorded: list[tuple[str, ...]] = []
         self._partitions: tuple[Partition, ...] = ()
         self._partitions_at: float | None = None
@@ -232,7 +236,7 @@ class CliBackend:
             for index in command.actions:
                 results[index] = ActionResult(actions[index], None, "dry-run: " + " ".join(command.argv))
             return None
-        result = self._run(command.argv)
+        result = self._run((*self.write_prefix, *command.argv))
         if result.ok:
             for index in command.actions:
                 results[index] = ActionResult(actions[index], None, " ".join(command.argv))

@@ -60,12 +60,14 @@ def make_backend(
     timeout_s: float = 30.0,
     pyslurm_module: ModuleType | Any | None = None,
     text_jobs: bool = True,
+    write_prefix: tuple[str, ...] = (),
 ) -> ClusterBackend:
     """The backend for this cluster: pyslurm if importable and of the cluster's major.minor.
 
     ``prefer="cli"`` skips pyslurm; ``prefer="pyslurm"`` raises ``RuntimeError`` if it
     cannot be used. ``pyslurm_module`` replaces ``import pyslurm`` (tests). ``text_jobs``:
-    how the CLI backend reads jobs (see ``CliBackend``).
+    how the CLI backend reads jobs, ``write_prefix`` what runs its changes (see ``CliBackend``;
+    the pyslurm backend cannot take a prefix, so with one the CLI backend is used).
     """
     runner = runner or LocalRunner()
 
@@ -73,10 +75,13 @@ def make_backend(
         if prefer == "pyslurm":
             raise RuntimeError(f"pyslurm backend requested but unusable: {reason}")
         log.info("Slurm backend: CLI (%s)", reason)
-        return CliBackend(runner, clock=clock, timeout_s=timeout_s, dry_run=dry_run, text_jobs=text_jobs)
+        return CliBackend(runner, clock=clock, timeout_s=timeout_s, dry_run=dry_run, text_jobs=text_jobs,
+                          write_prefix=write_prefix)
 
     if prefer == "cli":
         return cli("asked for the CLI backend")
+    if write_prefix:
+        return cli(f"changes run through {' '.join(write_prefix)}, which pyslurm cannot do")
     if not getattr(runner, "is_local", False):
         return cli(f"commands run through {type(runner).__name__}; pyslurm can only reach a local libslurm")
     module = pyslurm_module or _import_pyslurm()

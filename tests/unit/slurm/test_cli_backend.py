@@ -292,3 +292,13 @@ def test_a_squeue_without_a_field_is_read_as_json_from_then_on():
     cli.snapshot()
     squeues = [call[:3] for call in runner.calls if call[0] == "squeue"]
     assert squeues == [("squeue", "--states=all", "--noheader")] + [("squeue", "--json", "--states=all")] * 2
+
+
+def test_a_write_prefix_runs_only_the_changes():
+    """A site without slurmdbd runs the controller's updates through sudo (docs/deploy.md)."""
+    cli, runner = backend(reads(squeue_document(JOB_5)), write_prefix=("sudo", "-n"))
+    cli.snapshot()
+    assert all(call[0] != "sudo" for call in runner.calls)
+    runner.calls.clear()
+    assert all(r.ok for r in cli.apply([SetStartTime(5, NOW)]))
+    assert runner.calls == [("sudo", "-n", "scontrol", "update", "JobId=5", "StartTime=now")]

@@ -65,3 +65,9 @@ def test_cli_when_pyslurm_is_not_installed(monkeypatch, caplog):
     caplog.set_level(logging.INFO)
     assert isinstance(make_backend(VersionRunner("25.11.2")), CliBackend)
     assert "pyslurm is not installed" in caplog.text
+
+
+def test_a_write_prefix_keeps_the_cli_backend():
+    backend = make_backend(VersionRunner("25.11.2"), prefer="auto", pyslurm_module=FakePyslurm(),
+                           write_prefix=("sudo", "-n"))
+    assert isinstance(backend, CliBackend) and backend.write_prefix == ("sudo", "-n")

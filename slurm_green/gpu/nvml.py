@@ -64,6 +64,18 @@ class NvmlBackend:
         except Exception:  # not supported before Volta: telemetry is optional
             return None
 
+    @property
+    def minors(self) -> list[int]:
+        return sorted(self._by_minor)
+
+    def model(self, minor: int) -> str:
+        """The board's name as NVML gives it, e.g. "NVIDIA A100-SXM4-80GB"."""
+        try:
+            name = self._nvml.nvmlDeviceGetName(self._handle(minor))
+        except Exception as exc:
+            raise GpuError(f"GPU {minor}: reading its name failed: {exc}") from exc
+        return name.decode() if isinstance(name, bytes) else str(name)
+
     def pci_bus_id(self, minor: int) -> str:
         """For logs and cross-checks against nvidia-smi."""
         bus_id = self._nvml.nvmlDeviceGetPciInfo(self._handle(minor)).busId
@@ -74,3 +86,17 @@ class NvmlBackend:
             self._nvml.nvmlShutdown()
         except Exception:
             pass
+
+
+def gpu_models() -> list[str]:
+    """This host's GPU names in minor order, for ``install``; [] where NVML is not usable."""
+    try:
+        backend = NvmlBackend()
+    except GpuError:
+        return []
+    try:
+        return [backend.model(minor) for minor in backend.minors]
+    except GpuError:
+        return []
+    finally:
+        backend.close()

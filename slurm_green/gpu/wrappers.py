@@ -49,6 +49,9 @@ class HookSettings:
             raise ValueError(f"log {self.log!r}: give an absolute path")
 
 
+DEFAULTS = HookSettings()
+
+
 def render(kind: str, settings: HookSettings) -> str:
     """The wrapper for ``kind`` (prolog or epilog) with ``settings`` written in."""
     if kind not in KINDS:
@@ -76,7 +79,7 @@ def install(directory: Path, settings: HookSettings) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    defaults = HookSettings()
+    defaults = DEFAULTS
     parser = argparse.ArgumentParser(prog="python3 -m slurm_green.gpu.wrappers", description=__doc__.split("\n")[0])
     parser.add_argument("directory", nargs="?", type=Path, default=HOOKS_DIR, help=f"default {HOOKS_DIR}")
     parser.add_argument("--python", default=defaults.python, help=f"interpreter on this node (default {defaults.python})")

@@ -23,6 +23,7 @@ class FakeGpu:
     limit_mw: int = 400_000
     energy_mj: int = 0
     bus_id: bytes = b"00000000:00:00.0"
+    name: str = "NVIDIA A100-SXM4-80GB"
     fail_set: bool = False
     fail_energy: bool = False
     set_calls: list[int] = field(default_factory=list)
@@ -73,6 +74,7 @@ def make_pynvml(gpus: list[FakeGpu], init_error: bool = False) -> types.ModuleTy
 
     module.nvmlDeviceGetTotalEnergyConsumption = nvmlDeviceGetTotalEnergyConsumption
     module.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId=gpu(h).bus_id)
+    module.nvmlDeviceGetName = lambda h: gpu(h).name
     return module
 
 

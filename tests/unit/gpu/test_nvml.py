@@ -55,3 +55,17 @@ def test_unusable_nvml_raises_gpu_error(monkeypatch, gpus, no_nvml) -> None:
     monkeypatch.setitem(sys.modules, "pynvml", make_pynvml(gpus, init_error=True))
     with pytest.raises(GpuError, match="did not initialise"):
         NvmlBackend()
+
+
+def test_gpu_models_in_minor_order(fake_nvml, gpus) -> None:
+    from slurm_green.gpu.nvml import gpu_models
+
+    gpus[0].name = "NVIDIA H100 80GB HBM3"  # index 0 is minor 2
+    assert gpu_models() == ["NVIDIA A100-SXM4-80GB"] * 2 + ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"]
+    assert not fake_nvml.initialised  # shut down again
+
+
+def test_gpu_models_without_nvml_is_empty(no_nvml) -> None:
+    from slurm_green.gpu.nvml import gpu_models
+
+    assert gpu_models() == []

@@ -4,6 +4,10 @@
 the others are kept (source name -> reason) so ``carbon check``, logs and
 metrics can say why a lower-priority source was used. If every source fails,
 :class:`~slurm_green.carbon.errors.CarbonUnavailable` carries all the reasons.
+
+A source failing is logged once when it starts failing or fails differently, and
+once when it answers again, not at every refresh: a file left broken for a week
+must not write a warning every minute, and a recovery must not go unsaid.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import pandas as pd
 
 from slurm_green.carbon.answer import Answer
 from slurm_green.carbon.errors import CarbonError, CarbonUnavailable
+from slurm_green.carbon.failures import FailureLog, describe
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.timebase import as_utc
 
@@ -29,8 +34,8 @@ class FallbackChain(CarbonSource):
             raise ValueError("a fallback chain needs at least one source")
         self.sources = list(sources)
         self.name = ",".join(s.name for s in self.sources)
-        self.resolution = self.sources[0].resolution
         self.synthetic = all(s.synthetic for s in self.sources)
+        self._failures = FailureLog(log)
 
     def answer(self, horizon: pd.Timedelta, now: pd.Timestamp | None = None) -> Answer:
         now = as_utc(now)
@@ -38,14 +43,11 @@ class FallbackChain(CarbonSource):
         for source in self.sources:
             try:
                 answer = source.answer(horizon, now=now)
-            except CarbonError as exc:
-                failures[source.name] = f"{type(exc).__name__}: {exc}"
             except Exception as exc:  # a bug in one source must not hide the others
-                failures[source.name] = f"unexpected {type(exc).__name__}: {exc}"
-                log.exception("carbon source %s failed unexpectedly", source.name)
+                failures[source.name] = describe(exc)
+                self._failures.failed(source.name, exc)
             else:
-                if failures:
-                    log.warning("carbon source %s answered after failures: %s", answer.source, failures)
+                self._failures.answered(source.name)
                 return Answer(answer.series, answer.source, answer.synthetic, {**failures, **answer.failures})
         raise CarbonUnavailable(
             "every carbon source failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()), failures
@@ -60,5 +62,5 @@ class FallbackChain(CarbonSource):
             try:
                 return source.history(start, end)
             except CarbonError as exc:
-                failures[source.name] = f"{type(exc).__name__}: {exc}"
+                failures[source.name] = describe(exc)
         raise CarbonUnavailable("no source has history: " + "; ".join(failures.values()), failures)

@@ -22,12 +22,15 @@ from slurm_green.carbon.errors import AuthError, StaleDataError
 from slurm_green.carbon.forecast import SeasonalForecaster
 from slurm_green.carbon.http import HttpClient
 from slurm_green.carbon.payload import field, series_from_points
+from slurm_green.carbon.secrets import Credential, reveal
 from slurm_green.carbon.source import CarbonSource, Reading
 from slurm_green.carbon.timebase import as_utc
 from slurm_green.carbon.validate import check_value, validate_series
 
 log = logging.getLogger(__name__)
 BASE_URL = "https://api.electricitymap.org/v3"
+#: The API's ``emissionFactorType`` values.
+EMISSION_FACTORS = ("direct", "lifecycle")
 
 
 class ElectricityMapsSource(CarbonSource):
@@ -39,7 +42,7 @@ class ElectricityMapsSource(CarbonSource):
     def __init__(
         self,
         zone: str,
-        token: SecretStr,
+        token: SecretStr | Credential,
         *,
         base_url: str = BASE_URL,
         emission_factor: str = "direct",
@@ -95,7 +98,7 @@ class ElectricityMapsSource(CarbonSource):
         params = {"zone": self.zone}
         if self.emission_factor:
             params["emissionFactorType"] = self.emission_factor
-        return self._http.get_json(path, params=params, headers={"auth-token": self._token.get_secret_value()})
+        return self._http.get_json(path, params=params, headers={"auth-token": reveal(self._token)})
 
     def _series(self, points: object, label: str) -> pd.Series:
         raw = series_from_points(

@@ -35,13 +35,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from slurm_green.carbon.errors import CarbonError, CarbonUnavailable
+from slurm_green.carbon.errors import CarbonError, CarbonUnavailable, DataValidationError, SourceError
+from slurm_green.carbon.failures import FailureLog, describe
 from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.timebase import EPOCH
 
 log = logging.getLogger(__name__)
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2  #: 2: the cache names the configured source and is ignored under another
 
 
 @dataclass(frozen=True, eq=False)
@@ -82,6 +83,12 @@ class CarbonFeed:
         self._clock = clock
         self._snapshot: CarbonSnapshot | None = self._load_cache()
         self._last_error: CarbonError | None = None
+        self._failures = FailureLog(
+            log,
+            failing=f"no carbon data from {{name}} (carbon-agnostic once the last forecast is {max_age:.0f} s old): "
+                    "{why}",
+            back="carbon data from {name} again",
+        )
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -101,18 +108,25 @@ class CarbonFeed:
         return self._last_error
 
     def refresh(self) -> CarbonSnapshot:
-        """Fetch now (blocking; the background thread and the CLI call this)."""
+        """Fetch now (blocking; the background thread and the CLI call this).
+
+        Raises only :class:`CarbonError`: whatever a source does, including
+        answering numbers the signal cannot hold, the caller sees one typed error,
+        and the failure is logged once per change (see :mod:`.failures`).
+        """
         fetched_at = self._clock()
         try:
             answer = self.source.answer(self.horizon, now=EPOCH + pd.Timedelta(seconds=fetched_at))
-            snap = CarbonSnapshot(
-                CarbonSignal.from_series(answer.series), answer.source, answer.synthetic, fetched_at, answer.failures
-            )
-        except CarbonError as exc:
-            self._last_error = exc
-            raise
+            signal = CarbonSignal.from_series(answer.series)
+        except Exception as exc:
+            error = exc if isinstance(exc, CarbonError) else _as_carbon_error(exc, self.source.name)
+            self._last_error = error
+            self._failures.failed(self.source.name, exc)
+            raise error from None
+        snap = CarbonSnapshot(signal, answer.source, answer.synthetic, fetched_at, answer.failures)
         self._snapshot = snap
         self._last_error = None
+        self._failures.answered(self.source.name)
         self._write_cache(snap)
         return snap
 
@@ -134,10 +148,9 @@ class CarbonFeed:
         while not self._stop.is_set():
             try:
                 snap = self.refresh()
-                log.info("carbon forecast refreshed from %s", snap.source)
+                log.debug("carbon forecast refreshed from %s", snap.source)
                 wait = self.refresh_interval
-            except CarbonError as exc:
-                log.warning("carbon refresh failed: %s", exc)
+            except CarbonError:  # logged by refresh, once per change
                 wait = self.retry_interval
             except Exception:  # the thread must survive anything
                 log.exception("carbon refresh crashed")
@@ -155,6 +168,7 @@ class CarbonFeed:
             return
         payload = {
             "format": CACHE_FORMAT,
+            "configured": self.source.name,
             "source": snap.source,
             "synthetic": snap.synthetic,
             "fetched_at": snap.fetched_at,
@@ -176,9 +190,21 @@ class CarbonFeed:
             payload = json.loads(self.cache_path.read_text())
             if payload["format"] != CACHE_FORMAT:
                 raise ValueError(f"format {payload['format']}")
+            if payload["configured"] != self.source.name:
+                # Written under other sources (say, synthetic before the admin removed it): not ours to serve.
+                log.info("carbon cache %s is from sources %r, not %r: ignored",
+                         self.cache_path, payload["configured"], self.source.name)
+                return None
             index = pd.DatetimeIndex(EPOCH + pd.to_timedelta(np.asarray(payload["starts"]), unit="s"))
             signal = CarbonSignal.from_series(pd.Series(payload["values"], index=index))
             return CarbonSnapshot(signal, payload["source"], bool(payload["synthetic"]), float(payload["fetched_at"]))
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("ignoring unreadable carbon cache %s: %s", self.cache_path, exc)
             return None
+
+
+def _as_carbon_error(exc: Exception, name: str) -> CarbonError:
+    """A non-carbon exception from a source or from building the signal, as the carbon error it means."""
+    if isinstance(exc, ValueError):  # the signal refused the numbers
+        return DataValidationError(f"{name}: unusable forecast: {exc}")
+    return SourceError(f"{name}: {describe(exc)}")

@@ -5,7 +5,13 @@ backoff. A 429 waits for its ``Retry-After`` (seconds or an HTTP date) when
 that is within ``max_retry_after``; longer waits fail fast with
 :class:`RateLimitedError` so a refresh thread is not parked for an hour. 401
 and 403 are not retried. Errors name the provider, the path and the status,
-never a header value, so credentials cannot leak through messages.
+never a header value, so credentials cannot leak through messages (a 4xx body
+quoted in an error has the request's credentials masked, in case it echoes them).
+
+The retry loop is tenacity's (stop after so many attempts, exponential wait,
+retry only on a transient failure); this module only decides what an answer
+means: success, a failure to retry (and the wait the server asked for), or a
+failure to report at once. See docs/carbon.md, "Providers", for why tenacity.
 """
 
 from __future__ import annotations
@@ -17,14 +23,24 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 
 log = logging.getLogger(__name__)
 
 
+class _Transient(Exception):
+    """One failed attempt worth another: the error to raise when none is left, and the wait the server asked for."""
+
+    def __init__(self, error: SourceError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
 class HttpClient:
-    """A small JSON-over-HTTP client for a provider's base URL."""
+    """A small JSON-over-HTTP client for a provider's base URL (the connection pool opens at the first request)."""
 
     def __init__(
         self,
@@ -41,11 +57,20 @@ class HttpClient:
     ) -> None:
         self.label = label
         self.retries = retries
-        self.backoff = backoff
-        self.max_backoff = max_backoff
         self.max_retry_after = max_retry_after
-        self._sleep = sleep
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), timeout=timeout, transport=transport)
+        self._base_url = base_url.rstrip("/")
+        self._timeout = timeout
+        self._transport = transport
+        self._client: httpx.Client | None = None
+        self._backoff = wait_exponential(multiplier=backoff, max=max_backoff)
+        self._retrying = Retrying(
+            stop=stop_after_attempt(retries + 1),
+            wait=self._wait,
+            retry=retry_if_exception_type(_Transient),
+            sleep=sleep,
+            before_sleep=lambda state: log.info("%s; retrying", _failure(state)),
+            reraise=True,
+        )
 
     def get_json(
         self,
@@ -56,45 +81,78 @@ class HttpClient:
         auth: httpx.Auth | tuple[str, str] | None = None,
     ) -> Any:
         """GET ``path`` and decode JSON, retrying transient failures."""
-        where = f"{self.label} {path}"
-        for attempt in range(self.retries + 1):
-            last = attempt == self.retries
-            try:
-                response = self._client.get(path, params=params, headers=headers, auth=auth)
-            except httpx.TimeoutException:
-                problem = f"{where}: timed out"
-            except httpx.TransportError as exc:
-                problem = f"{where}: connection failed ({type(exc).__name__})"
-            else:
-                status = response.status_code
-                if status in (401, 403):
-                    raise AuthError(f"{where}: HTTP {status} (credentials refused or endpoint not in plan)")
-                if status == 429:
-                    wait = _retry_after_seconds(response.headers.get("Retry-After"))
-                    if last or (wait is not None and wait > self.max_retry_after):
-                        raise RateLimitedError(f"{where}: HTTP 429 rate limited (Retry-After {wait})")
-                    self._sleep(wait if wait is not None else self._backoff(attempt))
-                    continue
-                if status >= 500:
-                    problem = f"{where}: HTTP {status}"
-                elif status >= 400:
-                    raise SourceError(f"{where}: HTTP {status}: {response.text[:200]}")
-                else:
-                    try:
-                        return response.json()
-                    except ValueError:
-                        raise MalformedResponseError(f"{where}: answer is not JSON") from None
-            if last:
-                raise SourceError(f"{problem} after {self.retries + 1} attempts")
-            log.info("%s; retrying", problem)
-            self._sleep(self._backoff(attempt))
-        raise AssertionError("unreachable")
+        try:
+            return self._retrying(self._attempt, path, params, headers, auth)
+        except _Transient as last:
+            error = last.error
+            if isinstance(error, RateLimitedError):
+                raise error from None
+            raise SourceError(f"{error} after {self.retries + 1} attempts") from None
 
     def close(self) -> None:
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
 
-    def _backoff(self, attempt: int) -> float:
-        return min(self.backoff * 2**attempt, self.max_backoff)
+    def _attempt(
+        self,
+        path: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        auth: httpx.Auth | tuple[str, str] | None,
+    ) -> Any:
+        """One request: its JSON, a :class:`_Transient` to retry, or the error to report at once."""
+        where = f"{self.label} {path}"
+        try:
+            response = self._http().get(path, params=params, headers=headers, auth=auth)
+        except httpx.TimeoutException:
+            raise _Transient(SourceError(f"{where}: timed out")) from None
+        except httpx.TransportError as exc:
+            raise _Transient(SourceError(f"{where}: connection failed ({type(exc).__name__})")) from None
+        status = response.status_code
+        if status in (401, 403):
+            raise AuthError(f"{where}: HTTP {status} (credentials refused or endpoint not in plan)")
+        if status == 429:
+            wait = _retry_after_seconds(response.headers.get("Retry-After"))
+            error = RateLimitedError(f"{where}: HTTP 429 rate limited (Retry-After {wait})")
+            if wait is not None and wait > self.max_retry_after:
+                raise error
+            raise _Transient(error, wait)
+        if status >= 500:
+            raise _Transient(SourceError(f"{where}: HTTP {status}"))
+        if status >= 400:
+            body = _masked(response.text[:200], headers, auth)
+            raise SourceError(f"{where}: HTTP {status}: {body}")
+        try:
+            return response.json()
+        except ValueError:
+            raise MalformedResponseError(f"{where}: answer is not JSON") from None
+
+    def _http(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(base_url=self._base_url, timeout=self._timeout, transport=self._transport)
+        return self._client
+
+    def _wait(self, state: RetryCallState) -> float:
+        """The server's Retry-After when it gave one, else exponential backoff."""
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Transient) and failure.retry_after is not None:
+            return failure.retry_after
+        return float(self._backoff(state))
+
+
+def _failure(state: RetryCallState) -> str:
+    failure = state.outcome.exception() if state.outcome else None
+    return str(failure)
+
+
+def _masked(text: str, headers: Mapping[str, str] | None, auth: object) -> str:
+    """``text`` with every header value of the request (and each word of one, as ``Bearer TOKEN``)
+    and each basic-auth part replaced by ``***``."""
+    values = [*(headers or {}).values(), *(auth if isinstance(auth, tuple) else ())]
+    for value in sorted({*values, *(word for v in values for word in v.split())}, key=len, reverse=True):
+        if len(value) >= 4:
+            text = text.replace(value, "***")
+    return text
 
 
 def _retry_after_seconds(value: str | None) -> float | None:

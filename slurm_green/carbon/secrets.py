@@ -7,15 +7,20 @@ environment (``ELECTRICITYMAPS_TOKEN``, ``WATTTIME_USERNAME``,
 variable (Docker/Kubernetes secrets; surrounding whitespace is stripped).
 Values are pydantic ``SecretStr``: ``str()``/``repr()`` print ``**********``
 and only ``get_secret_value()`` at the point of use reveals them.
+
+A missing or unreadable credential is not an error when secrets are loaded, only
+when a source needs it (:meth:`CarbonSecrets.require`, called at the source's
+first request): the controller must start, carbon-agnostic or on the next source,
+while a token file is missing, and say why that source fails.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from slurm_green.carbon.errors import AuthError
 
@@ -34,32 +39,48 @@ class CarbonSecrets(BaseModel):
     electricitymaps_token: SecretStr | None = None
     watttime_username: SecretStr | None = None
     watttime_password: SecretStr | None = None
+    #: Credentials whose ``*_FILE`` could not be read: key -> why (no secret in it).
+    unreadable: dict[str, str] = Field(default_factory=dict, repr=False)
 
     @classmethod
     def load(cls, config: Mapping[str, str] | None = None, env: Mapping[str, str] | None = None) -> CarbonSecrets:
-        """Collect credentials from config, then environment, then ``*_FILE`` files."""
+        """Collect credentials from config, then environment, then ``*_FILE`` files; never raises."""
         config = config or {}
         env = os.environ if env is None else env
         found: dict[str, SecretStr] = {}
+        unreadable: dict[str, str] = {}
         for key, var in _ENV_NAMES.items():
-            value = config.get(key) or env.get(var) or _read_secret_file(env.get(f"{var}_FILE"), var)
+            value = config.get(key) or env.get(var)
+            path = env.get(f"{var}_FILE")
+            if not value and path:
+                try:
+                    value = Path(path).read_text(encoding="utf-8").strip()
+                except (OSError, UnicodeDecodeError) as exc:
+                    unreadable[key] = f"cannot read {var}_FILE {path}: {getattr(exc, 'strerror', None) or exc}"
             if value:
                 found[key] = SecretStr(value)
-        return cls(**found)
+        return cls(**found, unreadable=unreadable)
 
     def require(self, key: str, purpose: str) -> SecretStr:
-        """The credential ``key``, or :class:`AuthError` saying which variable to set."""
+        """The credential ``key``, or :class:`AuthError` saying which variable to set (or why its file failed)."""
         value = getattr(self, key)
-        if value is None:
-            var = _ENV_NAMES[key]
-            raise AuthError(f"{purpose} needs {var} (or {var}_FILE, or {key} in config)")
-        return value
+        if value is not None:
+            return value
+        if key in self.unreadable:
+            raise AuthError(f"{purpose}: {self.unreadable[key]}")
+        var = _ENV_NAMES[key]
+        raise AuthError(f"{purpose} needs {var} or {var}_FILE in the environment of the process "
+                        "(for the service: Environment= or EnvironmentFile= in its systemd unit)")
+
+    def deferred(self, key: str, purpose: str) -> Credential:
+        """The credential, asked for only when a request needs it (see the module docstring)."""
+        return lambda: self.require(key, purpose)
 
 
-def _read_secret_file(path: str | None, var: str) -> str | None:
-    if not path:
-        return None
-    try:
-        return Path(path).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise AuthError(f"cannot read {var}_FILE {path}: {exc.strerror}") from None
+#: A credential as a source holds it: the value, or a function that gives it (or raises AuthError) when needed.
+Credential = Callable[[], SecretStr]
+
+
+def reveal(credential: SecretStr | Credential) -> str:
+    """The secret text, at the point of use only."""
+    return (credential if isinstance(credential, SecretStr) else credential()).get_secret_value()

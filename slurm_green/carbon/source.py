@@ -20,9 +20,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
 from slurm_green.carbon.answer import Answer
+from slurm_green.carbon.errors import CarbonUnavailable, DataValidationError, GapError
 from slurm_green.carbon.forecast import SeasonalForecaster
 from slurm_green.carbon.timebase import as_utc
 
@@ -69,8 +71,50 @@ class CarbonSource(ABC):
         return SeasonalForecaster().forecast(past, now=now, horizon=horizon)
 
     def answer(self, horizon: pd.Timedelta, now: pd.Timestamp | None = None) -> Answer:
-        """The forecast with its provenance (a chain says which member answered)."""
-        return Answer(self.forecast(horizon, now=now), self.name, self.synthetic)
+        """The forecast with its provenance (a chain says which member answered).
+
+        The forecast is checked here, once for every source, to be what the
+        controller's signal needs: a source whose numbers cannot be used fails
+        *as a source*, so a fallback chain moves on to the next one instead of
+        the feed failing after the chain has chosen.
+        """
+        return Answer(usable_forecast(self.forecast(horizon, now=now), self.name), self.name, self.synthetic)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+class NoCarbonSource(CarbonSource):
+    """No source configured: every question is answered with :class:`CarbonUnavailable`.
+
+    It stands where a source would, so a controller without one is built and run
+    like any other and is carbon-agnostic by the same path as when every
+    configured source fails (deferred jobs are released), saying why.
+    """
+
+    name = "none"
+    resolution = pd.Timedelta(hours=1)
+    REASON = "no carbon source configured ([carbon] sources is empty): carbon-agnostic"
+
+    def history(self, start: pd.Timestamp, end: pd.Timestamp) -> pd.Series:
+        raise CarbonUnavailable(self.REASON)
+
+    def forecast(self, horizon: pd.Timedelta, now: pd.Timestamp | None = None) -> pd.Series:
+        raise CarbonUnavailable(self.REASON)
+
+
+def usable_forecast(series: pd.Series, label: str) -> pd.Series:
+    """``series`` if it is non-empty, tz-aware, regular, increasing and has no missing value; else a
+    :class:`~slurm_green.carbon.errors.DataValidationError` saying which of these it is not."""
+    if series.empty:
+        raise GapError(f"{label}: the forecast is empty")
+    if not isinstance(series.index, pd.DatetimeIndex) or series.index.tz is None:
+        raise DataValidationError(f"{label}: the forecast's timestamps have no timezone")
+    values = series.to_numpy(dtype=np.float64)
+    if not np.isfinite(values).all():
+        first = series.index[~np.isfinite(values)][0]
+        raise GapError(f"{label}: the forecast has {int((~np.isfinite(values)).sum())} missing value(s) from {first}")
+    steps = np.diff(series.index.asi8)
+    if len(steps) and (steps[0] <= 0 or (steps != steps[0]).any()):
+        raise DataValidationError(f"{label}: the forecast's timestamps are not regular and increasing")
+    return series

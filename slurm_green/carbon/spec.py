@@ -1,4 +1,4 @@
-"""Source specs: the strings that name carbon sources on the command line and in config.
+"""Source specs: the strings that name carbon sources on the command line, in config and to the simulator.
 
 Grammar: ``KIND[:ARG][?key=value&...]``; a chain is several specs separated by
 commas or given as a list, highest priority first.
@@ -9,6 +9,7 @@ commas or given as a list, highest priority first.
 ``csv:PATH?tz=Europe/Berlin&unit=kg/kWh``    naive stamps' timezone; unit of generic files
 ``csv:PATH?replay=1``                        map the recorded year onto now (hour-of-week kept)
 ``csv:PATH?forecast=model&column=lca``       model forecast instead of recorded future; LCA column
+``csv:PATH?max_gap=6h``                      interpolate gaps up to 6 h (default 3 h; longer: the file fails)
 ``electricitymaps:ZONE[?factor=lifecycle]``  Electricity Maps v3 (needs ELECTRICITYMAPS_TOKEN)
 ``watttime:REGION``                          WattTime v3 co2_moer (needs WATTTIME_USERNAME/PASSWORD)
 ``ukgrid`` / ``ukgrid:REGION_ID``            GB national / regional (1-17) ESO API, no key
@@ -16,15 +17,25 @@ commas or given as a list, highest priority first.
 
 Live specs also accept ``base_url=`` (a proxy or a test server). Unknown keys
 are errors, so a typo cannot silently change behaviour.
+
+Building a source does no I/O and needs no credential: files are read and
+credentials looked up at the first request. So a spec that parses is a valid
+configuration, whatever the state of the file or the token, and a source that
+cannot answer fails *as a source* (the chain moves on) instead of keeping the
+controller from starting. Only the spec's own mistakes (unknown kind or option,
+a value no source could take) raise :class:`SourceSpecError` here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import NamedTuple
 from urllib.parse import parse_qsl
 
+import pandas as pd
+
 from slurm_green.carbon.chain import FallbackChain
-from slurm_green.carbon.electricitymaps import ElectricityMapsSource
+from slurm_green.carbon.electricitymaps import EMISSION_FACTORS, ElectricityMapsSource
 from slurm_green.carbon.errors import CarbonError, SourceSpecError
 from slurm_green.carbon.files import FileSource
 from slurm_green.carbon.secrets import CarbonSecrets
@@ -37,30 +48,50 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
 
-def parse_source_spec(spec: str, secrets: CarbonSecrets | None = None) -> CarbonSource:
-    """Build one source from ``spec``; raises :class:`SourceSpecError` with the reason."""
-    spec = spec.strip()
-    head, _, query = spec.partition("?")
+class SpecParts(NamedTuple):
+    """A spec taken apart: ``csv:/x.csv?replay=1`` is ``("csv", "/x.csv", {"replay": "1"})``."""
+
+    kind: str
+    arg: str
+    options: dict[str, str]
+
+
+def split_spec(spec: str) -> SpecParts:
+    """Take ``spec`` apart (kind lower-cased); raises :class:`SourceSpecError` if the options are malformed."""
+    head, _, query = spec.strip().partition("?")
     kind, _, arg = head.partition(":")
     try:
         options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
     except ValueError:
         raise SourceSpecError(f"{spec!r}: malformed options {query!r} (use key=value&key=value)") from None
-    builder = _BUILDERS.get(kind.lower())
+    return SpecParts(kind.lower(), arg, options)
+
+
+def split_specs(specs: str | Sequence[str]) -> list[str]:
+    """The specs of a chain given as one comma-separated string, a list, or a list of such strings."""
+    items = [specs] if isinstance(specs, str) else list(specs)
+    return [part.strip() for item in items for part in item.split(",") if part.strip()]
+
+
+def parse_source_spec(spec: str, secrets: CarbonSecrets | None = None) -> CarbonSource:
+    """Build one source from ``spec`` (no I/O); raises :class:`SourceSpecError` with the reason."""
+    spec = spec.strip()
+    kind, arg, options = split_spec(spec)
+    builder = _BUILDERS.get(kind)
     if builder is None:
         raise SourceSpecError(f"{spec!r}: unknown source kind {kind!r}; expected one of {sorted(_BUILDERS)}")
     try:
         return builder(arg, options, secrets or CarbonSecrets(), spec)
-    except SourceSpecError:
-        raise
+    except SourceSpecError as exc:
+        message = str(exc)
+        raise SourceSpecError(message if message.startswith(repr(spec)) else f"{spec!r}: {message}") from None
     except CarbonError as exc:
         raise SourceSpecError(f"{spec!r}: {exc}") from None
 
 
 def parse_sources(specs: str | Sequence[str], secrets: CarbonSecrets | None = None) -> CarbonSource:
     """One source, or a :class:`FallbackChain` when several specs are given (commas or a list)."""
-    items = [specs] if isinstance(specs, str) else list(specs)
-    parts = [part.strip() for item in items for part in item.split(",") if part.strip()]
+    parts = split_specs(specs)
     if not parts:
         raise SourceSpecError("no carbon source given")
     sources = [parse_source_spec(part, secrets) for part in parts]
@@ -91,10 +122,20 @@ def _synthetic(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spe
     return SyntheticSource()
 
 
+def _duration(value: str, key: str, spec: str) -> pd.Timedelta:
+    try:
+        duration = pd.Timedelta(value)
+    except ValueError:
+        duration = pd.NaT
+    if pd.isna(duration) or duration <= pd.Timedelta(0):
+        raise SourceSpecError(f"{spec!r}: {key}={value!r} is not a positive duration (e.g. 3h, 90min)")
+    return duration
+
+
 def _csv(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec: str) -> CarbonSource:
     if not arg:
         raise SourceSpecError(f"{spec!r}: csv needs a path (csv:PATH)")
-    _only(options, {"tz", "replay", "forecast", "column", "unit"}, spec)
+    _only(options, {"tz", "replay", "forecast", "column", "unit", "max_gap"}, spec)
     return FileSource(
         arg,
         tz=options.get("tz"),
@@ -103,6 +144,7 @@ def _csv(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec: str
         column=options.get("column", "direct"),
         unit=options.get("unit", "g/kWh"),
         name=spec,
+        **({"max_gap": _duration(options["max_gap"], "max_gap", spec)} if "max_gap" in options else {}),
     )
 
 
@@ -110,16 +152,19 @@ def _electricitymaps(arg: str, options: Mapping[str, str], secrets: CarbonSecret
     if not arg:
         raise SourceSpecError(f"{spec!r}: electricitymaps needs a zone (electricitymaps:DE)")
     _only(options, {"factor", "base_url"}, spec)
-    token = secrets.require("electricitymaps_token", "electricitymaps")
-    return ElectricityMapsSource(arg, token, emission_factor=options.get("factor", "direct"), **_live_kwargs(options))
+    factor = options.get("factor", "direct")
+    if factor not in EMISSION_FACTORS:
+        raise SourceSpecError(f"{spec!r}: factor={factor!r}; allowed: {list(EMISSION_FACTORS)}")
+    token = secrets.deferred("electricitymaps_token", "electricitymaps")
+    return ElectricityMapsSource(arg, token, emission_factor=factor, **_live_kwargs(options))
 
 
 def _watttime(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec: str) -> CarbonSource:
     if not arg:
         raise SourceSpecError(f"{spec!r}: watttime needs a region (watttime:CAISO_NORTH)")
     _only(options, {"base_url"}, spec)
-    user = secrets.require("watttime_username", "watttime")
-    password = secrets.require("watttime_password", "watttime")
+    user = secrets.deferred("watttime_username", "watttime")
+    password = secrets.deferred("watttime_password", "watttime")
     return WattTimeSource(arg, user, password, **_live_kwargs(options))
 
 

@@ -36,6 +36,8 @@ DUPLICATE_TOLERANCE = 0.05
 #: Above this share of out-of-range points the series is rejected, not repaired.
 MAX_OUTLIER_SHARE = 0.02
 DEFAULT_MAX_GAP = pd.Timedelta(hours=3)
+#: Gaps named one by one in a GapError; the rest are counted.
+MAX_GAPS_LISTED = 5
 
 
 def validate_series(
@@ -44,7 +46,6 @@ def validate_series(
     resolution: pd.Timedelta | None = None,
     tz: str | None = None,
     max_gap: pd.Timedelta = DEFAULT_MAX_GAP,
-    keep_long_gaps: bool = False,
     now: pd.Timestamp | None = None,
     max_age: pd.Timedelta | None = None,
     check_units: bool = True,
@@ -52,11 +53,13 @@ def validate_series(
 ) -> pd.Series:
     """Return ``raw`` as a regular UTC series in gCO2eq/kWh, repaired or rejected.
 
-    ``tz`` is the timezone of naive timestamps (aware ones are converted). Gaps
-    up to ``max_gap`` are interpolated linearly; longer gaps raise
-    :class:`GapError`, or stay NaN when ``keep_long_gaps`` (for long history
-    where the forecaster skips NaN). ``now``/``max_age`` reject stale data.
-    ``label`` names the series in messages.
+    ``tz`` is the timezone of naive timestamps (aware ones are converted). A gap
+    whose known neighbours are at most ``max_gap`` apart is interpolated linearly;
+    longer gaps raise one :class:`GapError` that counts them and says where each
+    is, because a series with a hole in it cannot answer for the hole, and a
+    source that answers only sometimes is worse than one that fails (the fallback
+    chain then moves on). ``now``/``max_age`` reject stale data. ``label`` names
+    the series in messages.
     """
     values = pd.to_numeric(pd.Series(raw), errors="coerce").astype("float64")
     if values.empty or values.notna().sum() == 0:
@@ -71,7 +74,7 @@ def validate_series(
     values = _drop_outliers(values, label)
     values = values.loc[values.first_valid_index() : values.last_valid_index()]
     regular = values.reindex(pd.date_range(values.index[0], values.index[-1], freq=step))
-    regular = _fill_short_gaps(regular, step, max_gap, keep_long_gaps, label)
+    regular = _fill_short_gaps(regular, step, max_gap, label)
     regular.index.freq = step
     regular.name = "gco2_per_kwh"
     if max_age is not None:
@@ -179,20 +182,28 @@ def _drop_outliers(values: pd.Series, label: str) -> pd.Series:
     return values.mask(bad).clip(lower=0.0)
 
 
-def _fill_short_gaps(
-    regular: pd.Series, step: pd.Timedelta, max_gap: pd.Timedelta, keep_long: bool, label: str
-) -> pd.Series:
+def _fill_short_gaps(regular: pd.Series, step: pd.Timedelta, max_gap: pd.Timedelta, label: str) -> pd.Series:
     missing = regular.isna()
     if not missing.any():
         return regular
-    run_id = (missing != missing.shift()).cumsum()
-    run_len = missing.groupby(run_id).transform("sum")
-    # A gap of n missing points spans (n + 1) steps between the known neighbours.
-    long_gap = missing & ((run_len + 1) * step > max_gap)
-    if long_gap.any() and not keep_long:
-        start = regular.index[long_gap.to_numpy()][0]
-        raise GapError(f"{label}: gap of {int(run_len[long_gap].iloc[0])} points from {start} exceeds {max_gap}")
-    short = missing & ~long_gap
-    filled = regular.interpolate(method="time", limit_area="inside")
-    log.warning("%s: %d missing points in short gaps interpolated", label, int(short.sum()))
-    return regular.where(~short, filled)
+    runs = _missing_runs(regular.index, missing)
+    # A run of n missing points lies between known neighbours (n + 1) steps apart.
+    long = [(first, count) for first, count in runs if (count + 1) * step > max_gap]
+    if long:
+        where = "; ".join(
+            f"{count} point(s) missing from {first} ({(count + 1) * step} between known values)"
+            for first, count in long[:MAX_GAPS_LISTED]
+        )
+        more = f"; and {len(long) - MAX_GAPS_LISTED} more" if len(long) > MAX_GAPS_LISTED else ""
+        raise GapError(
+            f"{label}: {len(long)} gap(s) longer than {max_gap} (the most that is interpolated): {where}{more}"
+        )
+    log.warning("%s: %d missing point(s) in %d short gap(s) interpolated", label, int(missing.sum()), len(runs))
+    return regular.interpolate(method="time", limit_area="inside")
+
+
+def _missing_runs(index: pd.DatetimeIndex, missing: pd.Series) -> list[tuple[pd.Timestamp, int]]:
+    """Each run of consecutive missing points: its first timestamp and its length."""
+    flags = missing.to_numpy()
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], flags, [False])).astype(np.int8)))
+    return [(index[start], int(end - start)) for start, end in zip(edges[::2], edges[1::2], strict=True)]

@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, StaleDataError, UnitError
 from slurm_green.carbon.http import HttpClient
 from slurm_green.carbon.payload import field, series_from_points
+from slurm_green.carbon.secrets import Credential, reveal
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.timebase import as_utc
 from slurm_green.carbon.validate import validate_series
@@ -40,8 +41,8 @@ class WattTimeSource(CarbonSource):
     def __init__(
         self,
         region: str,
-        username: SecretStr,
-        password: SecretStr,
+        username: SecretStr | Credential,
+        password: SecretStr | Credential,
         *,
         base_url: str = BASE_URL,
         max_age: pd.Timedelta = pd.Timedelta(hours=2),
@@ -97,7 +98,7 @@ class WattTimeSource(CarbonSource):
     def _auth_header(self) -> dict[str, str]:
         if self._token is None or time.monotonic() - self._token_time > TOKEN_LIFETIME_S:
             body = self._http.get_json(
-                "/login", auth=(self._username.get_secret_value(), self._password.get_secret_value())
+                "/login", auth=(reveal(self._username), reveal(self._password))
             )
             token = field(body, "token", label=f"{self.name} login")
             if not isinstance(token, str) or not token:

@@ -12,8 +12,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from slurm_green.carbon.chain import FallbackChain
 from slurm_green.carbon.feed import CarbonFeed
 from slurm_green.carbon.secrets import CarbonSecrets
+from slurm_green.carbon.source import CarbonSource, NoCarbonSource
 from slurm_green.carbon.spec import parse_sources
 from slurm_green.controller.config import Config
 from slurm_green.controller.store import StateStore
@@ -27,6 +29,8 @@ from slurm_green.policy.registry import make_policy
 from slurm_green.slurm.factory import make_backend
 
 log = logging.getLogger(__name__)
+#: Seconds between fetches while the sources fail (sooner if refresh_s is shorter).
+RETRY_S = 60.0
 
 
 @dataclass
@@ -37,9 +41,26 @@ class Assembly:
 
 
 def build_feed(config: Config, clock: Clock) -> CarbonFeed:
+    """The feed over the configured sources. Nothing here reads a file or asks a provider, so a
+    source that is broken at start fails at the first refresh (the chain moves on), never here."""
+    carbon = config.carbon
+    return CarbonFeed(carbon_source(config), cache_path=carbon.cache_dir / "carbon.json",
+                      horizon=pd.Timedelta(hours=carbon.horizon_h), refresh_interval=carbon.refresh_s,
+                      retry_interval=min(RETRY_S, carbon.refresh_s), max_age=carbon.max_age_s, clock=clock.now)
+
+
+def carbon_source(config: Config) -> CarbonSource:
+    """The configured chain, saying loudly when there is none or when it may answer made-up numbers."""
+    if not config.carbon.sources:
+        log.warning("no carbon source configured ([carbon] sources): the controller is carbon-agnostic, "
+                    "no job is deferred for carbon")
+        return NoCarbonSource()
     source = parse_sources(config.carbon.sources, CarbonSecrets.load())
-    return CarbonFeed(source, cache_path=config.carbon.cache_dir / "carbon.json",
-                      horizon=pd.Timedelta(hours=config.carbon.horizon_h), clock=clock.now)
+    members = source.sources if isinstance(source, FallbackChain) else [source]
+    if any(member.synthetic for member in members):
+        log.warning("carbon source 'synthetic' (made-up numbers) may drive this controller: "
+                    "[carbon] allow_synthetic = true is for demos only")
+    return source
 
 
 def build_policy(config: Config) -> Policy:

@@ -10,8 +10,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from slurm_green.carbon.spec import parse_source_spec, split_specs
 from slurm_green.core.gpu_freq import Enactment
 
 DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
@@ -40,11 +41,32 @@ class SlurmSettings(_Section):
         "text", description="squeue text (4 RPCs, fast) or squeue --json (3 RPCs, ~10x slower on long queues)")
 
 
+SYNTHETIC_REFUSED = (
+    "'synthetic' is made-up data and never drives a controller: remove it from [carbon] sources "
+    "(no source = carbon-agnostic), or set [carbon] allow_synthetic = true for a demo"
+)
+
+
 class CarbonSettings(_Section):
-    sources: list[str] = Field(default_factory=lambda: ["synthetic"], min_length=1,
-                               description="source specs, first healthy wins")
+    """Where carbon intensity comes from. No source is the default: the controller is then
+    carbon-agnostic (and says so), never carbon-aware on numbers nobody measured."""
+
+    allow_synthetic: bool = Field(False, description="let the made-up 'synthetic' source drive a controller (demos)")
+    sources: list[str] = Field(default_factory=list, description="source specs, first healthy wins; none = agnostic")
     cache_dir: Path = Path("/var/cache/slurm-green")
     horizon_h: float = Field(48.0, gt=0)
+    refresh_s: float = Field(600.0, gt=0, description="seconds between forecast fetches (60 at most while failing)")
+    max_age_s: float = Field(3 * 3600.0, gt=0, description="how long the last forecast serves while sources fail")
+
+    @field_validator("sources")
+    @classmethod
+    def _specs_are_usable(cls, sources: list[str], info: ValidationInfo) -> list[str]:
+        """Each spec parses (no file is read, no credential needed: those fail at run time, as sources);
+        'synthetic' only where allowed, because nothing else would stop made-up numbers deferring real jobs."""
+        built = [parse_source_spec(spec) for spec in split_specs(sources)]
+        if any(source.synthetic for source in built) and not info.data.get("allow_synthetic"):
+            raise ValueError(SYNTHETIC_REFUSED)
+        return sources
 
 
 class PolicySettings(_Section):

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 import pandas as pd
 import pytest
 
 from slurm_green.carbon.chain import FallbackChain
 from slurm_green.carbon.errors import CarbonUnavailable, SourceError, StaleDataError
+from slurm_green.carbon.failures import FailureLog
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.synthetic import SyntheticSource
 
@@ -57,3 +60,58 @@ def test_all_failing_is_carbon_unavailable_with_every_reason():
 def test_chain_of_real_sources_is_synthetic_only_if_all_are():
     assert FallbackChain([SyntheticSource()]).synthetic
     assert not FallbackChain([Failing("x", SourceError("")), SyntheticSource()]).synthetic
+
+
+class Holed(CarbonSource):
+    """Answers a forecast with missing values: unusable, so the chain must move on."""
+
+    resolution = pd.Timedelta(hours=1)
+    name = "holed"
+
+    def history(self, start, end):
+        raise NotImplementedError
+
+    def forecast(self, horizon, now=None):
+        series = SyntheticSource().forecast(horizon, now=now)
+        series.iloc[2] = float("nan")
+        return series
+
+
+def test_a_source_answering_unusable_numbers_is_a_failing_source():
+    answer = FallbackChain([Holed(), SyntheticSource()]).answer(pd.Timedelta(hours=6), now=NOW)
+    assert answer.source == "synthetic"
+    assert answer.failures == {"holed": "GapError: holed: the forecast has 1 missing value(s) from 2024-05-01 12:00:00+00:00"}
+
+
+def test_each_member_failure_is_logged_once_per_change(caplog):
+    flaky = Failing("ukgrid", SourceError("ukgrid /intensity: HTTP 503 after 4 attempts"))
+    chain = FallbackChain([flaky, SyntheticSource()])
+    with caplog.at_level(logging.INFO, logger="slurm_green.carbon.chain"):
+        for _ in range(5):
+            chain.answer(pd.Timedelta(hours=1), now=NOW)
+        flaky.error = ZeroDivisionError("bug")
+        chain.answer(pd.Timedelta(hours=1), now=NOW)
+        chain.answer(pd.Timedelta(hours=1), now=NOW)
+    records = [r for r in caplog.records if r.name == "slurm_green.carbon.chain"]
+    assert [r.getMessage() for r in records] == [
+        "carbon source ukgrid failing, falling through to the next: "
+        "SourceError: ukgrid /intensity: HTTP 503 after 4 attempts",
+        "carbon source ukgrid failing, falling through to the next: unexpected ZeroDivisionError: bug",
+    ]
+    assert records[0].levelname == "WARNING" and records[1].levelname == "ERROR" and records[1].exc_info
+
+
+def test_a_member_that_answers_again_is_said_once():
+    log = logging.getLogger("test.chain")
+    seen: list[str] = []
+    handler = logging.Handler()
+    handler.emit = lambda record: seen.append(record.getMessage())  # type: ignore[method-assign]
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    failures = FailureLog(log)
+    failures.failed("csv:/x", SourceError("gone"))
+    failures.answered("csv:/x")
+    failures.answered("csv:/x")
+    failures.answered("never-failed")
+    assert seen == ["carbon source csv:/x failing, falling through to the next: SourceError: gone",
+                    "carbon source csv:/x answers again"]

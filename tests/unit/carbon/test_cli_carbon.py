@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 
@@ -20,7 +21,7 @@ def test_show_json_is_labelled_synthetic_with_windows(runner):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["source"] == "synthetic" and data["synthetic"] is True and data["unit"] == "gCO2eq/kWh"
-    assert len(data["points"]) == 49
+    assert len(data["points"]) == 48
     starts = [w["start"] for w in data["low_carbon_windows"]]
     assert starts and all("T1" in s or "T09" in s for s in starts)  # midday dips
 
@@ -46,3 +47,26 @@ def test_check_lists_each_source_and_fails_when_none_answers(runner, carbon_csvs
     assert ok.exit_code == 0 and ok.output.count("OK") == 2
     bad = runner.invoke(carbon, ["check", "--source", "electricitymaps:DE"], env={"ELECTRICITYMAPS_TOKEN": ""})
     assert bad.exit_code == 1 and "FAIL" in bad.output
+
+
+def gappy_csv(tmp_path) -> str:
+    """Two weeks of hourly data with six hours missing on 2023-05-05."""
+    stamps = pd.date_range("2023-05-01T00:00Z", periods=24 * 14, freq="h")
+    rows = [f"{t.isoformat()},{300 + t.hour}" for i, t in enumerate(stamps) if not 100 <= i < 106]
+    path = tmp_path / "gappy.csv"
+    path.write_text("timestamp,value\n" + "\n".join(rows) + "\n")
+    return str(path)
+
+
+def test_check_fails_on_a_six_hour_gap_and_says_where(runner, tmp_path):
+    result = runner.invoke(carbon, ["check", "--source", f"csv:{gappy_csv(tmp_path)}?replay=1"], env={"COLUMNS": "1000"})
+    assert result.exit_code == 1
+    assert "FAIL" in result.output and "GapError" in result.output
+    assert "1 gap(s) longer than" in result.output and "6 point(s) missing from 2023-05-05 04:00" in result.output
+
+
+def test_show_on_a_gappy_file_falls_through_to_the_next_source_and_says_why(runner, tmp_path):
+    result = runner.invoke(carbon, ["show", "--source", f"csv:{gappy_csv(tmp_path)}?replay=1,synthetic", "--hours", "3"],
+                           env={"COLUMNS": "1000"})
+    assert result.exit_code == 0, result.output
+    assert "skipped csv:" in result.output and "GapError" in result.output and "SYNTHETIC" in result.output

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
 import pandas as pd
 import pytest
 
-from slurm_green.carbon.errors import CarbonUnavailable, SourceError
+from slurm_green.carbon.errors import CarbonUnavailable, DataValidationError, SourceError, StaleDataError
 from slurm_green.carbon.feed import CarbonFeed
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.synthetic import SyntheticSource, synthetic_intensity
@@ -111,14 +112,32 @@ def test_tick_read_never_blocks_while_the_source_hangs():
         feed.stop()
 
 
+class Switch(CarbonSource):
+    """The synthetic profile under a fixed name, until told to fail."""
+
+    resolution = pd.Timedelta(hours=1)
+    name = "switch"
+
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error = error
+
+    def history(self, start, end):
+        raise NotImplementedError
+
+    def forecast(self, horizon, now=None):
+        if self.error is not None:
+            raise self.error
+        return SyntheticSource().forecast(horizon, now=now)
+
+
 def test_disk_cache_survives_a_restart_and_respects_max_age(tmp_path):
     path = tmp_path / "carbon.json"
     clock = Clock(T)
-    first = CarbonFeed(SyntheticSource(), cache_path=path, clock=clock)
+    first = CarbonFeed(Switch(), cache_path=path, clock=clock)
     first.refresh()
-    restarted = CarbonFeed(Broken(), cache_path=path, clock=clock, max_age=3600)
+    restarted = CarbonFeed(Switch(SourceError("down")), cache_path=path, clock=clock, max_age=3600)
     snap = restarted.snapshot()
-    assert snap.source == "synthetic" and snap.synthetic
+    assert snap.source == "switch"
     assert snap.signal.value_at(T) == first.snapshot().signal.value_at(T)
     clock.t += 7200
     with pytest.raises(CarbonUnavailable, match="old"):
@@ -132,3 +151,75 @@ def test_corrupt_cache_is_ignored(tmp_path, caplog):
     assert "unreadable carbon cache" in caplog.text
     with pytest.raises(CarbonUnavailable):
         feed.snapshot()
+
+
+def test_a_cache_written_under_other_sources_is_not_served(tmp_path, caplog):
+    """Say the admin removed 'synthetic' from the config: its cached numbers must not drive the restart."""
+    path = tmp_path / "carbon.json"
+    CarbonFeed(SyntheticSource(), cache_path=path, clock=Clock(T)).refresh()
+    with caplog.at_level(logging.INFO):
+        restarted = CarbonFeed(Broken(), cache_path=path, clock=Clock(T))
+    assert "is from sources 'synthetic', not 'broken': ignored" in caplog.text
+    with pytest.raises(CarbonUnavailable, match="no carbon data yet"):
+        restarted.snapshot()
+
+
+class Gappy(CarbonSource):
+    """A source that answers a forecast with a hole in it (the signal cannot hold NaN)."""
+
+    resolution = pd.Timedelta(hours=1)
+    name = "gappy"
+
+    def history(self, start, end):
+        raise NotImplementedError
+
+    def forecast(self, horizon, now=None):
+        series = SyntheticSource().forecast(horizon, now=now)
+        series.iloc[3:9] = float("nan")
+        return series
+
+
+class Crashing(Broken):
+    name = "crashing"
+
+    def forecast(self, horizon, now=None):
+        raise ZeroDivisionError("a bug")
+
+
+@pytest.mark.parametrize(("source", "error", "message"), [
+    (Gappy(), DataValidationError, "gappy: the forecast has 6 missing value"),
+    (Crashing(), SourceError, "crashing: unexpected ZeroDivisionError: a bug"),
+])
+def test_refresh_raises_only_carbon_errors_whatever_the_source_does(source, error, message):
+    feed = CarbonFeed(source, clock=Clock(T))
+    with pytest.raises(error, match=message):
+        feed.refresh()
+    assert isinstance(feed.last_error, error)
+    with pytest.raises(CarbonUnavailable, match=message):
+        feed.snapshot()
+
+
+def test_a_failing_source_is_logged_once_per_change_and_its_recovery_once(caplog):
+    clock = Clock(T)
+    source = Switch(SourceError("csv /x: cannot read: Permission denied"))
+    feed = CarbonFeed(source, clock=clock)
+    with caplog.at_level(logging.INFO, logger="slurm_green.carbon"):
+        for _ in range(3):
+            with pytest.raises(SourceError):
+                feed.refresh()
+        source.error = StaleDataError("data is 3605 s old")
+        for age in (3605, 3665, 3725):  # the same failure with other numbers: said once
+            source.error = StaleDataError(f"data is {age} s old")
+            with pytest.raises(StaleDataError):
+                feed.refresh()
+        source.error = None
+        feed.refresh()
+        feed.refresh()
+    lines = [r.getMessage() for r in caplog.records if r.name == "slurm_green.carbon.feed"]
+    assert lines == [
+        "no carbon data from switch (carbon-agnostic once the last forecast is 10800 s old): "
+        "SourceError: csv /x: cannot read: Permission denied",
+        "no carbon data from switch (carbon-agnostic once the last forecast is 10800 s old): "
+        "StaleDataError: data is 3605 s old",
+        "carbon data from switch again",
+    ]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
+
 import pandas as pd
 import pytest
 
-from slurm_green.carbon.errors import DataValidationError, GapError, SourceError, UnitError
+from slurm_green.carbon.errors import CarbonError, DataValidationError, GapError, SourceError, UnitError
+from slurm_green.carbon.feed import CarbonFeed
 from slurm_green.carbon.files import FileSource, read_carbon_csv
+from slurm_green.carbon.spec import parse_source_spec, parse_sources
 
 # Means and ranges published in shared/data/PROVENANCE.md (computed there, not by this code).
 PROVENANCE = {"NO": (9, 1, 48), "DE-LU": (308, 84, 640), "SG": (369, 338, 380), "GB": (129, 4, 282)}
@@ -91,3 +95,74 @@ def test_model_forecast_from_a_file_never_reads_the_future(carbon_csvs, tmp_path
     honest = FileSource(carbon_csvs["DE-LU"], forecast="model").forecast(pd.Timedelta(hours=24), now=at)
     peeked = FileSource(path, forecast="model").forecast(pd.Timedelta(hours=24), now=at)
     pd.testing.assert_series_equal(honest, peeked)
+
+
+def hourly_csv(path, hours: int = 24 * 14, missing: range = range(0), start: str = "2023-05-01T00:00Z"):
+    """A generic hourly file of ``hours`` rows from ``start``, without the rows whose index is in ``missing``."""
+    stamps = pd.date_range(start, periods=hours, freq="h")
+    rows = [f"{t.isoformat()},{200 + (i % 24) * 5}" for i, t in enumerate(stamps) if i not in missing]
+    path.write_text("timestamp,value\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    return path
+
+
+GARBAGE = [
+    b"\x00\xff\xfe garbage \x81\x82",                       # not UTF-8
+    b"",                                                    # empty
+    b"timestamp,value\nyesterday,lots\nnever,-\n",          # right header, nothing usable
+    b"Datetime (UTC),Carbon Intensity gCO\xe2\x82\x82eq/kWh (direct)\nnot a time,5\n",  # unparseable stamps
+    b'"unterminated\n,,,\n',                                # broken quoting
+    b"a;b;c\n1;2;3\n",                                      # another layout
+]
+
+
+@pytest.mark.parametrize("content", GARBAGE)
+def test_a_garbage_file_builds_and_fails_only_when_asked_with_a_carbon_error(tmp_path, content):
+    path = tmp_path / "ci.csv"
+    path.write_bytes(content)
+    source = FileSource(path, replay=True)  # building never reads
+    with pytest.raises(CarbonError, match="ci.csv"):
+        source.forecast(pd.Timedelta(hours=6), now=pd.Timestamp("2026-01-01", tz="UTC"))
+
+
+def test_the_file_is_read_again_when_it_changes_and_not_otherwise(tmp_path):
+    path = tmp_path / "ci.csv"
+    source = FileSource(path, replay=True)
+    now = pd.Timestamp("2026-01-05 10:30", tz="UTC")
+    with pytest.raises(SourceError, match="No such file"):
+        source.forecast(pd.Timedelta(hours=6), now=now)
+    hourly_csv(path)
+    first = source.forecast(pd.Timedelta(hours=6), now=now)
+    assert first.notna().all() and len(first) == 7
+    recorded = source.recorded
+    assert source.recorded is recorded  # unchanged file: not parsed again
+    path.write_bytes(b"\x00\xff garbage")
+    with pytest.raises(SourceError, match="cannot read carbon CSV"):
+        source.forecast(pd.Timedelta(hours=6), now=now)
+    with pytest.raises(SourceError, match="cannot read carbon CSV"):  # the same error again, from memory
+        source.forecast(pd.Timedelta(hours=6), now=now)
+    hourly_csv(path)
+    pd.testing.assert_series_equal(source.forecast(pd.Timedelta(hours=6), now=now), first)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 file (the Docker campaign runs it as a user)")
+def test_an_unreadable_file_says_permission_denied(tmp_path):
+    path = hourly_csv(tmp_path / "ci.csv")
+    path.chmod(0)
+    with pytest.raises(SourceError, match="ci.csv: Permission denied"):
+        FileSource(path, replay=True).forecast(pd.Timedelta(hours=1))
+
+
+def test_a_six_hour_gap_fails_the_file_naming_the_gap_and_the_chain_moves_on(tmp_path):
+    gappy = hourly_csv(tmp_path / "gappy.csv", missing=range(100, 106))
+    good = hourly_csv(tmp_path / "good.csv")
+    with pytest.raises(GapError) as info:
+        read_carbon_csv(gappy)
+    assert "gappy.csv: 1 gap(s) longer than 0 days 03:00:00" in str(info.value)
+    assert "6 point(s) missing from 2023-05-05 04:00:00+00:00" in str(info.value)
+    chain = parse_sources([f"csv:{gappy}?replay=1", f"csv:{good}?replay=1"])
+    feed = CarbonFeed(chain, clock=lambda: pd.Timestamp("2026-01-05 10:30", tz="UTC").timestamp())
+    snap = feed.refresh()
+    assert snap.source == f"csv:{good}?replay=1"
+    assert "GapError" in snap.failures[f"csv:{gappy}?replay=1"]
+    # the admin may accept longer interpolation for this file, in its spec
+    assert parse_source_spec(f"csv:{gappy}?replay=1&max_gap=7h").answer(pd.Timedelta(hours=6)).series.notna().all()

@@ -7,7 +7,7 @@ import logging
 import pandas as pd
 import pytest
 
-from slurm_green.carbon.errors import AuthError
+from slurm_green.carbon.errors import AuthError, SourceError
 from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_source_spec
 
@@ -28,9 +28,26 @@ def test_config_wins_over_environment():
     assert secrets.electricitymaps_token.get_secret_value() == "from-config"
 
 
-def test_unreadable_secret_file_is_an_auth_error(tmp_path):
-    with pytest.raises(AuthError, match="ELECTRICITYMAPS_TOKEN_FILE"):
-        CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": str(tmp_path / "nope")})
+def test_an_unreadable_secret_file_fails_the_source_that_needs_it_not_the_loading(tmp_path):
+    secrets = CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": str(tmp_path / "nope")})
+    with pytest.raises(AuthError, match=r"electricitymaps: cannot read ELECTRICITYMAPS_TOKEN_FILE .*/nope: No such file"):
+        secrets.require("electricitymaps_token", "electricitymaps")
+
+
+def test_a_missing_credential_names_the_variables_that_exist():
+    with pytest.raises(AuthError) as info:
+        CarbonSecrets().require("watttime_password", "watttime")
+    assert "WATTTIME_PASSWORD or WATTTIME_PASSWORD_FILE in the environment" in str(info.value)
+    assert "config" not in str(info.value)  # the controller's config has no such key
+
+
+def test_a_4xx_body_echoing_the_credentials_is_masked(httpserver):
+    source = parse_source_spec(f"electricitymaps:DE?base_url={httpserver.url_for('/v3')}",
+                               CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN": SECRET}))
+    httpserver.expect_request("/v3/carbon-intensity/latest").respond_with_data(f"bad token {SECRET} for DE", status=400)
+    with pytest.raises(SourceError) as info:
+        source.latest(pd.Timestamp.now(tz="UTC"))
+    assert str(info.value).endswith("HTTP 400: bad token *** for DE")
 
 
 def test_secrets_never_appear_in_repr_str_logs_or_errors(caplog, httpserver):

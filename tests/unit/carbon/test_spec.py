@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from pydantic import SecretStr
 
 from slurm_green.carbon.chain import FallbackChain
 from slurm_green.carbon.electricitymaps import ElectricityMapsSource
-from slurm_green.carbon.errors import SourceSpecError
+from slurm_green.carbon.errors import AuthError, SourceError, SourceSpecError
 from slurm_green.carbon.files import FileSource
 from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_source_spec, parse_sources
@@ -50,8 +51,14 @@ def test_chains_from_commas_and_lists(carbon_csvs):
         ("ukgrid:london", "number 1..17"),
         ("ukgrid:42", "1..17"),
         ("synthetic:fast", "no argument"),
-        ("csv:/definitely/missing.csv", "cannot read"),
         ("ukgrid?a", "malformed options"),
+        ("csv:/x.csv?tz=Mars/Olympus", "not a timezone name"),
+        ("csv:/x.csv?unit=furlongs", "unit must be one of"),
+        ("csv:/x.csv?column=lifecycle", "column must be one of"),
+        ("csv:/x.csv?forecast=psychic", "forecast must be one of"),
+        ("csv:/x.csv?max_gap=-3h", "not a positive duration"),
+        ("csv:/x.csv?max_gap=soon", "not a positive duration"),
+        ("electricitymaps:DE?factor=lca", "allowed: \\['direct', 'lifecycle'\\]"),
     ],
 )
 def test_errors_name_the_problem(spec, message):
@@ -59,11 +66,17 @@ def test_errors_name_the_problem(spec, message):
         parse_source_spec(spec)
 
 
-def test_missing_credentials_name_the_variable_to_set():
-    with pytest.raises(SourceSpecError, match="ELECTRICITYMAPS_TOKEN"):
-        parse_source_spec("electricitymaps:DE", CarbonSecrets())
-    with pytest.raises(SourceSpecError, match="WATTTIME_USERNAME"):
-        parse_source_spec("watttime:CAISO_NORTH", CarbonSecrets())
+def test_building_a_source_reads_no_file_and_needs_no_credential(tmp_path):
+    """What is missing at start fails at the first request, as that source, so the chain moves on."""
+    missing = parse_source_spec(f"csv:{tmp_path / 'missing.csv'}?replay=1")
+    with pytest.raises(SourceError, match="cannot read carbon CSV .*missing.csv: No such file"):
+        missing.forecast(pd.Timedelta(hours=1))
+    em = parse_source_spec("electricitymaps:DE?base_url=http://127.0.0.1:9", CarbonSecrets())
+    with pytest.raises(AuthError, match="ELECTRICITYMAPS_TOKEN"):
+        em.latest()
+    wt = parse_source_spec("watttime:CAISO_NORTH?base_url=http://127.0.0.1:9", CarbonSecrets())
+    with pytest.raises(AuthError, match="WATTTIME_USERNAME"):
+        wt.forecast(pd.Timedelta(hours=1))
 
 
 def test_empty_chain_is_an_error():

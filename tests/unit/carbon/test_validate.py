@@ -57,33 +57,60 @@ def long_gap_mask(raw: pd.Series, index: pd.DatetimeIndex) -> pd.Series:
     return mask
 
 
+def long_gap_starts(raw: pd.Series, index: pd.DatetimeIndex) -> list[pd.Timestamp]:
+    """Oracle: the first missing timestamp of each run of missing points spanning more than MAX_GAP."""
+    mask = long_gap_mask(raw, index)
+    return [t for t, prev in zip(index, [False, *mask.iloc[:-1]], strict=True) if mask[t] and not prev]
+
+
 @settings(max_examples=150, deadline=None)
 @given(damaged_series())
-def test_repaired_series_is_regular_utc_nonnegative_and_never_invents_over_long_gaps(case):
+def test_repaired_series_is_regular_utc_nonnegative_with_only_short_gaps_filled(case):
     raw, index = case
-    out = validate_series(raw, resolution=HOUR, max_gap=MAX_GAP, keep_long_gaps=True)
+    starts = long_gap_starts(raw, pd.date_range(index[0], index[-1], freq="h"))
+    if starts:  # a long gap is an error naming how many and where, never a guess
+        with pytest.raises(GapError) as info:
+            validate_series(raw, resolution=HOUR, max_gap=MAX_GAP)
+        assert f"{len(starts)} gap(s) longer than" in str(info.value)
+        assert str(starts[0]) in str(info.value)
+        return
+    out = validate_series(raw, resolution=HOUR, max_gap=MAX_GAP)
     assert str(out.index.tz) == "UTC"
     assert out.index.is_monotonic_increasing and out.index.is_unique
     assert (out.index[1:] - out.index[:-1] == pd.Timedelta(hours=1)).all()
-    assert (out.dropna() >= 0).all()
-    long_gap = long_gap_mask(raw, out.index)
-    assert out[long_gap].isna().all()  # nothing invented over a long gap
-    assert out[~long_gap].notna().all()  # short gaps are filled
+    assert out.notna().all() and (out >= 0).all()
     original = raw.dropna().groupby(level=0).first()
     common = original.index.intersection(out.index)
     np.testing.assert_allclose(out[common], original[common])  # known values untouched
 
 
-@settings(max_examples=60, deadline=None)
-@given(damaged_series())
-def test_without_keep_long_gaps_a_long_gap_is_an_error_not_a_guess(case):
-    raw, index = case
-    has_long = long_gap_mask(raw, pd.date_range(index[0], index[-1], freq="h")).any()
-    if has_long:
-        with pytest.raises(GapError):
-            validate_series(raw, resolution=HOUR, max_gap=MAX_GAP)
-    else:
-        assert validate_series(raw, resolution=HOUR, max_gap=MAX_GAP).notna().all()
+def test_a_six_hour_gap_is_reported_with_where_it_is_and_short_gaps_are_counted(caplog):
+    index = pd.date_range(T0, periods=48, freq="h")
+    raw = pd.Series(300.0, index=index).drop(index[10:16]).drop(index[30:32])  # 6 h missing, then 2 h
+    with pytest.raises(GapError) as info:
+        validate_series(raw, resolution=HOUR, label="de.csv")
+    assert str(info.value) == (
+        "de.csv: 1 gap(s) longer than 0 days 03:00:00 (the most that is interpolated): 6 point(s) missing "
+        "from 2023-05-01 10:00:00+00:00 (0 days 07:00:00 between known values)"
+    )
+    with caplog.at_level(logging.WARNING):
+        out = validate_series(raw, resolution=HOUR, max_gap=pd.Timedelta(hours=7), label="de.csv")
+    assert out.notna().all() and len(out) == 48
+    assert "de.csv: 8 missing point(s) in 2 short gap(s) interpolated" in caplog.text
+
+
+def test_many_long_gaps_are_counted_and_the_first_five_named():
+    index = pd.date_range(T0, periods=200, freq="h")
+    raw = pd.Series(300.0, index=index).drop([t for i, t in enumerate(index) if i % 20 in (5, 6, 7, 8)])
+    with pytest.raises(GapError, match=r"10 gap\(s\) longer than .*; and 5 more$") as info:
+        validate_series(raw, resolution=HOUR)
+    assert str(info.value).count("point(s) missing from") == 5
+
+
+def test_a_series_without_gaps_logs_no_repair(caplog):
+    with caplog.at_level(logging.WARNING):
+        validate_series(pd.Series(300.0, index=pd.date_range(T0, periods=5, freq="h")))
+    assert "interpolated" not in caplog.text
 
 
 def test_naive_stamps_need_a_stated_timezone():

@@ -11,10 +11,10 @@ def test_empty_file_is_all_defaults(tmp_path):
 
 def test_values_are_read(tmp_path):
     path = tmp_path / "c.toml"
-    path.write_text('[controller]\ninterval_s = 60\n[carbon]\nsources = ["csv:/x.csv", "synthetic"]\n')
+    path.write_text('[controller]\ninterval_s = 60\n[carbon]\nsources = ["csv:/x.csv", "ukgrid"]\nmax_age_s = 60\n')
     config = load_config(path)
     assert config.controller.interval_s == 60
-    assert config.carbon.sources == ["csv:/x.csv", "synthetic"]
+    assert config.carbon.sources == ["csv:/x.csv", "ukgrid"] and config.carbon.max_age_s == 60
 
 
 def test_errors_name_every_bad_key(tmp_path):

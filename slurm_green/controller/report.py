@@ -85,7 +85,7 @@ def totals(rows: list[dict[str, object]]) -> dict[str, float]:
 
 
 def job_report(config: Config) -> tuple[list[dict[str, object]], dict[str, float]]:
-    store = StateStore(config.controller.state_db)
+    store = StateStore(config.controller.state_db, read_only=True)
     try:
         rows = job_rows(store)
     finally:

@@ -102,9 +102,23 @@ def _nodes_text(decision: JobDecision) -> str | None:
     return None if decision.nodes is None else ",".join(decision.nodes)
 
 
+class StoreMissing(FileNotFoundError):
+    """A read-only open found no store: the controller has not run with this ``state_db``."""
+
+
 class StateStore:
-    def __init__(self, path: str | Path) -> None:
+    """``read_only``: for commands that only look (``report``, ``status``): they create no
+    file and no directory, so an admin running them as root leaves nothing the service
+    user cannot write; a missing store is ``StoreMissing``."""
+
+    def __init__(self, path: str | Path, *, read_only: bool = False) -> None:
         self.path = str(path)
+        if read_only:
+            if not Path(self.path).is_file():
+                raise StoreMissing(f"no state store at {self.path}: the controller has not run with this state_db yet")
+            self._db = sqlite3.connect(f"{Path(self.path).resolve().as_uri()}?mode=ro", uri=True,
+                                       isolation_level=None, check_same_thread=False)
+            return
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)

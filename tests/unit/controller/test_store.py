@@ -120,3 +120,15 @@ def test_prune_forgets_old_ended_and_vanished_jobs_and_keeps_live_ones(tmp_path)
     assert store.prune(NOW - 90 * day) == 2
     assert [row["job_id"] for row in store.jobs()] == [3] and list(store.latest_decisions()) == [3]
     assert [row["tick_at"] for row in store.ticks()] == [NOW]
+
+
+def test_a_read_only_store_creates_nothing_and_writes_nothing(tmp_path):
+    path = tmp_path / "state" / "s.db"
+    with pytest.raises(FileNotFoundError, match="has not run"):
+        StateStore(path, read_only=True)
+    assert not path.parent.exists()  # no directory either
+    StateStore(path).record_decisions(NOW, [JobDecision(1, reason="now")])
+    reader = StateStore(path, read_only=True)
+    assert [d["job_id"] for d in reader.decisions()] == [1]
+    with pytest.raises(sqlite3.OperationalError):
+        reader.record_decisions(NOW + 1, [JobDecision(2, reason="now")])

@@ -87,7 +87,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
     controller = Controller(
         backend=make_backend(prefer=config.slurm.backend, dry_run=dry, clock=clock,
                              timeout_s=config.slurm.command_timeout_s,
-                             text_jobs=config.slurm.read_jobs == "text"),
+                             text_jobs=config.slurm.read_jobs == "text",
+                             write_prefix=tuple(config.slurm.write_prefix)),
         policy=build_policy(config),
         carbon=None,
         models=default_registry(corrections_path=config.controller.model_corrections),

@@ -35,7 +35,12 @@ class ControllerSettings(_Section):
 
 
 class SlurmSettings(_Section):
-    backend: Literal["auto", "cli", "pyslurm"] = "auto"
+    backend: Literal["auto", "cli", "pyslurm"] = Field(
+        "cli", description="cli (tested against Slurm 22.05/24.11/26.05) | pyslurm | auto (pyslurm when it matches)")
+    write_prefix: list[str] = Field(
+        default_factory=list,
+        description='what runs the controller\'s scontrol updates, e.g. ["sudo", "-n"] where no slurmdbd '
+                    'can grant operator rights (docs/deploy.md)')
     command_timeout_s: float = Field(15.0, gt=0)
     read_jobs: Literal["text", "json"] = Field(
         "text", description="squeue text (4 RPCs, fast) or squeue --json (3 RPCs, ~10x slower on long queues)")

@@ -72,13 +72,14 @@ def config(tmp_path, httpserver) -> Config:
 
 
 def test_assembly_follows_the_config(config: Config) -> None:
+    assert config.slurm.backend == "cli"  # the tested backend by default; pyslurm only when asked for
     config = config.model_copy(update={"slurm": config.slurm.model_copy(update={"command_timeout_s": 7.5,
-                                                                                "backend": "cli",
+                                                                                "write_prefix": ["sudo", "-n"],
                                                                                 "read_jobs": "json"})})
     parts = assemble(config, clock=ManualClock(NOW))
     backend = parts.controller.backend
     assert isinstance(backend, CliBackend) and isinstance(backend.runner, LocalRunner)
-    assert backend.timeout_s == 7.5 and not backend.reads_jobs_as_text
+    assert backend.timeout_s == 7.5 and not backend.reads_jobs_as_text and backend.write_prefix == ("sudo", "-n")
     assert parts.controller.policy.name == "window" and parts.controller.retention_s == 90 * 86400
     assert parts.controller.sign is not None and parts.clock.now() == NOW
 

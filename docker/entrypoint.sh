@@ -6,6 +6,7 @@
 #   /run/cluster/slurm/       rendered Slurm config (slurm.conf, gres.conf, slurmdbd.conf, ...)
 #   /run/cluster/munge.key    shared munge key
 #   /run/cluster/slurm-green/ decision.key and cluster.env for /etc/slurm-green
+#   /run/cluster/repo         the repository (nodes; /opt/slurm-green links to it)
 set -euo pipefail
 
 log() { echo "[cluster-entrypoint $(hostname)] $*" >&2; }
@@ -95,7 +96,21 @@ role_slurmctld() {
     exec slurmctld -D -i
 }
 
+install_hooks() {
+    # The repository copy at /opt/slurm-green: a symlink to the read-only mount, so code
+    # edits reach the nodes at once and a test may `mv` the copy away like an admin could.
+    [[ -e /opt/slurm-green || -L /opt/slurm-green ]] || ln -s /run/cluster/repo /opt/slurm-green
+    # The Prolog/Epilog slurm.conf names, written outside the copy as docs/enactment.md tells
+    # an admin to: the node's plain python3 and the repository copy, nothing else.
+    if [[ -f /opt/slurm-green/slurm_green/gpu/wrappers.py ]]; then
+        PYTHONPATH=/opt/slurm-green python3 -m slurm_green.gpu.wrappers \
+            --python /usr/bin/python3 --home /opt/slurm-green >/dev/null \
+            || { log "writing the Prolog/Epilog wrappers failed"; exit 1; }
+    fi
+}
+
 role_slurmd() {
+    install_hooks
     # Emulated GPUs: character devices with NVIDIA's major number 195.
     for i in 0 1 2 3; do
         [[ -e /dev/nvidia$i ]] || mknod -m 666 /dev/nvidia$i c 195 $i

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import warnings
+import zoneinfo
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,14 +17,65 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from slurm_green.sim.bench import POLICY_NAMES
 from slurm_green.sim.cluster import ClusterSpec, default_cluster
 from slurm_green.sim.engine import TraceOptions
+from slurm_green.sim.traces import TraceError, TraceWarning
 from slurm_green.sim.workload import Workload
 
 console = Console(stderr=True)
-out = Console(width=140)
 #: Carbon is replayed this far past the last submission (long jobs and deferrals end inside it).
 CARBON_TAIL_S = 180 * 86400.0
+#: Said with every result: the simulated policies read the recorded future as their forecast.
+FORECAST_NOTE = ("forecast: perfect (policies saw the recorded carbon as their forecast; a live forecast errs, "
+                 "so real savings are smaller)")
+
+
+@contextmanager
+def reported_warnings() -> Iterator[None]:
+    """Each TraceWarning raised inside (rows dropped, lines skipped) becomes one ``warning:`` line on stderr."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TraceWarning)
+        yield
+    for seen in caught:
+        if issubclass(seen.category, TraceWarning):
+            click.echo(f"warning: {seen.message}", err=True)
+        else:
+            warnings.warn_explicit(seen.message, seen.category, seen.filename, seen.lineno)
+
+
+def _output_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--json``/``--plot``: refuse before the run a file that could not be written after it."""
+    if value is None or value == "-":
+        return value
+    folder = Path(value).parent
+    if not folder.is_dir():
+        raise click.BadParameter(f"{value}: no directory {folder}")
+    if not os.access(folder, os.W_OK):
+        raise click.BadParameter(f"{value}: directory {folder} is not writable")
+    return value
+
+
+def _time_zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    try:
+        zoneinfo.ZoneInfo(value)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise click.BadParameter(f"{value!r} is not a time zone (an IANA name such as Europe/Berlin, or UTC)") from None
+    return value
+
+
+def _write_json(path: str, data: dict[str, object]) -> None:
+    """``-`` is stdout (the tables then go to stderr, see :func:`_tables`)."""
+    text = json.dumps(data, indent=2, default=float)
+    if path == "-":
+        click.echo(text)
+    else:
+        Path(path).write_text(text)
+
+
+def _tables(json_out: str | None) -> Console:
+    """Where tables go: stdout, unless the JSON goes there."""
+    return Console(width=140, stderr=json_out == "-")
 
 
 def _models() -> object:
@@ -50,12 +106,20 @@ def _signal(spec: str, workload: Workload) -> object:
 
 
 def _cluster(workload: Workload, nodes: int | None, gpus_per_node: int | None) -> ClusterSpec:
+    """The trace's default cluster, resized by the options; jobs larger than it are said, then run on all of it."""
     spec = default_cluster(workload.name)
-    return replace(spec, nodes=nodes or spec.nodes, gpus_per_node=gpus_per_node or spec.gpus_per_node)
+    spec = replace(spec, nodes=nodes or spec.nodes, gpus_per_node=gpus_per_node or spec.gpus_per_node)
+    larger = workload.gpus > spec.gpus
+    if larger.any():
+        click.echo(f"warning: {int(larger.sum())} job(s) ask for more than the cluster's {spec.gpus} GPUs (up to "
+                   f"{int(workload.gpus.max())}); they run on all {spec.gpus}", err=True)
+    return spec
 
 
-def _options(flex_h: float, gpu_range: float) -> TraceOptions:
-    return TraceOptions(flex_s=flex_h * 3600.0, gpu_range=gpu_range)
+def _options(flex_h: float, gpu_range: float, min_tick: float, max_tick: float, **more: float) -> TraceOptions:
+    if max_tick < min_tick:
+        raise click.BadParameter(f"{max_tick:g} is below --min-tick {min_tick:g}", param_hint="--max-tick")
+    return TraceOptions(flex_s=flex_h * 3600.0, gpu_range=gpu_range, **more)
 
 
 def _progress() -> Progress:
@@ -69,19 +133,22 @@ def _hours(seconds: float) -> str:
 
 def _common(func):  # type: ignore[no-untyped-def]
     for option in reversed([
-        click.option("--nodes", type=int, default=None, help="Cluster nodes (default: per trace, see docs)."),
-        click.option("--gpus-per-node", type=int, default=None),
-        click.option("--flex", "flex_h", type=float, default=24.0, show_default=True,
+        click.option("--nodes", type=click.IntRange(min=1), default=None,
+                     help="Cluster nodes (default: per trace, see docs)."),
+        click.option("--gpus-per-node", type=click.IntRange(min=1), default=None),
+        click.option("--flex", "flex_h", type=click.FloatRange(min=0), default=24.0, show_default=True,
                      help="Hours of start-time flexibility every trace job grants."),
-        click.option("--gpu-range", type=float, default=2.0, show_default=True,
-                     help="Jobs accept requested/R .. requested*R GPUs."),
-        click.option("--min-tick", type=float, default=300.0, show_default=True,
+        click.option("--gpu-range", type=click.FloatRange(min=1), default=2.0, show_default=True,
+                     help="Jobs accept requested/R .. requested*R GPUs (1: exactly as requested)."),
+        click.option("--min-tick", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
                      help="Controller ticks at events, at most this often (sim seconds)."),
-        click.option("--max-tick", type=float, default=900.0, show_default=True,
+        click.option("--max-tick", type=click.FloatRange(min=0, min_open=True), default=900.0, show_default=True,
                      help="...and at least this often while jobs are pending."),
-        click.option("--limit", type=int, default=None, help="Only the first N jobs of the trace."),
-        click.option("--json", "json_out", type=click.Path(dir_okay=False), default=None),
-        click.option("--plot", "plot_out", type=click.Path(dir_okay=False), default=None),
+        click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N jobs of the trace."),
+        click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+                     callback=_output_file, help="Write the results as JSON to this file ('-': stdout)."),
+        click.option("--plot", "plot_out", type=click.Path(dir_okay=False), default=None, callback=_output_file,
+                     help="Write a PNG figure to this file."),
     ]):
         func = option(func)
     return func
@@ -93,7 +160,11 @@ def _load(trace: str | None, limit: int | None) -> Workload:
     path = Path(trace) if trace else default_trace()
     if not path.exists():
         raise click.BadParameter(f"{path} does not exist (set SLURM_GREEN_DATA?)", param_hint="--trace")
-    workload = load_trace(path)
+    try:
+        with reported_warnings():
+            workload = load_trace(path)
+    except TraceError as exc:
+        raise click.BadParameter(str(exc), param_hint="--trace") from None
     return workload.head(limit) if limit else workload
 
 
@@ -122,12 +193,13 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
 
 
 @click.command()
-@click.option("--trace", type=click.Path(dir_okay=False), default=None,
+@click.option("--trace", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Philly CSV, Gavel .trace, Pollux workload-N.csv or Alibaba pod list (default: Pollux workload-1).")
 @click.option("--carbon", "carbon_spec", default="DE-LU", show_default=True,
               help="Region of the shared data (DE-LU, GB, US-CAL-CISO...), csv:PATH, or synthetic.")
-@click.option("--policy", "policy_name", default="greenflow", show_default=True)
-@click.option("--budget", type=float, default=None, help="GreenFlow/PowerFlow budget fraction of carbon-agnostic.")
+@click.option("--policy", "policy_name", type=click.Choice(POLICY_NAMES), default="greenflow", show_default=True)
+@click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="GreenFlow/PowerFlow budget fraction of carbon-agnostic (1: the same carbon).")
 @click.option("--true-gpu", default=None,
               help="Jobs really run as the models fitted for this GPU (e.g. p100); the controller keeps v100's.")
 @click.option("--learn", is_flag=True, help="Finished jobs' true throughput and power refine the controller's models.")
@@ -139,10 +211,8 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     from slurm_green.sim.bench import make_policy
     from slurm_green.sim.runner import simulate as run
 
-    try:
-        policy = make_policy(policy_name, budget)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc), param_hint="--policy") from None
+    policy = make_policy(policy_name, budget)
+    options = _options(flex_h, gpu_range, min_tick, max_tick)
     workload = _load(trace, limit)
     spec = _cluster(workload, nodes, gpus_per_node)
     signal = _signal(carbon_spec, workload)
@@ -150,40 +220,20 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     truth = _truth(true_gpu)
     with _progress() as progress:
         task = progress.add_task(f"{policy.name} on {workload.name}", total=len(workload))
-        result = run(workload, spec, policy, signal, models, carbon_spec, _options(flex_h, gpu_range),
-                     min_tick, max_tick, on_progress=lambda done: progress.update(task, completed=done),
+        result = run(workload, spec, policy, signal, models, carbon_spec, options, min_tick, max_tick, on_progress=lambda done: progress.update(task, completed=done),
                      truth=truth, learn=learn)
-    out.print(_summary_table(f"{workload.name}, {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}",
-                                   {policy.name: result.summary}, None))
-    console.print(f"{result.ticks} controller ticks, {result.wall_s:.1f} s wall")
+    tables = _tables(json_out)
+    tables.print(_summary_table(f"{workload.name}, {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}",
+                                {policy.name: result.summary}, None))
+    console.print(f"{result.ticks} controller ticks, {result.wall_s:.1f} s wall; {FORECAST_NOTE}")
     if json_out:
-        Path(json_out).write_text(json.dumps({"policy": policy.name, "trace": workload.name, "carbon": carbon_spec,
-                                              "cluster": spec.__dict__, "ticks": result.ticks,
-                                              "wall_s": result.wall_s, **result.summary}, indent=2))
+        _write_json(json_out, {"policy": policy.name, "trace": workload.name, "carbon": carbon_spec,
+                               "forecast": "perfect", "cluster": spec.__dict__, "ticks": result.ticks,
+                               "wall_s": result.wall_s, **result.summary})
     if plot_out:
-        _plot_run(result, signal, plot_out, f"{policy.name} on {workload.name} ({carbon_spec})")
+        from slurm_green.cli.plots import run_figure, save
 
-
-def _plot_run(result: object, signal: object, path: str, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    record = result.record  # type: ignore[attr-defined]
-    t = np.asarray(record.sample_t)
-    hours = (t - t[0]) / 3600.0
-    fig, (top, bottom) = plt.subplots(2, 1, sharex=True, figsize=(8, 5))
-    top.step(hours, record.sample_busy, where="post")
-    top.set_ylabel("busy GPUs")
-    top.set_title(title)
-    grid = np.arange(t[0], t[-1], 3600.0)
-    bottom.plot((grid - t[0]) / 3600.0, signal.value_at(grid), color="tab:green")  # type: ignore[attr-defined]
-    bottom.set_ylabel("gCO2/kWh")
-    bottom.set_xlabel("hours since first submission")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+        save(run_figure(result, signal, f"{policy.name} on {workload.name} ({carbon_spec})"), plot_out)
 
 
 def _run_bench(workload: Workload, spec: ClusterSpec, carbon_spec: str, options: TraceOptions, sweep: bool,
@@ -213,7 +263,7 @@ def _speedup_lines(result) -> list[str]:  # type: ignore[no-untyped-def]
 
 
 @click.command()
-@click.option("--trace", type=click.Path(dir_okay=False), default=None,
+@click.option("--trace", type=click.Path(exists=True, dir_okay=False), default=None,
               help="Default: Pollux workload-1 (160 jobs, about a minute for every policy and sweep).")
 @click.option("--carbon", "carbon_spec", default="DE-LU", show_default=True)
 @click.option("--sweep/--no-sweep", default=True, show_default=True,
@@ -223,55 +273,72 @@ def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, g
           flex_h: float, gpu_range: float, min_tick: float, max_tick: float, limit: int | None,
           json_out: str | None, plot_out: str | None) -> None:
     """Every policy on the same trace and carbon: JCT, energy and carbon vs carbon-agnostic FIFO."""
-    from slurm_green.sim.bench import plot_frontier
-
+    options = _options(flex_h, gpu_range, min_tick, max_tick)
     workload = _load(trace, limit)
     spec = _cluster(workload, nodes, gpus_per_node)
-    result = _run_bench(workload, spec, carbon_spec, _options(flex_h, gpu_range), sweep, min_tick, max_tick)
-    data = result.to_dict()
+    result = _run_bench(workload, spec, carbon_spec, options, sweep, min_tick, max_tick)
     title = f"{workload.name} ({len(workload)} jobs), {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}"
-    out.print(_summary_table(title, {k: v.summary for k, v in result.runs.items()}, "fifo",
-                                   result.lower_bound.carbon_kg))
-    out.print(f"carbon lower bound: {result.lower_bound.carbon_kg:.2f} kg (oracle, capacity ignored, "
-              f"{result.lower_bound.horizon_s / 86400:g}-day window)")
-    for line in _speedup_lines(result):
-        out.print(line)
+    tables = _tables(json_out)
+    tables.print(_summary_table(title, {k: v.summary for k, v in result.runs.items()}, "fifo",
+                                result.lower_bound.carbon_kg))
+    tables.print(f"carbon lower bound: {result.lower_bound.carbon_kg:.2f} kg (oracle, capacity ignored, "
+                 f"{result.lower_bound.horizon_s / 86400:g}-day window)")
+    for line in [*_speedup_lines(result), FORECAST_NOTE]:
+        tables.print(line)
     if json_out:
-        Path(json_out).write_text(json.dumps({"trace": workload.name, "carbon": carbon_spec,
-                                              "cluster": spec.__dict__, **data}, indent=2, default=float))
+        _write_json(json_out, {"trace": workload.name, "carbon": carbon_spec, "forecast": "perfect",
+                               "cluster": spec.__dict__, **result.to_dict()})
     if plot_out:
-        plot_frontier(result, plot_out, title)
+        from slurm_green.cli.plots import frontier_figure, save
+
+        save(frontier_figure(result, title), plot_out)
 
 
 @click.command()
 @click.option("--sacct", "sacct_path", type=click.Path(exists=True, dir_okay=False), required=True,
-              help="Output of sacct --parsable2 -o JobID,JobName,User,Account,Partition,State,Submit,Eligible,"
-                   "Start,End,Elapsed,Timelimit,NNodes,AllocTRES,ReqTRES,Comment")
+              help="Output of sacct --json, or of sacct --parsable2 -o JobID,JobName,Submit,Start,Elapsed,Timelimit,"
+                   "AllocTRES,ReqTRES (other columns are ignored).")
 @click.option("--carbon", "carbon_spec", default="DE-LU", show_default=True)
-@click.option("--tz", default="UTC", show_default=True, help="Time zone of sacct's timestamps.")
+@click.option("--tz", default="UTC", show_default=True, callback=_time_zone,
+              help="Time zone of sacct's timestamps (--parsable2 only; --json carries UTC times).")
 @_common
 def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_per_node: int | None,
            flex_h: float, gpu_range: float, min_tick: float, max_tick: float, limit: int | None,
            json_out: str | None, plot_out: str | None) -> None:
     """Replay your own sacct history: the carbon and JCT each policy would have given."""
-    from slurm_green.sim.bench import plot_frontier
     from slurm_green.sim.sacct import load_sacct
 
+    name = Path(sacct_path).name
     try:
-        workload = load_sacct(sacct_path, tz=tz)
-    except ValueError as exc:
+        with reported_warnings():
+            history = load_sacct(sacct_path, tz=tz)
+    except TraceError as exc:
         raise click.BadParameter(str(exc), param_hint="--sacct") from None
-    if not len(workload):
+    if not len(history.workload):
         raise click.ClickException(f"{sacct_path}: no finished or running GPU jobs to replay")
-    workload = workload.head(limit) if limit else workload
+    factor = history.time_limit_factor()
+    options = _options(flex_h, gpu_range, min_tick, max_tick,
+                       **({} if factor is None else {"time_limit_factor": factor}))
+    workload = history.workload.head(limit) if limit else history.workload
     spec = _cluster(workload, nodes, gpus_per_node)
-    result = _run_bench(workload, spec, carbon_spec, _options(flex_h, gpu_range), plot_out is not None,
-                        min_tick, max_tick)
-    out.print(_summary_table(f"what if: {len(workload)} GPU jobs from {sacct_path}, carbon {carbon_spec}",
-                                   {k: v.summary for k, v in result.runs.items()}, "fifo",
-                                   result.lower_bound.carbon_kg))
+    result = _run_bench(workload, spec, carbon_spec, options, plot_out is not None, min_tick, max_tick)
+    tables = _tables(json_out)
+    tables.print(_summary_table(f"what if: {len(workload)} GPU jobs from {name}, carbon {carbon_spec}",
+                                {k: v.summary for k, v in result.runs.items()}, "fifo",
+                                result.lower_bound.carbon_kg))
+    tables.print(_limit_note(factor, options.time_limit_factor))
+    tables.print(FORECAST_NOTE)
     if json_out:
-        Path(json_out).write_text(json.dumps({"sacct": sacct_path, "carbon": carbon_spec, **result.to_dict()},
-                                             indent=2, default=float))
+        _write_json(json_out, {"sacct": sacct_path, "carbon": carbon_spec, "forecast": "perfect",
+                               "time_limit_factor": options.time_limit_factor, **result.to_dict()})
     if plot_out:
-        plot_frontier(result, plot_out, f"what if: {sacct_path}")
+        from slurm_green.cli.plots import frontier_figure, save
+
+        save(frontier_figure(result, f"what if: {name}, carbon {carbon_spec}"), plot_out)
+
+
+def _limit_note(site_factor: float | None, used: float) -> str:
+    if site_factor is None:
+        return f"time limits: no Timelimit in the history, runtime x {used:g} assumed"
+    return (f"time limits: runtime x {used:.3g}, the median Timelimit/Elapsed of the history "
+            "(the simulator applies one factor to every job)")

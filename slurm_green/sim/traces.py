@@ -17,6 +17,7 @@ each trace's job size is obtained:
 from __future__ import annotations
 
 import re
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -27,23 +28,83 @@ from slurm_green.sim.workload import Workload
 
 #: Monday 2023-01-02 00:00 UTC: where relative traces start, inside the 2023 carbon data.
 DEFAULT_ORIGIN = 1672617600.0
+#: A job longer than a year is a logging or unit error, not a job (Philly's longest ran 54 days).
+MAX_DURATION_S = 365 * 86400.0
+
+
+class TraceError(ValueError):
+    """A file that cannot be read as a trace: unknown kind, unreadable, missing columns, or no job in it."""
+
+
+class TraceWarning(UserWarning):
+    """Rows of a trace dropped while reading it; the message counts them by reason."""
+
+
+def read_table(path: Path, columns: tuple[str, ...], **read_csv: object) -> pd.DataFrame:
+    """``pd.read_csv`` with a :class:`TraceError` naming the file for an empty, unparsable or incomplete one."""
+    try:
+        frame = pd.read_csv(path, **read_csv)  # type: ignore[call-overload]
+    except pd.errors.EmptyDataError:
+        raise TraceError(f"{path}: empty file") from None
+    except (pd.errors.ParserError, UnicodeDecodeError) as exc:
+        raise TraceError(f"{path}: not a readable table: {' '.join(str(exc).split())}") from None
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise TraceError(f"{path}: missing column(s) {', '.join(missing)} (has {', '.join(map(str, frame.columns))})")
+    return frame
+
+
+def numbers(frame: pd.DataFrame, column: str) -> np.ndarray:
+    """A column as floats; text that is not a number becomes NaN (then counted as unreadable)."""
+    return pd.to_numeric(frame[column], errors="coerce").to_numpy(dtype=np.float64)
+
+
+def kept_rows(path: Path, reasons: list[tuple[str, np.ndarray]]) -> np.ndarray:
+    """Rows that none of ``reasons`` (why, mask of bad rows) applies to.
+
+    The dropped rows are counted by the first reason that applies, in one
+    :class:`TraceWarning`: a replay of a trace that lost jobs says how many and why.
+    """
+    total = len(reasons[0][1])
+    keep = np.ones(total, dtype=bool)
+    counts = []
+    for why, bad in reasons:
+        hit = int((bad & keep).sum())
+        if hit:
+            counts.append(f"{hit} {why}")
+        keep &= ~bad
+    if counts:
+        warnings.warn(f"{path.name}: dropped {total - int(keep.sum())} of {total} rows: {', '.join(counts)}",
+                      TraceWarning, stacklevel=3)
+    return keep
+
+
+def _size_reasons(submit: np.ndarray, gpus: np.ndarray, size: np.ndarray, size_name: str,
+                  longest: float = np.inf) -> list[tuple[str, np.ndarray]]:
+    return [
+        ("with a missing or unreadable value", ~(np.isfinite(submit) & np.isfinite(gpus) & np.isfinite(size))),
+        ("asking for no GPUs", gpus < 1),
+        (f"with a {size_name} of 0 or less", size <= 0),
+        ("longer than a year", size > longest),
+    ]
 
 
 def load_philly(path: Path) -> Workload:
-    frame = pd.read_csv(path).dropna(subset=["timestamp", "duration", "num_gpus"])
-    frame = frame[frame.duration > 0]
-    submit = pd.to_datetime(frame.timestamp).dt.tz_localize("UTC")
+    frame = read_table(path, ("timestamp", "duration", "num_gpus"))
+    submit = pd.to_datetime(frame.timestamp, errors="coerce", format="mixed").dt.tz_localize("UTC")
     epoch = (submit - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
-    return Workload.from_columns("philly", epoch, frame.num_gpus.to_numpy(), [""] * len(frame),
-                                 duration_s=frame.duration.to_numpy())
+    duration, gpus = numbers(frame, "duration"), numbers(frame, "num_gpus")
+    keep = kept_rows(path, _size_reasons(epoch, gpus, duration, "duration", MAX_DURATION_S))
+    return Workload.from_columns("philly", epoch[keep], gpus[keep], [""] * int(keep.sum()), duration_s=duration[keep])
 
 
 def load_gavel(path: Path, origin: float = DEFAULT_ORIGIN) -> Workload:
-    frame = pd.read_csv(path, sep="\t", header=None,
-                        names=["job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps",
-                               "arrival_time", "scale_factor"])
-    return Workload.from_columns("gavel", origin + frame.arrival_time.to_numpy(), frame.scale_factor.to_numpy(),
-                                 frame.job_type.astype(str).tolist(), work=frame.total_steps.to_numpy())
+    names = ("job_type", "command", "num_steps_arg", "needs_data_dir", "total_steps", "arrival_time", "scale_factor")
+    frame = read_table(path, names, sep="\t", header=None, names=list(names))
+    arrival, gpus, steps = numbers(frame, "arrival_time"), numbers(frame, "scale_factor"), numbers(frame, "total_steps")
+    keep = kept_rows(path, _size_reasons(arrival, gpus, steps, "step count"))
+    return Workload.from_columns("gavel", origin + arrival[keep], gpus[keep],
+                                 frame.job_type.astype(str)[keep].tolist(), work=steps[keep])
 
 
 def pollux_samples_to_target(app: str, batch_size: int, perf_dir: Path | None = None) -> float:
@@ -59,40 +120,49 @@ def pollux_samples_to_target(app: str, batch_size: int, perf_dir: Path | None = 
 
 
 def load_pollux(path: Path, origin: float = DEFAULT_ORIGIN, perf_dir: Path | None = None) -> Workload:
-    frame = pd.read_csv(path)
+    frame = read_table(path, ("time", "application", "num_replicas", "batch_size"))
+    time, gpus, batch = numbers(frame, "time"), numbers(frame, "num_replicas"), numbers(frame, "batch_size")
+    keep = kept_rows(path, _size_reasons(time, gpus, batch, "batch size"))
+    apps = frame.application.astype(str)[keep].tolist()
     cache: dict[tuple[str, int], float] = {}
     work = [cache.setdefault((a, int(b)), pollux_samples_to_target(a, int(b), perf_dir))
-            for a, b in zip(frame.application, frame.batch_size)]
-    return Workload.from_columns(f"pollux-{path.stem}", origin + frame.time.to_numpy(),
-                                 frame.num_replicas.to_numpy(), frame.application.astype(str).tolist(),
-                                 work=np.asarray(work))
+            for a, b in zip(apps, batch[keep])]
+    return Workload.from_columns(f"pollux-{path.stem}", origin + time[keep], gpus[keep], apps, work=np.asarray(work))
 
 
 def load_alibaba(path: Path, origin: float = DEFAULT_ORIGIN) -> Workload:
-    frame = pd.read_csv(path)
-    frame = frame[frame.num_gpu >= 1]
-    began = frame.scheduled_time.fillna(frame.creation_time)
-    duration = (frame.deletion_time - began).to_numpy(dtype=np.float64)
-    keep = duration > 0
-    frame = frame[keep]
-    return Workload.from_columns("alibaba", origin + frame.creation_time.to_numpy(dtype=np.float64),
-                                 frame.num_gpu.to_numpy(), [""] * len(frame), duration_s=duration[keep])
+    frame = read_table(path, ("num_gpu", "creation_time", "scheduled_time", "deletion_time"))
+    frame = frame[numbers(frame, "num_gpu") >= 1]  # CPU-only tasks are not GPU jobs: left out by design
+    created = numbers(frame, "creation_time")
+    began = np.where(np.isfinite(numbers(frame, "scheduled_time")), numbers(frame, "scheduled_time"), created)
+    duration = numbers(frame, "deletion_time") - began
+    gpus = numbers(frame, "num_gpu")  # whole GPUs; a share of one (gpu_milli) still takes one
+    keep = kept_rows(path, _size_reasons(created, gpus, duration, "duration", MAX_DURATION_S))
+    return Workload.from_columns("alibaba", origin + created[keep], gpus[keep], [""] * int(keep.sum()),
+                                 duration_s=duration[keep])
 
 
 def load_trace(path: str | Path, origin: float = DEFAULT_ORIGIN) -> Workload:
-    """Read any shared trace, recognised by its file name."""
+    """Read any shared trace, recognised by its file name; :class:`TraceError` when it holds no job."""
     path = Path(path)
+    workload = _reader(path)(path, origin)
+    if not len(workload):
+        raise TraceError(f"{path}: no jobs to replay")
+    return workload
+
+
+def _reader(path: Path):  # type: ignore[no-untyped-def]
     name = path.name.lower()
     if name.endswith(".trace"):
-        return load_gavel(path, origin)
+        return load_gavel
     if "philly" in name and name.endswith(".csv"):
-        return load_philly(path)
+        return lambda p, _origin: load_philly(p)  # absolute timestamps: no origin
     if name.startswith("workload-") and name.endswith(".csv"):
-        return load_pollux(path, origin)
+        return load_pollux
     if "alibaba" in name or "pod_list" in name:
-        return load_alibaba(path, origin)
-    raise ValueError(f"{path}: unknown trace (expected Philly CSV, Gavel .trace, Pollux workload-N.csv, "
-                     "Alibaba pod list, or use `whatif` for sacct output)")
+        return load_alibaba
+    raise TraceError(f"{path}: unknown trace (expected a Philly CSV, a Gavel .trace, a Pollux workload-N.csv or "
+                     "an Alibaba pod list, recognised by the file name; use `whatif` for sacct output)")
 
 
 def default_trace() -> Path:

@@ -34,11 +34,6 @@ def test_simulate_reports_and_plots(tmp_path):
     assert json.loads(out.read_text())["finished"] == 20 and png.stat().st_size > 0
 
 
-def test_simulate_rejects_an_unknown_policy():
-    result = CliRunner().invoke(main, ["simulate", "--policy", "nope"])
-    assert result.exit_code != 0 and "unknown policy" in result.output
-
-
 @pytest.mark.skipif(not FIXTURE.exists(), reason="no 24.11 sacct capture")
 def test_whatif_replays_a_real_sacct_capture(tmp_path):
     out = tmp_path / "whatif.json"
@@ -63,3 +58,72 @@ def test_simulate_runs_jobs_as_another_gpu_and_learns(tmp_path):
 def test_simulate_refuses_a_gpu_without_models():
     result = CliRunner().invoke(main, ["simulate", "--true-gpu", "h100", "--limit", "5"])
     assert result.exit_code != 0 and "--true-gpu" in result.output
+
+
+PHILLY = "timestamp,duration,num_gpus\n"
+
+
+def philly(tmp_path: Path, *rows: str) -> Path:
+    path = tmp_path / "philly_small.csv"
+    path.write_text(PHILLY + "".join(f"{row}\n" for row in rows))
+    return path
+
+
+def usage_error(result) -> str:  # type: ignore[no-untyped-def]
+    """Click's one ``Error:`` line of a refused option (exit 2, before any work)."""
+    assert result.exit_code == 2 and "Traceback" not in result.output, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    return line
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--gpu-range", "0"], "'--gpu-range': 0.0 is not in the range x>=1"),
+    (["--flex", "-3"], "'--flex': -3.0 is not in the range x>=0"),
+    (["--budget", "-1"], "'--budget': -1.0 is not in the range x>0"),
+    (["--nodes", "0"], "'--nodes': 0 is not in the range x>=1"),
+    (["--limit", "0"], "'--limit': 0 is not in the range x>=1"),
+    (["--limit", "-5"], "'--limit': -5 is not in the range x>=1"),
+    (["--min-tick", "600", "--max-tick", "60"], "--max-tick: 60 is below --min-tick 600"),
+    (["--policy", "nope"], "'--policy': 'nope' is not one of 'fifo', 'window'"),
+])
+def test_simulate_refuses_values_that_mean_nothing(tmp_path, args, said):
+    trace = philly(tmp_path, "2017-10-09 07:01:55,66.0,1")
+    assert said in usage_error(CliRunner().invoke(main, ["simulate", "--trace", str(trace), *args]))
+
+
+@pytest.mark.parametrize("text, said", [
+    ("", "philly_small.csv: empty file"),
+    (PHILLY, "philly_small.csv: no jobs to replay"),
+])
+def test_simulate_on_an_empty_trace_says_so(tmp_path, text, said):
+    path = tmp_path / "philly_small.csv"
+    path.write_text(text)
+    assert said in usage_error(CliRunner().invoke(main, ["simulate", "--trace", str(path)]))
+
+
+def test_simulate_on_an_unknown_csv_names_the_known_kinds(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text(PHILLY + "2017-10-09 07:01:55,66.0,1\n")
+    assert "unknown trace" in usage_error(CliRunner().invoke(main, ["simulate", "--trace", str(path)]))
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_run(tmp_path):
+    trace = philly(tmp_path, "2017-10-09 07:01:55,66.0,1")
+    for option in ("--plot", "--json"):
+        result = CliRunner().invoke(main, ["simulate", "--trace", str(trace), option, "/nonexistent/x.png"])
+        assert "no directory /nonexistent" in usage_error(result) and "controller ticks" not in result.output
+
+
+def test_absurd_rows_and_oversized_jobs_are_said_and_json_goes_to_stdout(tmp_path):
+    trace = philly(tmp_path, "2017-10-09 07:01:55,600,1", "2017-10-09 07:02:55,1e12,1", "2017-10-09 07:03:55,NaN,2",
+                   "2017-10-09 07:04:55,1200,100000")
+    result = CliRunner().invoke(main, ["simulate", "--trace", str(trace), "--policy", "fifo", "--carbon", "synthetic",
+                                       "--nodes", "2", "--gpus-per-node", "4", "--json", "-"])
+    assert result.exit_code == 0, result.output
+    assert ("warning: philly_small.csv: dropped 2 of 4 rows: 1 with a missing or unreadable value, "
+            "1 longer than a year") in result.stderr
+    assert "warning: 1 job(s) ask for more than the cluster's 8 GPUs (up to 100000); they run on all 8" in result.stderr
+    data = json.loads(result.stdout)  # nothing but the JSON on stdout; the table went to stderr
+    assert data["finished"] == 2 and data["forecast"] == "perfect" and "avg JCT" in result.stderr
+    assert not (Path.cwd() / "-").exists()
+    assert "forecast: perfect" in result.stderr

@@ -22,7 +22,7 @@ def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
     try:
         return int(low), int(high or low)
     except ValueError:
-        raise click.BadParameter(f"{text!r}: expected MIN-MAX, e.g. 2-8") from None
+        raise click.BadParameter(f"{text!r}: expected MIN-MAX, e.g. 2-8", param_hint="--gpus-range") from None
 
 
 @click.command("sbatch", context_settings={"ignore_unknown_options": True})

@@ -95,3 +95,12 @@ def test_an_unexpected_exception_is_called_a_bug_with_its_own_exit_code():
 def test_usage_errors_keep_clicks_exit_code():
     result = CliRunner().invoke(main, ["plan", "--nope"])
     assert result.exit_code == 2 and "No such option" in result.output
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--gpus-range", "a-b"], "Invalid value for --gpus-range: 'a-b': expected MIN-MAX, e.g. 2-8"),
+    (["--gpus", "0"], "Invalid value for '--gpus': 0 is not in the range x>=1"),
+])
+def test_sbatch_refuses_bad_sizes_naming_the_option(args, said):
+    result = CliRunner().invoke(main, ["sbatch", "train.py", *args])
+    assert result.exit_code == 2 and said in error_line(result)

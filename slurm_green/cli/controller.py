@@ -26,6 +26,7 @@ config_option = click.option("--config", "config_path", type=click.Path(path_typ
 EXIT_ACTIONS_FAILED = 3
 #: Failures that are races, not faults: the job ended or started between the snapshot and the action.
 _RACES = {ActionError.JOB_GONE, ActionError.NOT_PENDING}
+_PERMISSION_HINT = "the controller's user needs Slurm operator rights or a write_prefix (docs/deploy.md)"
 
 
 def _when(t: float | None, now: float) -> str:
@@ -77,9 +78,6 @@ def failed_actions(report: TickReport) -> str | None:
             + ", ".join(f"{kind} x{n}" for kind, n in kinds.most_common())
             + f"); first: job {first.action.job_id} {type(first.action).__name__}: {first.message or first.error}"
             + (f"; {_PERMISSION_HINT}" if ActionError.PERMISSION_DENIED.value in kinds else ""))
-
-
-_PERMISSION_HINT = "the controller's user needs Slurm operator rights (docs/enactment.md)"
 
 
 @click.command("plan")

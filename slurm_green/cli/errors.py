@@ -32,7 +32,7 @@ EXIT_BUG = 70
 _SLURM_HINTS = {
     ActionError.UNREACHABLE: "is slurmctld up and reachable from here? (scontrol ping)",
     ActionError.PERMISSION_DENIED: "run as the controller's service user, which needs operator rights "
-                                   "(docs/enactment.md)",
+                                   "(docs/deploy.md)",
 }
 _SLURM_HINT = "run this on a host where Slurm's commands (squeue, scontrol) are on PATH and work"
 

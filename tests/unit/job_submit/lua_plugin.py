@@ -27,7 +27,9 @@ def _encode(name: str, value: object) -> str:
         return f"b:{name}={int(value)}"
     if isinstance(value, (int, float)):
         return f"n:{name}={value!r}"
-    return f"s:{name}={str(value).encode().hex()}"
+    if isinstance(value, bytes):  # any bytes, as Slurm hands a C string to the plugin
+        return f"s:{name}={value.hex()}"
+    return f"s:{name}={str(value).encode('utf-8', 'surrogateescape').hex()}"
 
 
 @dataclass

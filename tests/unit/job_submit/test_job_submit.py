@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_green.core import decision_token
-from slurm_green.core.green_options import GreenOptions, find_user_options, format_marker, parse_user_options
+from slurm_green.core.green_options import GreenOptions, format_marker, parse_user_options
 
 from lua_plugin import LuaPlugin, start_plugin
+from reference import MAX_FLEX_S, NOW, comments, expected_marker
 
-NOW = 1_700_000_000
-MAX_FLEX_S = 72 * 3600  # the shipped site setting
 KEY = b"k" * 32
-
-
-def expected_marker(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S) -> str | None:
-    """What the Python reference says the marker must be (None: no green option)."""
-    text = find_user_options(comment)
-    if text is None:
-        return None
-    options = parse_user_options(text, max_flex_s)
-    if options.managed:
-        options = dataclasses.replace(options, deadline=now + options.max_delay_s)
-    return format_marker(options)
 
 
 # --- submission -----------------------------------------------------------------------
@@ -230,39 +216,6 @@ def test_a_runtime_error_inside_the_plugin_still_lets_the_job_in(
 
 
 # --- the property: Lua and Python agree ------------------------------------------------------
-
-_PIECES = st.sampled_from(
-    ["flex", "FLEX", "gpus", "cap", "share", "Share", "on", "yes", "y", "off", "no", "foo", "=", ",", "-", ".",
-     "0", "1", "2", "8", "007", "72", "73", "1.5", "h", "m", "s", "d", "D", "x", "true", "False", " ", "\t"]
-)
-_ALPHABET = st.sampled_from(list("0123456789.-=,:;hmsdHMSDyesnotrufalcpgx ") + ["\x1c", "\xa0", "\u2003", "\u3000", "\u00e9"])
-_ITEMS = st.sampled_from(
-    ["flex=6h", "FLEX=30m", "flex=1d", "gpus=2", "gpus=2-8", "Gpus=1", "cap=yes", "cap=no", "share=no", "share=y",
-     "on", "colour=red", "lr=0.1", "x", ""]
-)
-# How options get joined: commas, and the spaces users type by mistake (green:flex=6h gpus=2).
-_JOINS = st.sampled_from([",", ",", " ", ", ", " ,", ",,", "\t", "\xa0"])
-
-
-@st.composite
-def option_lists(draw) -> str:
-    """Plausible options, often with a key twice or a space where a comma belongs."""
-    items = draw(st.lists(_ITEMS, min_size=1, max_size=5))
-    text = items[0]
-    for item in items[1:]:
-        text += draw(_JOINS) + item
-    return text
-
-
-@st.composite
-def comments(draw) -> str:
-    body = draw(st.one_of(st.lists(_PIECES, max_size=12).map("".join), st.text(alphabet=_ALPHABET, max_size=25),
-                          option_lists()))
-    prefix = draw(st.sampled_from(["green:", "GREEN:", "Green:", "green", "grün:", ""]))
-    lead = draw(st.sampled_from(["", "note ", "green:flex=1h ", "\u3000", "a\x1fb ", "gpus=2 ", "x,cap=no "]))
-    tail = draw(st.sampled_from(["", " more", " green:off", "\xa0x", " gpus=2", " Flex=2h", ",share=no", " lr=1"]))
-    return lead + prefix + body + tail
-
 
 @given(comment=comments())
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -9,8 +9,10 @@ restores the baseline, the limit found before the first of them started.
 
 from __future__ import annotations
 
+import re
+import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 
 from slurm_green.core import decision_token
@@ -31,22 +33,23 @@ def job_gpus(text: str | None) -> list[int]:
 
 
 def decided_cap(comment: str, job_id: int, key_file: Path, default: float | None, log: Log,
-                array_job_id: int | None = None) -> float | None:
+                array_of: Callable[[int], int | None] | None = None) -> float | None:
     """The cap fraction the controller signed for this job, else the site default.
 
     A valid token without ``cap`` means "no cap". Anything else that is not a valid,
     correctly signed decision for *this* job (no token, forged, another job's token,
     missing key, malformed cap) falls back to ``default``. A task of a job array also
-    accepts a token signed for its array (``array_job_id``, from slurmd's
-    SLURM_ARRAY_JOB_ID): the controller decides for the pending array as one record,
-    and every task Slurm splits off copies its Comment.
+    accepts a token signed for its own array: the controller decides for the pending
+    array as one record, and every task Slurm splits off copies its Comment with a new
+    job id. ``array_of(job_id)`` says which array the job is a task of (asked only when
+    the token is not signed for the job itself).
     """
     token = decision_token.find_token(comment)
     if token is None:
         log(f"no decision token: site default cap {default}")
         return default
     try:
-        payload = _verify(decision_token.load_key(key_file), job_id, array_job_id, token)
+        payload = _verify(decision_token.load_key(key_file), job_id, token, array_of)
     except (OSError, ValueError) as exc:  # InvalidToken is a ValueError
         log(f"decision token ignored ({exc}): site default cap {default}")
         return default
@@ -59,23 +62,41 @@ def decided_cap(comment: str, job_id: int, key_file: Path, default: float | None
     return float(cap)
 
 
-def _verify(key: bytes, job_id: int, array_job_id: int | None, token: str) -> dict[str, object]:
+def _verify(key: bytes, job_id: int, token: str, array_of: Callable[[int], int | None] | None) -> dict[str, object]:
     try:
         return decision_token.verify(key, job_id, token)
     except decision_token.InvalidToken:
-        if array_job_id is None or array_job_id == job_id:
+        array = array_of(job_id) if array_of is not None else None
+        if array is None or array == job_id:
             raise
     try:
-        return decision_token.verify(key, array_job_id, token)
+        return decision_token.verify(key, array, token)
     except decision_token.InvalidToken:
         raise decision_token.InvalidToken(
-            f"decision token not signed for job {job_id} nor for its array {array_job_id}") from None
+            f"decision token not signed for job {job_id} nor for its array {array}") from None
 
 
-def array_job_id(environ: Mapping[str, str]) -> int | None:
-    """SLURM_ARRAY_JOB_ID when slurmd says this job is an array task (both variables set)."""
-    array, task = environ.get("SLURM_ARRAY_JOB_ID", ""), environ.get("SLURM_ARRAY_TASK_ID", "")
-    return int(array) if array.isdigit() and task.isdigit() else None
+# ``scontrol show job -o`` starts every record with these fields, in this order, before any
+# field a user writes (JobName, Comment...): anchored at the start, user text cannot fake them.
+_ARRAY_TASK = re.compile(r"JobId=(\d+) ArrayJobId=(\d+) ArrayTaskId=(\d+) ")
+
+
+def array_job_of(job_id: int, log: Log, timeout_s: float = 5.0) -> int | None:
+    """The array this job is a task of, asked of slurmctld; None if it is none or no answer.
+
+    slurmd gives the Prolog no SLURM_ARRAY_JOB_ID (seen on 24.11 with PrologFlags=Alloc),
+    so this one RPC is the way to know; it is made only for a token not signed for the job.
+    """
+    try:
+        done = subprocess.run(["scontrol", "show", "job", "-o", str(job_id)], capture_output=True,
+                              timeout=timeout_s, check=False)
+    except (OSError, subprocess.SubprocessError) as exc:
+        log(f"could not ask slurmctld whether job {job_id} is an array task: {exc}")
+        return None
+    match = _ARRAY_TASK.match(done.stdout.decode(errors="replace"))
+    if done.returncode != 0 or match is None or int(match.group(1)) != job_id:
+        return None
+    return int(match.group(2))
 
 
 def heal(backend: PowerBackend, store: ClaimStore, job_id: int, log: Log) -> list[JobClaims]:

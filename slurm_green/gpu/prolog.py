@@ -1,8 +1,9 @@
 """Prolog (PrologFlags=Alloc, root, on every node of a job): cap the job's GPUs.
 
-Reads SLURM_JOB_ID, SLURM_JOB_GPUS and SLURM_JOB_COMMENT (and, for array tasks,
-SLURM_ARRAY_JOB_ID and SLURM_ARRAY_TASK_ID); the cap comes from the controller's signed
-decision token in the comment (verified with the site key), or the site default. Run as ``python3 -m slurm_green.gpu.prolog``; always exits 0.
+Reads SLURM_JOB_ID, SLURM_JOB_GPUS and SLURM_JOB_COMMENT; the cap comes from the
+controller's signed decision token in the comment (verified with the site key; for a
+task of a job array, also its array's, asked of slurmctld), or the site default.
+Run as ``python3 -m slurm_green.gpu.prolog``; always exits 0.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import sys
 from collections.abc import Mapping
 
 from slurm_green.gpu.claims import ClaimStore
-from slurm_green.gpu.enact import Log, apply_caps, array_job_id, decided_cap, job_gpus
+from slurm_green.gpu.enact import Log, apply_caps, array_job_of, decided_cap, job_gpus
 from slurm_green.gpu.hook import run_hook
 from slurm_green.gpu.settings import GpuSettings, open_backend
 
@@ -24,7 +25,7 @@ def prolog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: 
         log("enactment is gpu_freq: Slurm applies the job's --gpu-freq, power limits untouched")
         return
     fraction = decided_cap(environ.get("SLURM_JOB_COMMENT", ""), job_id, settings.key_file, settings.default_cap,
-                           log, array_job_id(environ))
+                           log, lambda job: array_job_of(job, log))
     backend, how = open_backend(settings)
     if backend is None:
         log(how)

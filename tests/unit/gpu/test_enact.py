@@ -8,7 +8,7 @@ from slurm_green.core import decision_token
 from slurm_green.gpu import claims as claims_module
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.emulated import EmulatedBackend
-from slurm_green.gpu.enact import apply_caps, array_job_id, decided_cap, job_gpus, restore_caps
+from slurm_green.gpu.enact import apply_caps, array_job_of, decided_cap, job_gpus, restore_caps
 
 KEY = b"site-key-of-32-bytes-for-tests!!"
 
@@ -146,24 +146,66 @@ def test_energy_of_a_gpu_shared_at_any_moment_is_marked_shared(node) -> None:
 
 
 @pytest.mark.parametrize(
-    ("signed_for", "array", "task", "accepted"),
+    ("signed_for", "array", "accepted"),
     [
-        (20, "20", "1", True),     # a task of array 20, token signed for the array
-        (22, "20", "1", True),     # the task's own id still works
-        (20, "", "", False),       # not an array task: only its own id
-        (20, "20", "", False),     # no task id: slurmd did not say it is a task
-        (30, "20", "1", False),    # another array's token
-        (21, "20", "1", False),    # a sibling task's own token
-        (20, "20x", "1", False),   # malformed variables are not trusted
+        (20, 20, True),     # a task of array 20, token signed for the array
+        (22, 20, True),     # the task's own id still works
+        (20, None, False),  # not an array task: only its own id
+        (30, 20, False),    # another array's token
+        (21, 20, False),    # a sibling task's own token
     ],
 )
-def test_array_tasks_accept_their_arrays_token_and_nothing_else(key_file, signed_for, array, task, accepted) -> None:
-    env = {"SLURM_ARRAY_JOB_ID": array, "SLURM_ARRAY_TASK_ID": task}
+def test_array_tasks_accept_their_arrays_token_and_nothing_else(key_file, signed_for, array, accepted) -> None:
+    asked: list[int] = []
+
+    def array_of(job: int) -> int | None:
+        asked.append(job)
+        return array
+
     lines: list[str] = []
-    cap = decided_cap(decision_token.sign(KEY, signed_for, {"cap": 0.6}), 22, key_file, None, lines.append,
-                      array_job_id({k: v for k, v in env.items() if v}))
+    cap = decided_cap(decision_token.sign(KEY, signed_for, {"cap": 0.6}), 22, key_file, None, lines.append, array_of)
     assert cap == (0.6 if accepted else None)
     assert accepted or "decision token ignored" in lines[0]
+    assert asked == ([] if signed_for == 22 else [22])  # slurmctld is asked only when needed
+
+
+@pytest.fixture
+def scontrol(tmp_path, monkeypatch):
+    """A fake ``scontrol`` first on PATH (slurmctld is the outer edge here); returns a setter."""
+    path = tmp_path / "bin" / "scontrol"
+    path.parent.mkdir()
+    monkeypatch.setenv("PATH", f"{path.parent}:/usr/bin:/bin")
+
+    def answer(body: str) -> None:
+        path.write_text(f"#!/bin/sh\n{body}\n")
+        path.chmod(0o755)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("body", "array"),
+    [
+        ("echo 'JobId=22 ArrayJobId=20 ArrayTaskId=1 JobName=train UserId=alice(2001)'", 20),
+        ("echo 'JobId=22 JobName=x ArrayJobId=20 ArrayTaskId=1 UserId=alice(2001)'", None),  # user text
+        ("echo 'JobId=22 JobName=train UserId=alice(2001)'", None),                         # not an array
+        ("echo 'JobId=23 ArrayJobId=20 ArrayTaskId=1 JobName=train'", None),                # another job
+        ("echo 'slurm_load_jobs error: Invalid job id specified' >&2; exit 1", None),
+        ("printf 'JobId=22 ArrayJobId=20 ArrayTaskId=1 JobName=caf\\351 \\n'", 20),           # not UTF-8
+    ],
+)
+def test_array_job_of_reads_slurmctlds_answer_and_nothing_a_user_wrote(scontrol, body, array) -> None:
+    scontrol(body)
+    assert array_job_of(22, print) == array
+
+
+def test_array_job_of_gives_up_on_a_slow_or_missing_scontrol(scontrol, monkeypatch) -> None:
+    scontrol("sleep 10")
+    lines: list[str] = []
+    assert array_job_of(22, lines.append, timeout_s=0.5) is None
+    assert "could not ask slurmctld" in lines[0]
+    monkeypatch.setenv("PATH", "/nonexistent")
+    assert array_job_of(22, lines.append) is None and len(lines) == 2
 
 
 @pytest.mark.parametrize("damage", ["remove", "corrupt"])

@@ -138,11 +138,18 @@ def test_without_a_telemetry_dir_or_an_energy_reading_nothing_is_left(node_env, 
     assert not spool.exists() or list(spool.glob("*")) == []
 
 
-def test_an_array_task_is_capped_by_its_arrays_decision(node_env, no_nvml) -> None:
-    """slurmd gives a task its own SLURM_JOB_ID; the Comment it copied is signed for the array."""
-    env = {**with_token(node_env, job_id=40, cap=0.7), "SLURM_ARRAY_JOB_ID": "40", "SLURM_ARRAY_TASK_ID": "2"}
+@pytest.mark.parametrize(("array", "capped"), [(40, True), (41, False)])
+def test_an_array_task_is_capped_by_its_arrays_decision(node_env, no_nvml, tmp_path, monkeypatch, array, capped) -> None:
+    """slurmd gives a task its own SLURM_JOB_ID (42); the Comment it copied is signed for array 40;
+    slurmctld (a fake scontrol) says which array job 42 belongs to."""
+    scontrol = tmp_path / "bin" / "scontrol"
+    scontrol.parent.mkdir()
+    scontrol.write_text(f"#!/bin/sh\necho 'JobId=42 ArrayJobId={array} ArrayTaskId=2 JobName=x'\n")
+    scontrol.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{scontrol.parent}:/usr/bin:/bin")
+    env = with_token(node_env, job_id=40, cap=0.7)
     assert prolog.main(env) == 0
-    assert limits_w(env) == {1: 280, 3: 280}
+    assert limits_w(env) == ({1: 280, 3: 280} if capped else {1: 400, 3: 400})
     assert epilog.main(env) == 0
     assert limits_w(env) == {1: 400, 3: 400}
 

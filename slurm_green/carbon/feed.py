@@ -73,9 +73,13 @@ class CarbonFeed:
         max_age: float = 3 * 3600.0,
         horizon: pd.Timedelta = pd.Timedelta(hours=48),
         clock: Callable[[], float] = time.time,
+        read_only: bool = False,
     ) -> None:
+        """``read_only``: use the disk cache but never create or write it (commands that only
+        look, such as ``plan``, must leave no file behind, least of all one owned by root)."""
         self.source = source
         self.cache_path = Path(cache_path) if cache_path else None
+        self.read_only = read_only
         self.refresh_interval = refresh_interval
         self.retry_interval = retry_interval
         self.max_age = max_age
@@ -164,7 +168,7 @@ class CarbonFeed:
         return CarbonUnavailable(f"{what}{detail}", reasons)
 
     def _write_cache(self, snap: CarbonSnapshot) -> None:
-        if not self.cache_path:
+        if not self.cache_path or self.read_only:
             return
         payload = {
             "format": CACHE_FORMAT,

@@ -40,13 +40,15 @@ class Assembly:
     clock: Clock
 
 
-def build_feed(config: Config, clock: Clock) -> CarbonFeed:
+def build_feed(config: Config, clock: Clock, *, read_only: bool = False) -> CarbonFeed:
     """The feed over the configured sources. Nothing here reads a file or asks a provider, so a
-    source that is broken at start fails at the first refresh (the chain moves on), never here."""
+    source that is broken at start fails at the first refresh (the chain moves on), never here.
+    ``read_only``: the carbon cache is read, never created or written."""
     carbon = config.carbon
     return CarbonFeed(carbon_source(config), cache_path=carbon.cache_dir / "carbon.json",
                       horizon=pd.Timedelta(hours=carbon.horizon_h), refresh_interval=carbon.refresh_s,
-                      retry_interval=min(RETRY_S, carbon.refresh_s), max_age=carbon.max_age_s, clock=clock.now)
+                      retry_interval=min(RETRY_S, carbon.refresh_s), max_age=carbon.max_age_s, clock=clock.now,
+                      read_only=read_only)
 
 
 def carbon_source(config: Config) -> CarbonSource:
@@ -101,6 +103,6 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
                    if telemetry_dir and store else None),
         retention_s=config.controller.retention_days * 86400 if config.controller.retention_days else None,
     )
-    feed = build_feed(config, clock)
+    feed = build_feed(config, clock, read_only=not with_store)  # no store (plan): no carbon cache written either
     controller.carbon = feed
     return Assembly(controller, feed, clock)

@@ -223,3 +223,15 @@ def test_a_failing_source_is_logged_once_per_change_and_its_recovery_once(caplog
         "StaleDataError: data is 3605 s old",
         "carbon data from switch again",
     ]
+
+
+def test_a_read_only_feed_uses_the_cache_but_never_creates_it(tmp_path):
+    path = tmp_path / "cache" / "carbon.json"
+    looking = CarbonFeed(Switch(), cache_path=path, clock=Clock(T), read_only=True)
+    looking.refresh()
+    assert not path.parent.exists()  # nothing created, not even the directory
+    CarbonFeed(Switch(), cache_path=path, clock=Clock(T)).refresh()
+    written = path.read_bytes()
+    CarbonFeed(Switch(), cache_path=path, clock=Clock(T + 60), read_only=True).refresh()
+    assert path.read_bytes() == written
+    assert CarbonFeed(Switch(SourceError("down")), cache_path=path, clock=Clock(T), read_only=True).snapshot()

@@ -171,3 +171,13 @@ def test_a_source_failing_mid_run_falls_through_at_the_next_refresh(tmp_path):
     first.write_text("timestamp,value\nnot,numbers\n")
     parts.feed.refresh()
     assert parts.controller.tick(NOW).carbon_source == f"csv:{second}?replay=1"
+
+
+def test_plan_s_assembly_writes_no_carbon_cache(tmp_path):
+    config = write_config(tmp_path, f'[carbon]\nsources = ["csv:{hourly_csv(tmp_path / "good.csv")}?replay=1"]\n'
+                                    f'cache_dir = "{tmp_path}/cache"\n')
+    parts = assemble(config, dry_run=True, with_store=False, clock=ManualClock(NOW))
+    assert parts.feed.refresh().source.endswith("good.csv?replay=1")
+    assert not (tmp_path / "cache").exists()
+    assemble(config, clock=ManualClock(NOW)).feed.refresh()
+    assert (tmp_path / "cache" / "carbon.json").exists()

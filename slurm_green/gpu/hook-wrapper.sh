@@ -46,6 +46,18 @@ if [ "$status" -ne 0 ]; then
     esac
     output="${output:+$output
 }slurm-green $kind job=${SLURM_JOB_ID:-?}: $SLURM_GREEN_PYTHON -m slurm_green.gpu.$kind $why; GPUs left as they are, node left in service"
+    if [ "$kind" = epilog ]; then
+        # Python did not finish: mark the job ended (slurm_green/gpu/claims.py) so that the
+        # next Prolog or Epilog here releases its claims and restores what no job holds.
+        # The state directory as gpu.conf or slurmd's environment sets it (read, not sourced).
+        conf=${SLURM_GREEN_GPU_CONF:-/etc/slurm-green/gpu.conf}
+        state=${SLURM_GREEN_STATE_DIR:-$(sed -n 's/^[[:space:]]*\(export[[:space:]]*\)\{0,1\}SLURM_GREEN_STATE_DIR[[:space:]]*=[[:space:]]*["'"'"']\{0,1\}\([^"'"'"'#[:space:]]*\).*/\2/p' "$conf" 2>/dev/null | tail -n 1)}
+        case ${SLURM_JOB_ID:-x} in
+            *[!0-9]*) ;;
+            *) [ -d "${state:-/var/lib/slurm-green}/jobs" ] && \
+                   printf 'wrapper\n' 2>/dev/null >"${state:-/var/lib/slurm-green}/jobs/$SLURM_JOB_ID.ended" ;;
+        esac
+    fi
 fi
 if [ -n "$output" ]; then
     stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ 2>/dev/null)

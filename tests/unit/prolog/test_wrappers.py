@@ -170,3 +170,21 @@ def test_real_run_through_the_wrappers(tmp_path, log_file, job_env) -> None:
     assert json.loads((state / "gpus.json").read_text())["devices"]["2"]["current_w"] == 400
     log = log_file.read_text()
     assert "prolog job=77: gpu 2: 400 W -> 300 W" in log and "epilog job=77: gpu 2: 300 W -> 400 W" in log
+
+
+def test_an_epilog_whose_python_never_ran_is_cleaned_up_by_the_next_hook(tmp_path, log_file, job_env) -> None:
+    """Interpreter gone between a job's Prolog and its Epilog: the wrapper marks the job ended
+    in the state directory gpu.conf names, and the next job's Prolog restores its GPU."""
+    hooks = install(tmp_path, log_file)
+    state = tmp_path / "state"
+    conf = tmp_path / "gpu.conf"
+    conf.write_text(f"SLURM_GREEN_GPU_BACKEND=emulated\nSLURM_GREEN_GPU_EMULATED_STATE={state}/gpus.json\n"
+                    f"export SLURM_GREEN_STATE_DIR='{state}'  # where the records are\nSLURM_GREEN_DEFAULT_CAP=0.75\n")
+    env = {**job_env, "SLURM_GREEN_GPU_CONF": str(conf), "SLURM_JOB_GPUS": "2"}
+    limits = lambda: json.loads((state / "gpus.json").read_text())["devices"]["2"]["current_w"]  # noqa: E731
+    assert run(hooks["prolog"], env)[0].returncode == 0 and limits() == 300
+    assert run(hooks["epilog"], {**env, "SLURM_GREEN_PYTHON": "/no/such/python3"})[0].returncode == 0
+    assert (state / "jobs" / "77.ended").read_text() == "wrapper\n" and limits() == 300
+    assert run(hooks["prolog"], {**env, "SLURM_JOB_ID": "78", "SLURM_JOB_GPUS": "0"})[0].returncode == 0
+    assert limits() == 400
+    assert "prolog job=78: job 77: its Epilog died before it was done" in log_file.read_text()

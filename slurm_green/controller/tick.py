@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from slurm_green.carbon.failures import FailureLog
 from slurm_green.controller.enactment import enact
 from slurm_green.controller.planner import plan_actions
 from slurm_green.controller.store import StateStore
@@ -84,6 +85,9 @@ class Controller:
     #: How long the store keeps ended jobs and old ticks (None: for ever).
     retention_s: float | None = None
     _pruned_at: float = field(default=float("-inf"), repr=False)
+    _carbon_log: FailureLog = field(default_factory=lambda: FailureLog(
+        log, failing="carbon data unavailable, running carbon-agnostic (deferred jobs are released): {why}",
+        back="carbon data available again ({name})"), repr=False)
 
     def _forecast(self, now: float, report: TickReport) -> object | None:
         if self.carbon is None:
@@ -93,8 +97,9 @@ class Controller:
             reading = self.carbon.snapshot(now)
         except Exception as exc:  # any failing source must degrade, never stop the tick
             report.notes.append(f"carbon data unavailable ({exc}): carbon-agnostic, deferred jobs are released")
-            log.warning("carbon data unavailable: %s; running carbon-agnostic", exc)
+            self._carbon_log.failed("carbon", exc)  # logged once per change, not every tick
             return None
+        self._carbon_log.answered("carbon")
         report.carbon_source = reading.source
         return reading.signal
 

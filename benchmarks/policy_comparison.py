@@ -25,7 +25,7 @@ from rich.table import Table
 
 from slurm_green.carbon.datasets import shared_data_dir
 from slurm_green.cli.sim import _cluster, _load, _models, _options, _signal
-from slurm_green.sim.bench import BASELINES, POLICY_NAMES, BenchResult, _sweep, plot_frontier, run_bench, speedup_text
+from slurm_green.sim.bench import BASELINES, POLICY_NAMES, BenchResult, plot_frontier, run_bench, settings_of, speedup_text
 from slurm_green.sim.engine import TraceOptions
 
 DEFAULT_TRACES = "pollux_workloads/workload-1.csv,gavel_philly_ee9e8c_seed0.trace:500"
@@ -82,7 +82,7 @@ def main() -> None:
     options = _options(args.flex, args.gpu_range)
     traces = [parse_trace(t) for t in args.traces.split(",")]
     regions = args.regions.split(",")
-    runs_per_bench = sum(len(_sweep(p, TraceOptions())) for p in POLICY_NAMES)
+    runs_per_bench = sum(len(settings_of(p, TraceOptions())) for p in POLICY_NAMES)
     console, models = Console(width=200), _models()
     rows, results, began = [], {}, time.perf_counter()
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

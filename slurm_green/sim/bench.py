@@ -112,9 +112,10 @@ class Versus:
     not_reached: list[str]
 
 
-def _sweep(name: str, options: TraceOptions) -> list[tuple[str, Policy, TraceOptions]]:
+def settings_of(name: str, options: TraceOptions, budgets: tuple[float, ...] = BUDGETS) -> list[tuple[str, Policy, TraceOptions]]:
+    """``name``'s settings along its knob: (label, policy, trace options)."""
     if name in ("greenflow", "powerflow"):
-        return [(f"budget={b:g}", make_policy(name, b), options) for b in BUDGETS]
+        return [(f"budget={b:g}", make_policy(name, b), options) for b in budgets]
     if name in ("window", "window+cap"):
         return [(f"flex={h:g}h", make_policy(name), replace(options, flex_s=h * 3600.0)) for h in FLEX_HOURS]
     if name == "zeus":
@@ -122,7 +123,7 @@ def _sweep(name: str, options: TraceOptions) -> list[tuple[str, Policy, TraceOpt
     return [("default", make_policy(name), options)]
 
 
-def _at(points: list[Point], x_attr: str, x: float) -> float:
+def best_at(points: list[Point], x_attr: str, x: float) -> float:
     """The best JCT among swept settings that use no more than ``x`` (carbon or energy).
 
     No interpolation: realised carbon is not monotone in the budget (deferred jobs can
@@ -137,12 +138,22 @@ def versus_best(points: list[Point], baselines: dict[str, list[Point]], x_attr: 
     best, against, missed = float("nan"), "", []
     for base, base_points in baselines.items():
         for p in base_points:
-            ratio = p.avg_jct_s / _at(points, x_attr, getattr(p, x_attr))
+            ratio = p.avg_jct_s / best_at(points, x_attr, getattr(p, x_attr))
             if not np.isfinite(ratio):
                 missed.append(f"{base} {p.setting}")
             elif not ratio >= best:  # also true while best is NaN
                 best, against = ratio, f"{base} {p.setting}"
     return Versus(best, against, missed)
+
+
+def offered_load(workload: Workload, spec: ClusterSpec, models: object, options: TraceOptions) -> float:
+    """The GPU-time the jobs ask for (requested GPUs x runtime at that size, full power) over the
+    cluster's GPU-time while they arrive: about 1 means a FIFO cluster is just kept busy."""
+    sim = Simulator(workload, spec, models, None, b"offered-load-key", options)
+    asked = float((sim.requested * sim.full_runtime).sum())
+    span = float(workload.submit[-1] - workload.submit[0]) if len(workload) else 0.0
+    # A burst (all at once) is measured over the mean runtime instead of a zero span.
+    return asked / (spec.gpus * max(span, float(sim.full_runtime.mean()) if len(workload) else 1.0))
 
 
 def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: object, models: object,
@@ -161,7 +172,7 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: obj
     runs: dict[str, RunResult] = {}
     frontier: dict[str, list[Point]] = {}
     for name in policies:
-        settings = _sweep(name, options) if sweep else [("default", make_policy(name), options)]
+        settings = settings_of(name, options) if sweep else [("default", make_policy(name), options)]
         points = []
         for setting, policy, opts in settings:
             if on_run is not None:
@@ -178,9 +189,9 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: obj
             continue
         s = runs[base].summary
         if "greenflow" in frontier:
-            result.equal_carbon[base] = s["avg_jct_s"] / _at(frontier["greenflow"], "carbon_kg", s["carbon_kg"])
+            result.equal_carbon[base] = s["avg_jct_s"] / best_at(frontier["greenflow"], "carbon_kg", s["carbon_kg"])
         if "powerflow" in frontier:
-            result.equal_energy[base] = s["avg_jct_s"] / _at(frontier["powerflow"], "energy_kwh", s["energy_kwh"])
+            result.equal_energy[base] = s["avg_jct_s"] / best_at(frontier["powerflow"], "energy_kwh", s["energy_kwh"])
     return result
 
 

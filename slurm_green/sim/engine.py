@@ -123,8 +123,9 @@ class Simulator:
         self.clock = clock or ManualClock(float(workload.submit[0]) if n else 0.0)
         self._models: dict[str, object] = {}
         self.requested = np.minimum(workload.gpus, spec.gpus)
-        self.work, full_runtime = self._resolve_work()
-        self.time_limit = np.ceil(full_runtime * options.time_limit_factor / 60.0) * 60.0
+        #: Each job's work, and its true runtime at the requested size at full power.
+        self.work, self.full_runtime = self._resolve_work()
+        self.time_limit = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
         self.record = SimRecord.empty(n)
         self.free = np.ones((spec.nodes, spec.gpus_per_node), dtype=bool)
         self.free_count = np.full(spec.nodes, spec.gpus_per_node, dtype=np.int64)

@@ -52,3 +52,33 @@ class Workload:
         """The first ``count`` jobs (for quick runs)."""
         return Workload(self.name, self.submit[:count], self.gpus[:count], self.job_type[:count],
                         self.work[:count], self.duration_s[:count])
+
+    def resampled(self, count: int, seed: int) -> "Workload":
+        """A new workload like this one: a window of ``count`` consecutive arrivals at a random
+        place, each arrival given a job (size, GPUs, type) drawn with replacement from that window.
+
+        The window keeps the trace's own arrival pattern (bursts, quiet hours) and job mix
+        at that time; the draw makes a workload the policies have not been tuned on.
+        Deterministic in ``seed``.
+        """
+        if count <= 0:
+            raise ValueError(f"count must be positive, not {count}")
+        rng = np.random.default_rng(seed)
+        n = len(self)
+        take = min(count, n)
+        first = int(rng.integers(0, n - take + 1))
+        window = np.arange(first, first + take)
+        jobs = rng.choice(window, size=take, replace=True)
+        return Workload(f"{self.name}-s{seed}", self.submit[window], self.gpus[jobs],
+                        tuple(self.job_type[j] for j in jobs.tolist()), self.work[jobs], self.duration_s[jobs])
+
+    def arrivals_scaled(self, factor: float) -> "Workload":
+        """The same jobs arriving ``factor`` times as fast (offsets from the first arrival divided
+        by it): the offered load times ``factor`` on the same cluster."""
+        if not factor > 0:
+            raise ValueError(f"factor must be positive, not {factor}")
+        if not len(self):
+            return self
+        first = self.submit[0]
+        return Workload(self.name, first + (self.submit - first) / factor, self.gpus, self.job_type, self.work,
+                        self.duration_s)

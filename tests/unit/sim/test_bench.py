@@ -5,7 +5,7 @@ import pytest
 
 from slurm_green.cli.sim import _speedup_lines
 from slurm_green.policy.lower_bound import LowerBound
-from slurm_green.sim.bench import BenchResult, Point, _at, speedup_text, versus_best
+from slurm_green.sim.bench import BenchResult, Point, best_at, speedup_text, versus_best
 from slurm_green.sim.runner import RunResult
 
 
@@ -17,10 +17,10 @@ def pts(*xs):
 GREENFLOW = pts(("budget=1", 2.0, 100.0), ("budget=0.8", 3.0, 80.0), ("budget=0.6", 5.0, 90.0))
 
 
-def test_at_takes_the_best_measured_setting_at_or_under_x_and_nan_below_the_sweep():
-    assert _at(GREENFLOW, "carbon_kg", 95.0) == 3.0 * 3600  # 0.8 and 0.6 fit; not monotone, no interpolation
-    assert _at(GREENFLOW, "carbon_kg", 100.0) == 2.0 * 3600
-    assert math.isnan(_at(GREENFLOW, "carbon_kg", 79.0))
+def test_best_at_takes_the_best_measured_setting_at_or_under_x_and_nan_below_the_sweep():
+    assert best_at(GREENFLOW, "carbon_kg", 95.0) == 3.0 * 3600  # 0.8 and 0.6 fit; not monotone, no interpolation
+    assert best_at(GREENFLOW, "carbon_kg", 100.0) == 2.0 * 3600
+    assert math.isnan(best_at(GREENFLOW, "carbon_kg", 79.0))
 
 
 def test_a_nan_speedup_reads_not_reached():

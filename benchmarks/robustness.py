@@ -1,0 +1,185 @@
+"""GreenFlow against FIFO and every baseline on many generated workloads: the distribution, not one cell.
+
+A policy tuned on a handful of cells can lose badly on the next one; what an admin needs
+is the worst case. Each generated workload is a window of a shared trace with its jobs
+redrawn (``Workload.resampled``, one per seed), its arrivals compressed or stretched to
+an offered load (``offered_load``: requested GPU-time over the cluster's GPU-time while
+jobs arrive) on the trace's default cluster, and replayed against the 2023 carbon of
+each region. Per workload it runs FIFO, GreenFlow at budgets 1 ... 0.6 and each
+baseline along its knob (window and window+cap flexibility 0/6/24 h, Zeus eta 0/0.5/1),
+and prints, as min / median / max over the workloads:
+
+- **FIFO JCT / GreenFlow JCT at budget 1** (>= 1: GreenFlow no slower than plain Slurm;
+  the minimum is the figure that matters), and GreenFlow's carbon over FIFO's there;
+- **at 0.8 of FIFO's carbon**: each baseline's best JCT among its settings using at most
+  that carbon over GreenFlow's best JCT among its budgets doing the same (a workload
+  where either never gets that low is counted as "not reached", not as a ratio), and
+  the same against the best baseline.
+
+Usage: python benchmarks/robustness.py [--quick] [--traces ...] [--regions DE-LU,GB,US-CAL-CISO]
+       [--seeds 2] [--loads 0.6,1,1.5,3] [--jobs 200] [--processes 1] [--json out/robustness.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from slurm_green.carbon.datasets import shared_data_dir
+from slurm_green.models.registry import default_registry
+from slurm_green.sim.bench import BASELINES, Point, best_at, offered_load, settings_of
+from slurm_green.sim.carbon import replayed_signal
+from slurm_green.sim.cluster import default_cluster
+from slurm_green.sim.engine import TraceOptions
+from slurm_green.sim.runner import simulate
+from slurm_green.sim.traces import load_trace
+from slurm_green.sim.workload import Workload
+
+ALL_TRACES = ("pollux_workloads/workload-1.csv", "pollux_workloads/workload-2.csv",
+              "pollux_workloads/workload-3.csv", "pollux_workloads/workload-4.csv",
+              "gavel_philly_ee9e8c_seed0.trace", "philly_pollux_jobs.csv", "alibaba_openb_pod_list_default.csv")
+QUICK_TRACES = ("pollux_workloads/workload-2.csv", "gavel_philly_ee9e8c_seed0.trace")
+BUDGETS = (1.0, 0.9, 0.8, 0.7, 0.6)
+TIGHT = 0.8  #: the second comparison: at most this fraction of FIFO's carbon
+#: Carbon replayed past the last arrival, so that deferred and queued jobs still meet real data.
+CARBON_TAIL_S = 60 * 86400.0
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One generated workload against one region."""
+
+    trace: str
+    seed: int
+    load: float
+    region: str
+    jobs: int
+
+
+def generate(trace: str, seed: int, load: float, jobs: int, models: object) -> Workload:
+    """The trace's window for ``seed`` with its arrivals scaled to offered load ``load``."""
+    workload = load_trace(shared_data_dir() / "job_traces" / trace).resampled(jobs, seed)
+    natural = offered_load(workload, default_cluster(workload.name), models, TraceOptions())
+    return workload.arrivals_scaled(load / natural)
+
+
+def run_cell(cell: Cell) -> dict[str, object]:
+    """Every policy and setting on one cell; the summary figures of each run."""
+    models = default_registry()
+    workload = generate(cell.trace, cell.seed, cell.load, cell.jobs, models)
+    spec = default_cluster(workload.name)
+    signal = replayed_signal(cell.region, float(workload.submit[0]) - 3600.0,
+                             float(workload.submit[-1]) + CARBON_TAIL_S)
+    options = TraceOptions()
+    frontier: dict[str, list[dict[str, float]]] = {}
+    for name in ("fifo", "greenflow", *[b for b in BASELINES if b != "fifo"]):
+        points = []
+        for setting, policy, opts in settings_of(name, options, BUDGETS):
+            s = simulate(workload, spec, policy, signal, models, cell.region, opts).summary
+            points.append({"setting": setting, "avg_jct_s": s["avg_jct_s"], "energy_kwh": s["energy_kwh"],
+                           "carbon_kg": s["carbon_kg"], "finished": s["finished"]})
+        frontier[name] = points
+    return {**cell.__dict__, "workload": workload.name, "cluster": f"{spec.nodes}x{spec.gpus_per_node}",
+            "frontier": frontier, **figures(frontier)}
+
+
+def figures(frontier: dict[str, list[dict[str, float]]]) -> dict[str, object]:
+    """FIFO / GreenFlow at budget 1, and each baseline / GreenFlow at 0.8 of FIFO's carbon (None: not reached)."""
+    fifo = frontier["fifo"][0]
+    at_one = next(p for p in frontier["greenflow"] if p["setting"] == "budget=1")
+    cap = TIGHT * fifo["carbon_kg"]
+    as_points = {k: [Point(p["setting"], p["avg_jct_s"], p["energy_kwh"], p["carbon_kg"]) for p in v]
+                 for k, v in frontier.items()}
+    greenflow = best_at(as_points["greenflow"], "carbon_kg", cap)
+    tight: dict[str, float | None] = {}
+    for base in BASELINES:
+        if base == "fifo":
+            continue
+        jct = best_at(as_points[base], "carbon_kg", cap)
+        tight[base] = jct / greenflow if jct == jct and greenflow == greenflow else None  # NaN: not reached
+    reached = [best_at(as_points[b], "carbon_kg", cap) for b in tight]
+    reached = [j for j in reached if j == j]
+    best = min(reached) / greenflow if reached and greenflow == greenflow else None
+    all_done = all(p["finished"] == fifo["finished"] for pts in frontier.values() for p in pts)
+    return {"fifo_over_greenflow_at_1": fifo["avg_jct_s"] / at_one["avg_jct_s"],
+            "carbon_greenflow_over_fifo_at_1": at_one["carbon_kg"] / fifo["carbon_kg"],
+            "greenflow_reaches_tight": greenflow == greenflow,
+            "baseline_over_greenflow_at_tight": tight, "best_baseline_over_greenflow_at_tight": best,
+            "every_run_finished_every_job": all_done}
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"{min(values):.2f} / {statistics.median(values):.2f} / {max(values):.2f}"
+
+
+def report(results: list[dict[str, object]], console: Console) -> None:
+    t = Table(title=f"{len(results)} generated workload x region cells: min / median / max")
+    t.add_column("ratio")
+    t.add_column("min / median / max", justify="right")
+    t.add_column("cells", justify="right")
+    at_one = [r["fifo_over_greenflow_at_1"] for r in results]
+    t.add_row("FIFO JCT / GreenFlow JCT, budget 1 (>= 1: GreenFlow no slower)", spread(at_one), str(len(at_one)))
+    carbon = [r["carbon_greenflow_over_fifo_at_1"] for r in results]
+    t.add_row("GreenFlow carbon / FIFO carbon, budget 1", spread(carbon), str(len(carbon)))
+    for base in [b for b in BASELINES if b != "fifo"] + ["best baseline"]:
+        key = "best_baseline_over_greenflow_at_tight"
+        ratios = [r[key] if base == "best baseline" else r["baseline_over_greenflow_at_tight"][base] for r in results]
+        got = [x for x in ratios if x is not None]
+        t.add_row(f"{base} JCT / GreenFlow JCT, both <= {TIGHT:g} x FIFO carbon", spread(got),
+                  f"{len(got)} ({len(ratios) - len(got)} not reached)")
+    console.print(t)
+    worst = min(results, key=lambda r: r["fifo_over_greenflow_at_1"])
+    console.print(f"worst at budget 1: {worst['workload']} load {worst['load']:g} {worst['region']} "
+                  f"({worst['fifo_over_greenflow_at_1']:.3f})")
+    missing = sum(not r["greenflow_reaches_tight"] for r in results)
+    unfinished = sum(not r["every_run_finished_every_job"] for r in results)
+    console.print(f"GreenFlow never at or under {TIGHT:g} x FIFO's carbon in {missing} cell(s); "
+                  f"cells where some run left jobs unfinished: {unfinished}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="2 traces, 1 seed, loads 1 and 3, 100 jobs: a few minutes")
+    parser.add_argument("--traces", default=",".join(ALL_TRACES), help="comma list under job_traces/")
+    parser.add_argument("--regions", default="DE-LU,GB,US-CAL-CISO")
+    parser.add_argument("--seeds", type=int, default=2, help="generated workloads per trace and load")
+    parser.add_argument("--loads", default="0.6,1,1.5,3", help="offered loads (1: arrivals keep the cluster busy)")
+    parser.add_argument("--jobs", type=int, default=200, help="jobs per generated workload")
+    parser.add_argument("--processes", type=int, default=1)
+    parser.add_argument("--json", default="out/robustness.json", help="every cell's runs and figures")
+    args = parser.parse_args()
+    traces = QUICK_TRACES if args.quick else tuple(args.traces.split(","))
+    seeds = range(1 if args.quick else args.seeds)
+    loads = (1.0, 3.0) if args.quick else tuple(float(x) for x in args.loads.split(","))
+    jobs = 100 if args.quick else args.jobs
+    cells = [Cell(t, s, load, r, jobs) for t in traces for s in seeds for load in loads
+             for r in args.regions.split(",")]
+    console, began, results = Console(width=160), time.perf_counter(), []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as progress, \
+            ProcessPoolExecutor(max_workers=args.processes) as pool:
+        task = progress.add_task("workload x region cells", total=len(cells))
+        for result in pool.map(run_cell, cells):
+            results.append(result)
+            progress.update(task, advance=1, description=f"{result['workload']} load {result['load']:g} "
+                                                         f"{result['region']}")
+    report(results, console)
+    console.print(f"{time.perf_counter() - began:.0f} s; {len(cells)} cells; every run in {args.json}")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps({"args": vars(args), "cells": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -17,15 +17,20 @@ def main(debug: bool) -> None:
 
 def _register() -> None:
     """Attach each area's commands (imported here to keep ``slurm-green --help`` one place)."""
+    from slurm_green.cli.accounting import report
     from slurm_green.cli.carbon import carbon
-    from slurm_green.cli.controller import plan, report, run
+    from slurm_green.cli.controller import plan, run
     from slurm_green.cli.install import install
     from slurm_green.cli.models import models
     from slurm_green.cli.sbatch import sbatch
     from slurm_green.cli.sim import bench, simulate, whatif
+    from slurm_green.cli.operations import pause, resume
     from slurm_green.cli.status import status
+    from slurm_green.cli.when import when
+    from slurm_green.cli.why import why
 
-    for command in (run, plan, report, status, carbon, models, simulate, bench, whatif, sbatch, install):
+    for command in (run, plan, report, status, why, when, pause, resume, carbon, models, simulate, bench, whatif,
+                    sbatch, install):
         main.add_command(command)
 
 

@@ -1,10 +1,17 @@
-"""``slurm-green run`` (the daemon), ``run --once``, ``plan`` (a dry run) and ``report``."""
+"""``slurm-green run`` (the daemon), ``run --once`` and ``plan`` (a dry run).
+
+``run`` refuses to start as root where that would leave root the owner of the state
+files (the store, its WAL, the carbon cache): the service user could then no longer
+write them, and the next ``systemctl start`` fails. It says to run as the service
+user; ``--allow-root`` is for a site that runs the controller as root on purpose.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import json
 import logging
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -13,10 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from slurm_green.cli.errors import CliError
-from slurm_green.controller.config import DEFAULT_PATH, load_config
-from slurm_green.controller.daemon import run_forever
+from slurm_green.controller.config import DEFAULT_PATH, Config, load_config
+from slurm_green.controller.daemon import operated, run_forever
 from slurm_green.controller.metrics import ControllerMetrics
-from slurm_green.controller.report import job_report
 from slurm_green.controller.tick import TickReport
 from slurm_green.core.actions import ActionError
 
@@ -37,16 +43,39 @@ def _when(t: float | None, now: float) -> str:
     return stamp if abs(delta) < 0.5 else f"{stamp} ({delta:+.0f} min)"
 
 
+def root_would_own(config: Config) -> Path | None:
+    """The first state file or folder that running as root would create or write, owned by
+    someone else (or not there yet): ``None`` when root may run (not root, or root owns them)."""
+    if os.geteuid() != 0:
+        return None
+    for path in (config.controller.state_db, config.controller.state_db.parent, config.carbon.cache_dir):
+        if not path.exists() or path.stat().st_uid != 0:
+            return path
+    return None
+
+
+def refuse_root(config: Config, allow_root: bool) -> None:
+    """One line, before anything is created, when root would take the state files from the service user."""
+    path = None if allow_root else root_would_own(config)
+    if path is not None:
+        raise CliError(f"running as root would leave {path} owned by root, which the service user then cannot "
+                       "write; run as the service user (sudo -u sgreen slurm-green ...), or --allow-root if the "
+                       "controller runs as root on purpose")
+
+
 @click.command("run")
 @config_option
 @click.option("--once", is_flag=True, help="Run one tick and exit.")
-def run(config_path: Path, once: bool) -> None:
+@click.option("--allow-root", is_flag=True, help="Run as root even where root would then own the state files.")
+def run(config_path: Path, once: bool, allow_root: bool) -> None:
     """Run the controller: a tick every controller.interval_s seconds."""
     from slurm_green.controller.assemble import assemble
 
     config = load_config(config_path)
+    refuse_root(config, allow_root)
     logging.basicConfig(level=config.controller.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     parts = assemble(config)
+    operated(parts.controller, config.controller.state_db)
     try:
         parts.feed.refresh()  # one bounded fetch before the first tick, so a cold start is not carbon-agnostic
     except Exception as exc:
@@ -89,6 +118,7 @@ def plan(config_path: Path, as_json: bool) -> None:
 
     config = load_config(config_path)
     parts = assemble(config, dry_run=True, with_store=False)
+    operated(parts.controller, config.controller.state_db)
     try:
         parts.feed.refresh()
     except Exception as exc:
@@ -121,35 +151,3 @@ def plan(config_path: Path, as_json: bool) -> None:
     console.print(table)
     for note in report.notes:
         console.print(f"note: {note}")
-
-
-@click.command("report")
-@config_option
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def report(config_path: Path, as_json: bool) -> None:
-    """Per managed job: submit, decided and actual start, cap, and carbon against starting at once."""
-    config = load_config(config_path)
-    rows, totals = job_report(config)
-    if as_json:
-        click.echo(json.dumps({"jobs": rows, "totals": totals}, indent=2))
-        return
-    table = Table(title="slurm-green: managed jobs")
-    for column in ("job", "submit", "decided start", "actual start", "cap", "kgCO2 (decided)", "kgCO2 (at once)",
-                   "kWh (run)", "kgCO2 (run)", "kWh (metered)"):
-        table.add_column(column)
-    for row in rows:
-        table.add_row(str(row["job_id"]), _when(row["submit_time"], row["submit_time"] or 0),
-                      _when(row["decided_start"], row["submit_time"] or 0),
-                      _when(row["actual_start"], row["submit_time"] or 0),
-                      "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}",
-                      _amount(row["expected_carbon_kg"]), _amount(row["carbon_if_now_kg"]),
-                      _amount(row["run_energy_kwh"]), _amount(row["run_carbon_kg"]),
-                      _amount(row["metered_energy_kwh"]))
-    console = Console()
-    console.print(table)
-    console.print(f"estimated carbon saved: {totals['saved_kg']:.4f} kg ({totals['saved_fraction']:.1%}) over "
-                  f"{totals['jobs']} jobs")
-
-
-def _amount(value: object) -> str:
-    return "-" if value is None else f"{float(value):.4f}"

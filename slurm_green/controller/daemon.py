@@ -1,34 +1,126 @@
-"""The periodic loop: APScheduler 3 runs ``Controller.tick`` every interval.
+"""The periodic loop, and the admin's off switch.
 
-One tick at a time (``max_instances=1``) and no catch-up burst after a stall
-(``coalesce=True``): a tick always works from a fresh snapshot, so a skipped tick
-loses nothing. A failing tick is logged and counted; the loop goes on.
+The loop: APScheduler 3 runs ``Controller.tick`` every interval. One tick at a time
+(``max_instances=1``) and no catch-up burst after a stall (``coalesce=True``): a tick
+always works from a fresh snapshot, so a skipped tick loses nothing. A failing tick
+is logged and counted; the loop goes on.
+
+The off switch (``slurm-green pause``/``resume``): a file next to the state store,
+``<state_db>.paused``, that the controller's policy reads at every tick
+(:class:`OperatedPolicy`). While it exists, every managed pending job is released at
+once and nothing is deferred or capped: the same plan the carbon-agnostic FIFO
+baseline makes, with a cap of 100% written over any cap a job was already given
+(a decision without a cap would leave an earlier token in the job's Comment, and the
+Prolog would still enforce it). A file, not a database row, because root may pause
+(the file is then root's, which the service user can still read and, owning the
+directory, remove) and a file is what an admin's runbook can check with ``ls``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import signal
 import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from apscheduler.schedulers.blocking import BlockingScheduler
 
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.controller.tick import Controller, TickReport
 from slurm_green.core.clock import Clock
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.decision_token import find_token
+from slurm_green.core.plan import JobDecision, Plan, Policy
+from slurm_green.policy.managed import managed_pending
 
 log = logging.getLogger(__name__)
+
+#: The cap that releases a job's GPUs from an earlier capped decision: the board's maximum.
+NO_CAP = 1.0
+
+
+def pause_path(state_db: Path) -> Path:
+    """Where the off switch lives for the controller of ``state_db``."""
+    return Path(state_db).with_suffix(".paused")
+
+
+def pause(path: Path, by: str, why: str, now: float) -> None:
+    """Turn the switch on (atomically: a tick reads a whole file or none)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"since": now, "by": by, "reason": why}) + "\n")
+    os.replace(tmp, path)
+
+
+def paused_since(path: Path) -> dict[str, object] | None:
+    """The switch's record when it is on; an unreadable record still means paused (fail safe)."""
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return {"since": None, "by": "?", "reason": f"switch file unreadable ({exc.strerror}): treated as paused"}
+    try:
+        record = json.loads(text)
+        return record if isinstance(record, dict) else {"reason": "malformed switch file: treated as paused"}
+    except ValueError:
+        return {"since": None, "by": "?", "reason": "malformed switch file: treated as paused"}
+
+
+def released(snapshot: ClusterSnapshot, now: float, why: str) -> Plan:
+    """The paused plan: every managed pending job starts now, uncapped (see the module docstring)."""
+    decisions = tuple(
+        JobDecision(job.job_id, start_at=now, power_cap_fraction=NO_CAP if find_token(job.comment) else None,
+                    reason=f"slurm-green paused ({why}): start now at full power")
+        for job, _ in managed_pending(snapshot))
+    return Plan(decisions=decisions, notes=(f"paused: {why}; every managed job is released (slurm-green resume)",))
+
+
+@dataclass
+class OperatedPolicy:
+    """The configured policy, switched off while the pause file exists.
+
+    It also keeps the snapshot it last decided on, for the metrics' per-partition and
+    per-account labels (the tick's report carries decisions, not the jobs)."""
+
+    policy: Policy
+    switch: Path
+    last_snapshot: ClusterSnapshot | None = field(default=None, repr=False)
+    paused: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
+        self.last_snapshot = snapshot
+        record = paused_since(self.switch)
+        self.paused = record is not None
+        if record is None:
+            return self.policy(snapshot, forecast, models, now)
+        return released(snapshot, now, f"by {record.get('by', '?')}: {record.get('reason') or 'no reason given'}")
+
+
+def operated(controller: Controller, state_db: Path) -> OperatedPolicy:
+    """Put the off switch in front of ``controller``'s policy (``run``, ``plan`` and ``pause`` do)."""
+    if not isinstance(controller.policy, OperatedPolicy):
+        controller.policy = OperatedPolicy(controller.policy, pause_path(state_db))  # type: ignore[assignment]
+    return controller.policy  # type: ignore[return-value]
 
 
 def safe_tick(controller: Controller, clock: Clock, metrics: ControllerMetrics) -> TickReport | None:
     """A tick that never raises: the daemon must outlive a slurmctld restart."""
+    started = time.monotonic()
     try:
         report = controller.tick(clock.now())
     except Exception:
-        metrics.tick_errors.inc()
+        metrics.tick_failed(time.monotonic() - started)
         log.exception("tick failed; nothing was enacted in the failing step, retrying next interval")
         return None
-    metrics.observe(report)
+    metrics.observe(report, time.monotonic() - started, controller)
     return report
 
 

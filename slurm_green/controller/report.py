@@ -23,25 +23,29 @@ from slurm_green.controller.store import StateStore
 from slurm_green.core.decision_token import InvalidToken, unverified_payload
 
 
-def enacted_caps(store: StateStore) -> dict[int, float | None]:
-    """Per job, the cap of the last decision Slurm accepted (``None``: one without a cap).
+def enacted_caps(store: StateStore, job_id: int | None = None) -> dict[int, float | None]:
+    """Per job (or for ``job_id`` only), the cap of the last decision Slurm accepted
+    (``None``: one without a cap).
 
     Jobs with no accepted decision are absent. A ``--gpu-freq`` site enacts the cap of
     the decision in force when its ``TresFreq`` update was accepted."""
     caps: dict[int, float | None] = {}
-    latest = {job_id: row["cap_fraction"] for job_id, row in store.latest_decisions().items()}
-    for action in store.actions():
+    if job_id is None:
+        latest = {job: row["cap_fraction"] for job, row in store.latest_decisions().items()}
+    else:
+        latest = {job_id: row["cap_fraction"] for row in store.decisions(job_id)[-1:]}
+    for action in store.actions(job_id):
         if not action["ok"]:
             continue
-        job_id = int(action["job_id"])  # type: ignore[arg-type]
+        job = int(action["job_id"])  # type: ignore[arg-type]
         if action["kind"] == "SetDecision":
             try:
                 cap = unverified_payload(str(json.loads(str(action["detail"]))["token"])).get("cap")
             except (InvalidToken, ValueError, KeyError, TypeError):
                 continue
-            caps[job_id] = float(cap) if isinstance(cap, (int, float)) else None
+            caps[job] = float(cap) if isinstance(cap, (int, float)) else None
         elif action["kind"] == "SetGpuFreq":
-            caps[job_id] = latest.get(job_id)  # type: ignore[assignment]
+            caps[job] = latest.get(job)  # type: ignore[assignment]
     return caps
 
 
@@ -58,9 +62,11 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
         rows.append({
             "job_id": job_id,
             "user": seen.get("user"),
+            "name": seen.get("name"),
             "submit_time": seen.get("submit_time"),
             "decided_start": last["start_at"],
             "actual_start": seen.get("start_time"),
+            "end_time": seen.get("end_time"),
             "state": seen.get("state"),
             "cap_fraction": caps.get(job_id),
             "decided_cap_fraction": last["cap_fraction"],
@@ -91,3 +97,43 @@ def job_report(config: Config) -> tuple[list[dict[str, object]], dict[str, float
     finally:
         store.close()
     return rows, totals(rows)
+
+
+def in_period(row: dict[str, object], since: float | None, until: float | None, now: float) -> bool:
+    """Whether the job was in the system during ``[since, until)``, as ``sacct -S -E`` selects:
+    from its start (or, never started, its submission) to its end (or now)."""
+    begin = row["actual_start"] if row["actual_start"] is not None else row["submit_time"]
+    end = row["end_time"] if row["end_time"] is not None else now
+    if begin is None:
+        return since is None and until is None
+    return (until is None or float(begin) < until) and (since is None or float(end) >= since)  # type: ignore[arg-type]
+
+
+def energy_kwh(row: dict[str, object]) -> tuple[float | None, str]:
+    """The job's energy and how it is known: metered by its Epilog where it was, else modelled."""
+    if row["metered_energy_kwh"] is not None:
+        return float(row["metered_energy_kwh"]), "metered"  # type: ignore[arg-type]
+    if row["run_energy_kwh"] is not None:
+        return float(row["run_energy_kwh"]), "modelled"  # type: ignore[arg-type]
+    return None, "none"
+
+
+def summary(rows: list[dict[str, object]], key: str) -> list[dict[str, object]]:
+    """Per value of ``key`` (``user``, ``account``): jobs, energy (metered where measured),
+    carbon as run, and the estimated carbon saved (``totals``' rule)."""
+    groups: dict[str, list[dict[str, object]]] = {}
+    for row in rows:
+        groups.setdefault(str(row.get(key) or "unknown"), []).append(row)
+    out = []
+    for name, members in sorted(groups.items()):
+        kwh = [energy_kwh(r) for r in members]
+        saved = totals(members)
+        out.append({
+            key: name, "jobs": len(members),
+            "energy_kwh": sum(k for k, _ in kwh if k is not None),
+            "metered_jobs": sum(how == "metered" for _, how in kwh),
+            "run_carbon_kg": sum(float(r["run_carbon_kg"]) for r in members  # type: ignore[arg-type]
+                                 if r["run_carbon_kg"] is not None),
+            "saved_kg": saved["saved_kg"], "at_once_kg": saved["at_once_kg"],
+        })
+    return out

@@ -280,6 +280,11 @@ class StateStore:
     def jobs(self) -> list[dict[str, object]]:
         return self._rows("SELECT * FROM jobs ORDER BY job_id")
 
+    def job(self, job_id: int) -> dict[str, object] | None:
+        """What the store saw of one job (``None``: never managed, or forgotten)."""
+        rows = self._rows("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
+        return rows[0] if rows else None
+
     def decisions(self, job_id: int | None = None) -> list[dict[str, object]]:
         query = "SELECT * FROM decisions"
         args: tuple[object, ...] = ()

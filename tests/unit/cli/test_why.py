@@ -1,0 +1,109 @@
+"""``slurm-green why JOBID``: Slurm's view of the job (a real ``squeue --json`` record, captured
+from 24.11, served by a stand-in ``squeue`` on PATH), the controller's store read-only, and the
+carbon now and at the decided start from a carbon file."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from cli_setup import carbon_csv, fake_squeue, slurm_time, write_config
+from click.testing import CliRunner
+
+from slurm_green.cli import main
+from slurm_green.controller.store import StateStore
+from slurm_green.core import decision_token
+from slurm_green.core.actions import ActionError, ActionResult, SetDecision
+from slurm_green.core.plan import JobDecision
+
+NOW = time.time()
+KEY = b"k" * 32
+
+
+def site(tmp_path, *, refused: bool = False):
+    """Job 42 of alice, managed, deferred 3 h to the low hours; the store decided a 70% cap."""
+    config = write_config(tmp_path, sources=f'["csv:{carbon_csv(tmp_path, NOW, 3, 6)}"]')
+    store = StateStore(tmp_path / "state.db")
+    start = (NOW // 3600 + 3) * 3600
+    store.record_decisions(NOW - 60, [JobDecision(42, start_at=start, power_cap_fraction=0.7, gpus_per_node=2,
+                                                  num_nodes=1, reason="deferred 2.9 h to a 60 g/kWh window",
+                                                  expected_runtime_s=3600, expected_carbon_kg=0.05,
+                                                  carbon_if_now_kg=0.4)])
+    token = decision_token.sign(KEY, 42, {"cap": 0.7})
+    action = SetDecision(42, token)
+    ids = store.record_intents(NOW - 60, [action])
+    store.record_outcomes(ids, [ActionResult(action, ActionError.PERMISSION_DENIED, "Invalid user id") if refused
+                                else ActionResult(action)])
+    store.observe_jobs(NOW - 60, [])
+    store.close()
+    env = fake_squeue(tmp_path, [{
+        "job_id": 42, "user_name": "alice", "name": "resnet50", "job_state": ["PENDING"],
+        "comment": f"my run {token}", "admin_comment": f"sg:managed=1;flex=21600;cap=1;share=0;deadline={int(NOW + 6 * 3600)}",
+        "eligible_time": slurm_time(start), "submit_time": slurm_time(NOW - 120), "start_time": slurm_time(start),
+        "tres_per_node": "gres/gpu:2"}, {
+        "job_id": 7, "user_name": "bob", "job_state": ["PENDING"], "admin_comment": "", "comment": ""}])
+    return config, env, start
+
+
+def test_why_shows_start_deadline_gpus_cap_carbon_and_reason(tmp_path):
+    config, env, start = site(tmp_path)
+    before = sorted(os.listdir(tmp_path))
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "job 42 (alice, resnet50): PENDING, managed by slurm-green, may wait 6.0 h" in out
+    assert "decided start:" in out and "(in 2." in out
+    assert "GPUs:           2 (1 node(s) x 2)" in out
+    assert "power cap:      70% enacted (decided: 70%)" in out
+    assert "60 gCO2eq/kWh at the decided start vs 450 now (87% less" in out
+    assert "reason:         deferred 2.9 h to a 60 g/kWh window" in out
+    # read-only: no carbon cache, no new store; SQLite's own -shm/-wal of the WAL-mode store aside
+    assert {name for name in os.listdir(tmp_path) if not name.startswith("state.db-")} == set(before)
+
+
+def test_why_json_carries_the_same_and_a_refused_cap_is_not_claimed(tmp_path):
+    config, env, start = site(tmp_path, refused=True)
+    result = CliRunner().invoke(main, ["why", "42", "--json", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["cap_enacted"] is None and out["cap_decided"] == 0.7
+    assert out["now_g_per_kwh"] == 450.0 and out["at_start_g_per_kwh"] == 60.0
+    assert out["decided_start"].endswith("+00:00") and out["token_in_comment"] is True
+
+
+def test_an_unmanaged_job_says_so(tmp_path):
+    config, env, _ = site(tmp_path)
+    result = CliRunner().invoke(main, ["why", "7", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    assert "job 7 (bob" in result.output and "not managed by slurm-green" in result.output
+
+
+def test_a_job_slurm_does_not_show_is_one_line_exit_1(tmp_path):
+    config, env, _ = site(tmp_path)
+    result = CliRunner().invoke(main, ["why", "999", "--config", str(config)], env=env)
+    assert result.exit_code == 1
+    [line] = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert "job 999: Slurm does not show it" in line and "sacct -j" in line
+
+
+def test_without_the_store_it_shows_slurms_view_and_says_why(tmp_path):
+    config, env, _ = site(tmp_path)
+    (tmp_path / "state.db").unlink()
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    assert "Slurm's start:" in result.output and "note: controller's store not readable here (no state store" in result.output
+    assert not (tmp_path / "state.db").exists()
+
+
+def test_local_time_shows_the_machines_zone(tmp_path, monkeypatch):
+    config, env, _ = site(tmp_path)
+    monkeypatch.setenv("TZ", "Asia/Tokyo")
+    time.tzset()
+    try:
+        result = CliRunner().invoke(main, ["why", "42", "--local-time", "--config", str(config)], env=env)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    assert result.exit_code == 0, result.output
+    assert " JST (in " in result.output and " UTC" not in result.output.split("carbon:")[0]

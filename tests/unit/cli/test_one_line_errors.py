@@ -24,7 +24,7 @@ def error_line(result: Result) -> str:
     return line
 
 
-@pytest.mark.parametrize("command", [["plan"], ["plan", "--json"], ["run", "--once"]])
+@pytest.mark.parametrize("command", [["plan"], ["plan", "--json"], ["run", "--once", "--allow-root"]])
 def test_without_slurm_a_command_says_so_in_one_line(tmp_path, command):
     config = write_config(tmp_path)
     result = CliRunner().invoke(main, [*command, "--config", str(config)], env=no_slurm(tmp_path))

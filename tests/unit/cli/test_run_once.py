@@ -56,7 +56,7 @@ def run_once(monkeypatch, tmp_path, refuse: Sequence[int]):
         return parts
 
     monkeypatch.setattr(assemble_module, "assemble", with_cluster)
-    return CliRunner().invoke(main, ["run", "--once", "--config", str(write_config(tmp_path))])
+    return CliRunner().invoke(main, ["run", "--once", "--allow-root", "--config", str(write_config(tmp_path))])
 
 
 def test_every_action_refused_exits_non_zero_and_says_why(monkeypatch, tmp_path):

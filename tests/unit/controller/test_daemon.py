@@ -1,0 +1,93 @@
+"""The off switch (``slurm-green pause``) as the tick reads it, and the daemon's safe tick.
+
+The controller is assembled from a config as ``run`` does, with a carbon file whose low
+hours lie ahead (so the window policy defers), over the in-memory cluster of test_tick.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from test_tick import KEY, NOW, MemoryBackend, deferred_job
+
+from slurm_green.controller.assemble import assemble
+from slurm_green.controller.config import Config
+from slurm_green.controller.daemon import NO_CAP, operated, pause, pause_path, paused_since, safe_tick
+from slurm_green.controller.metrics import ControllerMetrics
+from slurm_green.core import decision_token
+from slurm_green.core.actions import SetDecision, SetStartTime
+from slurm_green.core.clock import ManualClock
+
+LOW_AT = (NOW // 3600 + 3) * 3600
+
+
+@pytest.fixture
+def config(tmp_path) -> Config:
+    (tmp_path / "decision.key").write_bytes(KEY)
+    lines = ["timestamp,value"]
+    for h in range(-2, 24):
+        t = NOW // 3600 * 3600 + h * 3600
+        stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
+        lines.append(f"{stamp},{60 if t == LOW_AT else 450}")
+    (tmp_path / "carbon.csv").write_text("\n".join(lines) + "\n")
+    return Config.model_validate({
+        "controller": {"state_db": str(tmp_path / "state.db"), "decision_key_file": str(tmp_path / "decision.key")},
+        "carbon": {"sources": [f"csv:{tmp_path / 'carbon.csv'}"], "cache_dir": str(tmp_path / "cache")},
+    })
+
+
+def controller(config: Config, backend: MemoryBackend):
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.feed.refresh()
+    parts.controller.backend = backend
+    operated(parts.controller, config.controller.state_db)
+    return parts
+
+
+def test_the_switch_file(tmp_path):
+    path = pause_path(tmp_path / "state.db")
+    assert path == tmp_path / "state.paused" and paused_since(path) is None
+    pause(path, "root", "grid emergency drill", NOW)
+    assert paused_since(path) == {"since": NOW, "by": "root", "reason": "grid emergency drill"}
+    path.write_text("not json")
+    assert "treated as paused" in paused_since(path)["reason"]  # a damaged switch still means off
+
+
+def test_paused_releases_every_deferred_job_uncapped_and_resume_defers_again(config):
+    backend = MemoryBackend([deferred_job(1), deferred_job(2)])
+    parts = controller(config, backend)
+    metrics = ControllerMetrics()
+    safe_tick(parts.controller, parts.clock, metrics)
+    assert {j.eligible_time for j in backend.jobs.values()} == {LOW_AT}  # deferred to the low hour, capped
+    assert metrics.registry.get_sample_value("slurm_green_paused") == 0
+
+    switch = pause_path(config.controller.state_db)
+    pause(switch, "root", "drill", NOW)
+    backend.applied.clear()
+    report = safe_tick(parts.controller, parts.clock, metrics)
+    assert {j.eligible_time for j in backend.jobs.values()} == {NOW}  # released at once
+    assert sorted(type(a).__name__ for a in backend.applied) == ["SetDecision"] * 2 + ["SetStartTime"] * 2
+    for job in backend.jobs.values():  # the earlier 70% token is overwritten: the Prolog caps nothing
+        assert decision_token.verify(KEY, job.job_id, decision_token.find_token(job.comment)) == {"cap": NO_CAP}
+    assert any(note.startswith("paused: by root: drill") for note in report.notes)
+    assert metrics.registry.get_sample_value("slurm_green_paused") == 1
+    assert parts.controller.store.latest_decisions()[1]["reason"].startswith("slurm-green paused (by root: drill)")
+
+    switch.unlink()
+    backend.applied.clear()
+    safe_tick(parts.controller, parts.clock, metrics)
+    assert {j.eligible_time for j in backend.jobs.values()} == {LOW_AT}
+    assert metrics.registry.get_sample_value("slurm_green_paused") == 0
+
+
+def test_a_failing_tick_is_counted_and_timed(config):
+    class Down(MemoryBackend):
+        def snapshot(self):
+            raise OSError("slurmctld down")
+
+    parts = controller(config, Down([]))
+    metrics = ControllerMetrics()
+    assert safe_tick(parts.controller, parts.clock, metrics) is None
+    assert metrics.registry.get_sample_value("slurm_green_tick_errors_total") == 1
+    assert metrics.registry.get_sample_value("slurm_green_tick_duration_seconds_count") == 1

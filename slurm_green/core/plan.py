@@ -23,6 +23,8 @@ class JobDecision:
     limit (the node's Prolog turns it into watts, clamped to the board's range).
     ``nodes`` pins a placement (network packing, buddy blocks); ``None`` leaves it to
     the backend's own scheduler. ``share_with`` names a job whose GPUs this one may share (co-location).
+    ``model_params`` names the model parameters the decision was made with (the registry's
+    ``params_id``), so a stored decision can be traced to the models behind it.
     """
 
     job_id: int
@@ -37,6 +39,7 @@ class JobDecision:
     expected_energy_kwh: float | None = None
     expected_carbon_kg: float | None = None
     carbon_if_now_kg: float | None = None
+    model_params: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

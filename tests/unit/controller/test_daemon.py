@@ -29,7 +29,7 @@ def config(tmp_path) -> Config:
     for h in range(-2, 24):
         t = NOW // 3600 * 3600 + h * 3600
         stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S+00:00")
-        lines.append(f"{stamp},{60 if t == LOW_AT else 450}")
+        lines.append(f"{stamp},{60 if LOW_AT <= t < LOW_AT + 3 * 3600 else 450}")
     (tmp_path / "carbon.csv").write_text("\n".join(lines) + "\n")
     return Config.model_validate({
         "controller": {"state_db": str(tmp_path / "state.db"), "decision_key_file": str(tmp_path / "decision.key")},

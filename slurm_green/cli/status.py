@@ -8,13 +8,13 @@ Slurm commands live in a container (the Docker test cluster's ``controller``).
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.table import Table
 
+from slurm_green.cli.timefmt import local_time_option, stamp
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.slurm import DockerExecRunner, make_backend
 
@@ -67,13 +67,9 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
     }
 
 
-def _when(seconds: float | None) -> str:
-    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M:%SZ") if seconds else "-"
-
-
-def render(snapshot: ClusterSnapshot, console: Console) -> None:
-    """Rich tables of nodes and jobs."""
-    nodes = Table(title=f"Nodes (Slurm {snapshot.slurm_version}, {_when(snapshot.taken_at)})")
+def render(snapshot: ClusterSnapshot, console: Console, local: bool = False) -> None:
+    """Rich tables of nodes and jobs (times in UTC, or this machine's zone with ``local``)."""
+    nodes = Table(title=f"Nodes (Slurm {snapshot.slurm_version}, {stamp(snapshot.taken_at or None, local)})")
     for column in ("Node", "State", "GPUs used", "GPU indices", "Shards used", "Reason"):
         nodes.add_column(column)
     for node in snapshot.nodes:
@@ -108,7 +104,7 @@ def render(snapshot: ClusterSnapshot, console: Console) -> None:
             state,
             gpus,
             str(job.num_nodes),
-            _when(job.start_time),
+            stamp(job.start_time or None, local),
             where,
         )
     console.print(jobs)
@@ -123,11 +119,12 @@ def render(snapshot: ClusterSnapshot, console: Console) -> None:
     help="Run Slurm's commands in this container with docker exec (e.g. slurmgreen-2411-controller).",
 )
 @click.option("--user", "user", metavar="USER", help="With --via-docker: run them as this user.")
-def status(as_json: bool, container: str | None, user: str | None) -> None:
+@local_time_option
+def status(as_json: bool, container: str | None, user: str | None, local_time: bool) -> None:
     """Show nodes and jobs as slurm-green sees them (one snapshot)."""
     runner = DockerExecRunner(container, user=user) if container else None
     snapshot = make_backend(runner).snapshot()  # a SlurmError becomes one line at the top (cli/errors.py)
     if as_json:
         click.echo(json.dumps(snapshot_to_dict(snapshot), indent=2))
     else:
-        render(snapshot, Console())
+        render(snapshot, Console(), local_time)

@@ -1,4 +1,4 @@
-"""``slurm-green models``: inspect and fit the throughput/energy models."""
+"""``slurm-green models``: inspect, evaluate and (on purpose only) fit the throughput/energy models."""
 
 from __future__ import annotations
 
@@ -13,17 +13,28 @@ from rich.table import Table
 
 from slurm_green.models import evaluation, profiles
 from slurm_green.models.data_paths import has_perf_energy, perf_energy_dir
+from slurm_green.models.registry import FittedRegistry, default_registry
+
+DATA_HELP = "The folder holding perf_energy/ (default: $SLURM_GREEN_DATA, else ../shared/data)."
 
 
 def require_perf(data_dir: str | None) -> Path:
     perf = perf_energy_dir(Path(data_dir) if data_dir else None)
     if not has_perf_energy(perf.parent):
-        raise click.ClickException(f"no profile data under {perf} (set SLURM_GREEN_DATA or --data-dir)")
+        raise click.ClickException(f"no profile data under {perf} (set SLURM_GREEN_DATA or --data)")
     return perf
 
 
-def build_report(perf: Path, progress: Progress | None = None) -> dict[str, object]:
-    steps = ["gavel", "pollux", *profiles.ZEUS_MAX_LIMIT_W, "optima"]
+def load_registry(params: str | None) -> FittedRegistry:
+    """The registry a controller would load (``--params``, else $SLURM_GREEN_MODEL_PARAMS, else packaged)."""
+    try:
+        return default_registry(params_path=params)
+    except (OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def build_report(perf: Path, registry: FittedRegistry, progress: Progress | None = None) -> dict[str, object]:
+    steps = ["gavel", "pollux", *profiles.ZEUS_MAX_LIMIT_W, "h100", "optima"]
     task = progress.add_task("held-out fits", total=len(steps)) if progress else None
     holdouts: list[evaluation.HoldoutError] = []
     for step in steps[:-1]:
@@ -31,13 +42,15 @@ def build_report(perf: Path, progress: Progress | None = None) -> dict[str, obje
             holdouts += evaluation.gavel_holdout(perf)
         elif step == "pollux":
             holdouts += evaluation.pollux_holdout(perf)
+        elif step == "h100":
+            holdouts += evaluation.h100_holdout(perf)
         else:
             holdouts += evaluation.cap_holdout(perf, step)
         if progress and task is not None:
             progress.advance(task)
     measured, modelled = evaluation.energy_optimal_caps(perf), evaluation.model_optimal_caps(perf)
     optima = {}
-    for gpu in (None, *profiles.ZEUS_MAX_LIMIT_W):
+    for gpu in (None, *evaluation.swept(perf)):
         pick = lambda rows: [o for o in rows if gpu is None or o.gpu == gpu]  # noqa: E731
         optima[gpu or "all"] = {
             "measured_all_sweeps": evaluation.summarise_optima(pick(measured)),
@@ -47,8 +60,10 @@ def build_report(perf: Path, progress: Progress | None = None) -> dict[str, obje
     if progress and task is not None:
         progress.advance(task)
     return {
+        "params_id": registry.params_id,
+        "gpu_types": [asdict(o) for o in evaluation.type_optima(registry)],
         "holdout": [asdict(h) for h in holdouts],
-        "pooled": [asdict(evaluation.pooled(holdouts, p)) for p in ("gavel", "pollux", "zeus")],
+        "pooled": [asdict(evaluation.pooled(holdouts, p)) for p in ("gavel", "pollux", "zeus", "h100")],
         "energy_optimal_cap": optima,
         "frequency_optimum": [asdict(o) for o in evaluation.frequency_optimum(perf)],
     }
@@ -59,6 +74,16 @@ def _pct(value: object) -> str:
 
 
 def print_report(report: dict[str, object], console: Console) -> None:
+    types = Table(title=f"Energy-optimal cap per GPU type (parameters {report['params_id']}): medians over "
+                        "job types, one GPU, against full power")
+    for col in ("GPU", "board W", "cap", "cap W", "energy saved", "time added", "model"):
+        types.add_column(col, justify="left" if col in ("GPU", "model") else "right")
+    for o in report["gpu_types"]:  # type: ignore[union-attr]
+        types.add_row(o["gpu"], f"{o['board_min_w']:.0f}-{o['board_max_w']:.0f}", f"{o['cap_fraction']:.2f}",
+                      f"{o['cap_fraction'] * o['board_max_w']:.0f}", _pct(o["energy_saved"]), _pct(o["time_added"]),
+                      "ASSUMED (board limits)" if o["assumed"] else "fitted")
+    console.print(types)
+
     table = Table(title="Held-out error (MAPE); naive = linear scaling / cap-oblivious, power = cap x TDP")
     for col in ("source", "model", "rows", "throughput", "naive", "power", "naive power"):
         table.add_column(col, justify="left" if col in ("source", "model") else "right", no_wrap=col == "model")
@@ -70,7 +95,7 @@ def print_report(report: dict[str, object], console: Console) -> None:
                       _pct(h["throughput_naive_mape"]), _pct(h["power_mape"]), _pct(h["power_naive_mape"]))
     console.print(table)
 
-    caps = Table(title="Energy-optimal power cap (Zeus): medians over (network, batch) sweeps")
+    caps = Table(title="Energy-optimal power cap in the sweeps (Zeus, H100): medians over measured jobs")
     for col in ("GPU", "which sweeps", "sweeps", "energy saved", "time added"):
         caps.add_column(col, justify="left" if col in ("GPU", "which sweeps") else "right")
     for gpu, kinds in report["energy_optimal_cap"].items():  # type: ignore[union-attr]
@@ -94,38 +119,48 @@ def models() -> None:
 
 @models.command("report")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-@click.option("--data-dir", type=click.Path(file_okay=False), help="Overrides $SLURM_GREEN_DATA.")
-def report(as_json: bool, data_dir: str | None) -> None:
-    """Held-out errors of every fitted model, and the energy-optimal caps and clocks in the data."""
-    perf = require_perf(data_dir)
+@click.option("--data", "--data-dir", "data_dir", type=click.Path(file_okay=False), help=DATA_HELP)
+@click.option("--params", type=click.Path(dir_okay=False), help="Parameter file (default: the packaged one).")
+def report(as_json: bool, data_dir: str | None, params: str | None) -> None:
+    """Each GPU type's energy-optimal cap, every model's error on rows held back from its fit,
+    and the energy-optimal caps and clocks in the data."""
+    perf, registry = require_perf(data_dir), load_registry(params)
     if as_json:
-        click.echo(json.dumps(build_report(perf), indent=1, default=float))
+        click.echo(json.dumps(build_report(perf, registry), indent=1, default=float))
         return
     console = Console()
     with Progress(console=console, transient=True) as progress:
-        result = build_report(perf, progress)
+        result = build_report(perf, registry, progress)
     print_report(result, console)
 
 
 @models.command("fit")
-@click.option("--gpu", default="v100", type=click.Choice(list(profiles.GAVEL_GPUS)), show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False), help="Write fitted parameters (JSON) here.")
-@click.option("--write-builtin", is_flag=True, help="Regenerate the built-in parameter module (v100).")
-@click.option("--data-dir", type=click.Path(file_okay=False), help="Overrides $SLURM_GREEN_DATA.")
-def fit(gpu: str, out: str | None, write_builtin: bool, data_dir: str | None) -> None:
-    """Fit all job types; load the JSON later with default_registry(params_path=...)."""
-    from slurm_green.models import builtin_params
+@click.option("--data", "--data-dir", "data_dir", type=click.Path(file_okay=False), help=DATA_HELP)
+@click.option("--out", type=click.Path(dir_okay=False, writable=True), required=True,
+              help="Write the fitted parameters (JSON) here; point [controller] model_params or "
+                   "$SLURM_GREEN_MODEL_PARAMS at it.")
+def fit(data_dir: str | None, out: str) -> None:
+    """Fit every (job type, GPU type) from the profiles; the only way parameters change."""
     from slurm_green.models.fit import fit_all
-    from slurm_green.models.params import render_builtin_module
 
-    params = fit_all(require_perf(data_dir), gpu)
-    if out:
-        params.save(out)
-        click.echo(f"wrote {len(params.jobs)} job types to {out}")
-    if write_builtin:
-        if gpu != "v100":
-            raise click.ClickException("the built-in parameters are the v100 fit")
-        Path(builtin_params.__file__).write_text(render_builtin_module(params))
-        click.echo(f"regenerated {builtin_params.__file__}")
-    if not out and not write_builtin:
-        click.echo(json.dumps(params.to_dict(), indent=1))
+    perf = require_perf(data_dir)
+    if not Path(out).resolve().parent.is_dir():
+        raise click.ClickException(f"--out {out}: no such directory")
+    params = fit_all(perf)
+    params.save(out)
+    click.echo(f"wrote parameters {params.params_id} ({len(params.types)} GPU types x "
+               f"{len(params.types[params.primary].jobs)} job types) to {out}")
+
+
+@models.command("show")
+@click.option("--params", type=click.Path(dir_okay=False), help="Parameter file (default: the packaged one).")
+def show(params: str | None) -> None:
+    """Which parameters a controller would load: their id, GPU types and boards."""
+    registry = load_registry(params)
+    click.echo(f"parameters {registry.params_id} ({registry.params.meta.get('fitted_from', '?')}, "
+               f"data {registry.params.meta.get('data_sha256', '?')})")
+    for gpu in registry.gpu_types:
+        board = registry.type_params(gpu)[0].gpu
+        caps = registry.allowed_caps(gpu)
+        click.echo(f"  {gpu:5} board {board.tdp_w * board.cap_min:.0f}-{board.tdp_w:.0f} W, idle {board.idle_w:.0f} W,"
+                   f" caps {caps[0]:.2f}..1.00 in {len(caps)} steps")

@@ -35,7 +35,10 @@ class JobModel(Protocol):
 
 class ModelRegistry(Protocol):
     def for_job(self, job_type: str | None) -> JobModel:
-        """The model of ``job_type``; a conservative default for an unknown or missing type."""
+        """The model of ``job_type``; a conservative default for an unknown or missing type.
+
+        ``FittedRegistry.for_job(job_type, gpu)`` also takes the GPU type the job runs on.
+        """
         ...
 
 
@@ -47,18 +50,23 @@ class ColocationModel(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """What one finished job was measured doing in ``config``; ``None`` where not measured."""
+    """What one finished job was measured doing in ``config``; ``None`` where not measured.
+
+    ``gpu``: the GPU type it ran on (NVML's product name or the gres type), ``None``
+    for the registry's own type.
+    """
 
     job_type: str | None
     config: Config
     throughput: float | None = None
     power_w: float | None = None
+    gpu: str | None = None
 
 
 class TelemetrySink(Protocol):
     def observe(self, job_type: str | None, config: Config, measured_throughput: float | None = None,
-                measured_power_w: float | None = None) -> None:
-        """Refine ``job_type``'s model with what a job in ``config`` was measured doing."""
+                measured_power_w: float | None = None, gpu: str | None = None) -> None:
+        """Refine ``job_type``'s model (on ``gpu``) with what a job in ``config`` was measured doing."""
         ...
 
 

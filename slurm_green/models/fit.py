@@ -1,16 +1,25 @@
-"""Fit every job type's parameters from the profiles in ``perf_energy/``.
+"""Fit every (job type, GPU type) from the profiles in ``perf_energy/`` (run on purpose only:
+``slurm-green models fit --data DIR --out FILE``; a controller loads the result).
 
-Sources per job type (the table is also in docs/models.md):
+Each job type has a reference measurement on the V100 (the primary type) and, per GPU
+type, a speed ratio and a cap response taken from the data that measured that GPU
+(the table is also in docs/models.md):
 
-* Gavel types: single-GPU steps/s and scaling from Gavel on ``gpu`` (consolidated and
-  unconsolidated); cap response from the Zeus sweep of the closest network and batch.
-* Pollux apps: samples/s at the app's median local batch on T4 and scaling from the
-  placement measurements; cap response from the Zeus sweep of the same model.
-* ``zeus:<network>``: epochs/s at the network's median batch from the Zeus sweep;
-  scaling borrowed from the Pollux app training the same model.
+* Speed, relative to the V100: P100 and K80 from Gavel's own measurements of each type;
+  A40 from the Zeus sweeps of the same network and batch on both GPUs; A100 from the
+  A40's times the Perseus A100/A40 ratio (GPT-3 stages at the top clock); H100 from
+  the H100 sweep's workloads that are Gavel's models (ResNet-50, ResNet-18 on CIFAR,
+  the LSTM LM), against Gavel's V100 steps/s at the same batch. Families the H100 run
+  did not measure as Gavel's model (Transformer, Recommendation, A3C, CycleGAN) get
+  the smallest measured H100 ratio: a new GPU is never credited more than measured.
+* Cap response: Zeus sweeps on V100, A40, P100 (closest network and batch); the H100
+  sweep for the H100 (the workload of the same family); K80 and A100 borrow the V100
+  and A40 curves scaled to their boards.
+* Scaling over GPUs and nodes: Gavel on each Gavel GPU, Pollux placements; other GPU
+  types use the V100's (no multi-GPU measurement on them).
 
-Types with no multi-GPU data (A3C, CycleGAN, Recommendation) or no matching Zeus sweep
-get the conservative default's part they lack, never an optimistic one.
+Types with no multi-GPU data (A3C, CycleGAN, Recommendation) or no matching sweep get the
+conservative default's part they lack, never an optimistic one.
 """
 
 from __future__ import annotations
@@ -21,10 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from slurm_green.models import colocation, power_cap, profiles
-from slurm_green.models.params import FittedParams, JobParams
+from slurm_green.models.params import FittedParams, GpuTypeParams, JobParams
 from slurm_green.models.power_cap import CapParams, GpuPowerParams
 from slurm_green.models.scaling import ScalingParams, fit_scaling
 
+PRIMARY = "v100"
+GPU_TYPES = ("v100", "p100", "k80", "a40", "a100", "h100")
+ZEUS_GPUS = tuple(profiles.ZEUS_MAX_LIMIT_W)
 # Zeus network whose cap response stands in for a Gavel family / Pollux app (same or closest model).
 GAVEL_CAP_PROXY = {
     "ResNet-50": "resnet50",
@@ -47,7 +59,7 @@ ZEUS_SCALING_PROXY = {
     "deepspeech2": "deepspeech2",
     "ncf": "ncf",
 }
-# Gavel type whose co-location pairs stand in for a Pollux app or Zeus network.
+# Gavel type standing in for a Pollux app or Zeus network: co-location pairs and speed ratios.
 COLOCATION_PROXY = {
     "imagenet": "ResNet-50 (batch size 64)",
     "cifar10": "ResNet-18 (batch size 64)",
@@ -60,25 +72,35 @@ COLOCATION_PROXY = {
     "zeus:deepspeech2": "LM (batch size 20)",
     "zeus:ncf": "Recommendation (batch size 2048)",
 }
-# GPUs without a Zeus sweep borrow the V100 curve, scaled to their own board limit.
-PROXY_TDP_W = {"k80": 150.0, "t4": 70.0}
+# H100 sweep workload (h100/workloads.py) of each Gavel family: its cap response.
+H100_WORKLOAD = {
+    "ResNet-50": "resnet50",
+    "ResNet-18": "resnet18",
+    "Transformer": "transformer",
+    "LM": "lstm_lm",
+    "Recommendation": "recommendation",
+}
+# Families whose H100 workload is Gavel's own model, with the H100 run's batch: their steps/s compare.
+H100_SAME_MODEL_BATCH = {"ResNet-50": 128, "ResNet-18": 256, "LM": 64}
+# GPUs without a cap sweep: (curve borrowed from, board limit W). A100: Perseus measured the SXM (400 W).
+PROXY_BOARD = {"k80": ("v100", 150.0), "a100": ("a40", 400.0)}
 DEFAULT_SCALING_QUANTILE = 0.75
 CHECK_GRID = [(g, n) for g in (1, 2, 3, 4, 6, 8, 12, 16, 32, 64) for n in (1, 2, 4, 8, 16) if n <= g]
 
 
-def proxy_gpu(name: str, v100: GpuPowerParams) -> GpuPowerParams:
-    scale = PROXY_TDP_W[name] / v100.tdp_w
-    return replace(v100, name=name, tdp_w=PROXY_TDP_W[name], idle_w=v100.idle_w * scale)
-
-
 def fit_gpus(perf: Path) -> tuple[dict[str, GpuPowerParams], dict[str, dict[tuple[str, int], CapParams]]]:
+    """Per GPU type: board constants and each swept (network or workload, batch)'s cap response."""
     gpus, caps = {}, {}
     for name, tdp in profiles.ZEUS_MAX_LIMIT_W.items():
         groups = profiles.zeus_summary(perf, name)
         gpus[name] = power_cap.fit_gpu(name, tdp, groups)
         caps[name] = {key: power_cap.fit_job(rows, gpus[name]) for key, rows in groups.items()}
-    for name in PROXY_TDP_W:
-        gpus[name] = proxy_gpu(name, gpus["v100"])
+    sweep = {(workload, 0): rows for workload, rows in profiles.h100_sweep(perf).items()}
+    gpus["h100"] = power_cap.fit_gpu("h100", profiles.h100_board_w(perf)[1], sweep, idle_w=profiles.h100_idle_w(perf))
+    caps["h100"] = {key: power_cap.fit_job(rows, gpus["h100"]) for key, rows in sweep.items()}
+    for name, (source, board_w) in PROXY_BOARD.items():
+        gpus[name] = power_cap.scaled_to_board(gpus[source], name, board_w)
+        caps[name] = caps[source]
     return gpus, caps
 
 
@@ -116,62 +138,171 @@ def conservative_scaling(known: list[ScalingParams]) -> ScalingParams:
     return cand
 
 
-def fit_all(perf: Path, gavel_gpu: str = "v100") -> FittedParams:
-    """Fit every type for a cluster of ``gavel_gpu`` (v100, p100 or k80) GPUs."""
-    gpus, caps = fit_gpus(perf)
-    zeus_gpu = gavel_gpu if gavel_gpu in caps else "v100"
-    zcaps = caps[zeus_gpu]
-    default_cap = median_cap(zcaps)
-    jobs: dict[str, JobParams] = {}
+class _Fit:
+    """The data read once, and the per-job rules that turn it into one GPU type's parameters."""
 
-    gavel = profiles.gavel(perf)
-    for job_type in profiles.gavel_job_types(perf):
-        base = float(gavel[gavel_gpu][(job_type, 1)]["null"])  # type: ignore[arg-type]
-        rows = profiles.gavel_scaling_rows(perf, gavel_gpu, job_type)
-        family, batch = gavel_family(job_type)
-        net = GAVEL_CAP_PROXY.get(family)
-        cap = nearest_cap(zcaps, net, batch or 0) if net else default_cap
-        jobs[job_type] = JobParams(
-            job_type, gpus[gavel_gpu].name, "steps", base, fit_scaling(rows, base), cap,
-            f"gavel:{gavel_gpu}; cap from zeus:{zeus_gpu}:{net or 'median'}",
+    def __init__(self, perf: Path) -> None:
+        self.perf = perf
+        self.gpus, self.caps = fit_gpus(perf)
+        self.gavel = profiles.gavel(perf)
+        self.gavel_types = profiles.gavel_job_types(perf)
+        self.zeus = {g: profiles.zeus_summary(perf, g) for g in ZEUS_GPUS}
+        self.perseus = profiles.perseus_top_time_s(perf)
+        self.h100_steps = profiles.h100_steps_per_s(perf)
+        self.reference = self._reference_jobs()
+
+    # --- which measured model a job type is --------------------------------------------
+    @staticmethod
+    def gavel_type(job: str) -> str | None:
+        """The Gavel type of ``job`` itself, or the one standing in for it."""
+        return COLOCATION_PROXY.get(job, job if " (batch size " in job or job in ("A3C", "CycleGAN") else None)
+
+    def family(self, job: str) -> str | None:
+        gavel_type = self.gavel_type(job)
+        return gavel_family(gavel_type)[0] if gavel_type else None
+
+    @staticmethod
+    def zeus_network(job: str) -> str | None:
+        if job.startswith("zeus:"):
+            return job.removeprefix("zeus:")
+        family = gavel_family(job)[0]
+        return GAVEL_CAP_PROXY.get(family) or POLLUX_CAP_PROXY.get(job)
+
+    # --- the V100 reference ---------------------------------------------------------------
+    def _reference_jobs(self) -> dict[str, JobParams]:
+        """Every type on the V100: Gavel steps/s, Pollux samples/s (measured on T4: the level
+        is T4's, only ratios matter), Zeus epochs/s at the network's median batch."""
+        jobs: dict[str, JobParams] = {}
+        for job in self.gavel_types:
+            base = float(self.gavel[PRIMARY][(job, 1)]["null"])  # type: ignore[arg-type]
+            rows = profiles.gavel_scaling_rows(self.perf, PRIMARY, job)
+            jobs[job] = JobParams(job, PRIMARY, "steps", base, fit_scaling(rows, base), CapParams(1.0, 0.0),
+                                  f"gavel:{PRIMARY}")
+        for app in profiles.POLLUX_APPS:
+            rows = profiles.pollux_scaling_rows(self.perf, app, "placements")
+            base = next(r.throughput for r in rows if r.gpus == 1)
+            jobs[app] = JobParams(app, PRIMARY, "samples", base, fit_scaling(rows, base), CapParams(1.0, 0.0),
+                                  f"pollux:{app} (level measured on T4)")
+        for net, app in ZEUS_SCALING_PROXY.items():
+            sizes = sorted(bs for n, bs in self.zeus[PRIMARY] if n == net)
+            batch = sizes[len(sizes) // 2]
+            base = 1.0 / self.zeus[PRIMARY][(net, batch)][-1].time_s
+            jobs[f"zeus:{net}"] = JobParams(f"zeus:{net}", PRIMARY, f"epochs@bs{batch}", base, jobs[app].scaling,
+                                            CapParams(1.0, 0.0), f"zeus:{PRIMARY}:{net} bs {batch}; scaling from pollux:{app}")
+        return jobs
+
+    # --- speed of a job on a GPU type, relative to the V100 --------------------------------
+    def speed(self, gpu: str, job: str) -> tuple[float, str]:
+        if gpu == PRIMARY:
+            return 1.0, ""
+        if gpu in ZEUS_GPUS and job.startswith("zeus:"):
+            return self._zeus_speed(gpu, job)
+        if gpu in profiles.GAVEL_GPUS:
+            return self._gavel_speed(gpu, self.gavel_type(job))
+        if gpu in ZEUS_GPUS:
+            return self._zeus_speed(gpu, job)
+        if gpu == "a100":
+            ratio, why = self._zeus_speed("a40", job)
+            perseus = self.perseus["a40"] / self.perseus["a100_sxm"]
+            return ratio * perseus, f"{why} x perseus a100/a40 {perseus:.2f}"
+        if gpu == "h100":
+            return self._h100_speed(job)
+        raise ValueError(f"no speed data for {gpu}")
+
+    def _gavel_speed(self, gpu: str, gavel_type: str | None) -> tuple[float, str]:
+        def ratio(t: str) -> float:
+            return float(self.gavel[gpu][(t, 1)]["null"]) / float(self.gavel[PRIMARY][(t, 1)]["null"])  # type: ignore[arg-type]
+
+        if gavel_type is not None:
+            return ratio(gavel_type), f"gavel {gpu}/{PRIMARY} {gavel_type}"
+        return float(np.median([ratio(t) for t in self.gavel_types])), f"gavel {gpu}/{PRIMARY} median"
+
+    def _zeus_speed(self, gpu: str, job: str) -> tuple[float, str]:
+        """Zeus times at the top limit of the same (network, batch) on both GPUs."""
+        def ratios(net: str | None, batch: int | None = None) -> list[float]:
+            return [rows[-1].time_s / self.zeus[gpu][key][-1].time_s for key, rows in self.zeus[PRIMARY].items()
+                    if key in self.zeus[gpu] and (net is None or key[0] == net) and (batch is None or key[1] == batch)]
+
+        net = self.zeus_network(job)
+        if job.startswith("zeus:"):
+            batch = int(self.reference[job].unit.removeprefix("epochs@bs"))
+            same = ratios(net, batch)
+            if same:
+                return same[0], f"zeus {gpu}/{PRIMARY} {net} bs {batch}"
+        if net and ratios(net):
+            return float(np.median(ratios(net))), f"zeus {gpu}/{PRIMARY} {net} median"
+        return float(np.median(ratios(None))), f"zeus {gpu}/{PRIMARY} median"
+
+    def _h100_ratio(self, family: str) -> float:
+        """H100 steps/s over Gavel's V100 steps/s of the same model, interpolated (log-log) to the H100 batch."""
+        batch = H100_SAME_MODEL_BATCH[family]
+        sizes = sorted(b for t in self.gavel_types if (b := gavel_family(t)[1]) and gavel_family(t)[0] == family)
+        tput = [float(self.gavel[PRIMARY][(f"{family} (batch size {b})", 1)]["null"]) for b in sizes]  # type: ignore[arg-type]
+        v100 = float(np.exp(np.interp(np.log(batch), np.log(sizes), np.log(tput))))
+        return self.h100_steps[H100_WORKLOAD[family]] / v100
+
+    def _h100_speed(self, job: str) -> tuple[float, str]:
+        family = self.family(job)
+        if family in H100_SAME_MODEL_BATCH:
+            return self._h100_ratio(family), f"h100 {H100_WORKLOAD[family]} / gavel {PRIMARY} {family}"
+        lowest = min(H100_SAME_MODEL_BATCH, key=self._h100_ratio)
+        return self._h100_ratio(lowest), f"h100: no same-model run, lowest measured ratio ({lowest})"
+
+    # --- cap response of a job on a GPU type ------------------------------------------------
+    def cap(self, gpu: str, job: str) -> tuple[CapParams, str]:
+        caps = self.caps[gpu]
+        if gpu == "h100":
+            workload = H100_WORKLOAD.get(self.family(job) or "")
+            return (caps[(workload, 0)], f"h100:{workload}") if workload else (median_cap(caps), "h100:median")
+        source = PROXY_BOARD[gpu][0] if gpu in PROXY_BOARD else gpu
+        net = self.zeus_network(job)
+        if net is None:
+            return median_cap(caps), f"zeus:{source}:median"
+        if job.startswith("zeus:"):
+            return nearest_cap(caps, net, int(self.reference[job].unit.removeprefix("epochs@bs"))), f"zeus:{source}:{net}"
+        if job in POLLUX_CAP_PROXY:
+            return median_cap(caps, net), f"zeus:{source}:{net}"
+        return nearest_cap(caps, net, gavel_family(job)[1] or 0), f"zeus:{source}:{net}"
+
+    # --- one GPU type --------------------------------------------------------------------
+    def gpu_type(self, gpu: str) -> GpuTypeParams:
+        jobs: dict[str, JobParams] = {}
+        for name, ref in self.reference.items():
+            ratio, why = self.speed(gpu, name)
+            scaling, scaling_why = ref.scaling, ""
+            if gpu in profiles.GAVEL_GPUS and gpu != PRIMARY and name in self.gavel_types:
+                rows = profiles.gavel_scaling_rows(self.perf, gpu, name)
+                scaling, scaling_why = fit_scaling(rows, ref.base_throughput * ratio), f"; scaling: gavel:{gpu}"
+            cap, cap_why = self.cap(gpu, name)
+            source = (ref.source + (f"; speed: {why} x{ratio:.3g}" if why else "") + scaling_why
+                      + f"; cap from {cap_why}")
+            jobs[name] = replace(ref, gpu=gpu, base_throughput=ref.base_throughput * ratio, scaling=scaling,
+                                 cap=cap, source=source)
+        measured = [j.scaling for n, j in jobs.items() if j.scaling != ScalingParams() and not n.startswith("zeus:")]
+        default_scaling = conservative_scaling(measured)
+        for name, job in jobs.items():
+            if job.scaling == ScalingParams():  # no multi-GPU measurement at all
+                jobs[name] = replace(job, scaling=default_scaling, source=job.source + "; scaling: default")
+        default = JobParams(
+            "default", gpu, "work", 1.0, default_scaling, median_cap(self.caps[gpu]),
+            f"default: q{int(DEFAULT_SCALING_QUANTILE * 100)} scaling of measured types, median cap on {gpu}",
         )
+        return GpuTypeParams(self.gpus[gpu], jobs, default)
 
-    for app in profiles.POLLUX_APPS:
-        rows = profiles.pollux_scaling_rows(perf, app, "placements")
-        base = next(r.throughput for r in rows if r.gpus == 1)
-        net = POLLUX_CAP_PROXY.get(app)
-        cap = median_cap(zcaps, net) if net else default_cap
-        jobs[app] = JobParams(
-            app, "t4", "samples", base, fit_scaling(rows, base), cap,
-            f"pollux:{app} (T4); cap from zeus:{zeus_gpu}:{net or 'median'}",
-        )
+    def colocation(self, gpu: str) -> dict[tuple[str, str], tuple[float, float]]:
+        alone = {j: float(self.gavel[gpu][(j, 1)]["null"]) for j in self.gavel_types}  # type: ignore[arg-type]
+        return colocation.pair_slowdowns(alone, profiles.gavel_pairs(self.perf, gpu))
 
-    summary = profiles.zeus_summary(perf, zeus_gpu)
-    for net, app in ZEUS_SCALING_PROXY.items():
-        sizes = sorted(bs for n, bs in summary if n == net)
-        batch = sizes[len(sizes) // 2]
-        rows = summary[(net, batch)]
-        jobs[f"zeus:{net}"] = JobParams(
-            f"zeus:{net}", zeus_gpu, f"epochs@bs{batch}", 1.0 / rows[-1].time_s, jobs[app].scaling,
-            zcaps[(net, batch)], f"zeus:{zeus_gpu}:{net} bs {batch}; scaling from pollux:{app}",
-        )
 
-    measured = [j.scaling for j in jobs.values() if j.scaling != ScalingParams() and not j.job_type.startswith("zeus:")]
-    default_scaling = conservative_scaling(measured)
-    for name, job in jobs.items():
-        if job.scaling == ScalingParams():  # no multi-GPU measurement at all
-            jobs[name] = replace(job, scaling=default_scaling, source=job.source + "; scaling: default")
-    default = JobParams(
-        "default", gpus[gavel_gpu].name, "work", 1.0, default_scaling, default_cap,
-        f"default: q{int(DEFAULT_SCALING_QUANTILE * 100)} scaling of measured types, median zeus:{zeus_gpu} cap",
-    )
-
-    alone = {j: float(gavel[gavel_gpu][(j, 1)]["null"]) for j in profiles.gavel_job_types(perf)}  # type: ignore[arg-type]
-    pairs = colocation.pair_slowdowns(alone, profiles.gavel_pairs(perf, gavel_gpu))
+def fit_all(perf: Path) -> FittedParams:
+    """Fit every job type on every GPU type of ``GPU_TYPES`` from ``perf`` (a ``perf_energy`` folder)."""
+    fit = _Fit(perf)
+    pairs = {gpu: fit.colocation(gpu) for gpu in profiles.GAVEL_GPUS}
     return FittedParams(
-        gpus=gpus, jobs=jobs, default=default, colocation=pairs,
-        colocation_default=colocation.conservative_default(pairs),
+        types={gpu: fit.gpu_type(gpu) for gpu in GPU_TYPES},
+        primary=PRIMARY,
+        colocation=pairs,
+        colocation_default={gpu: colocation.conservative_default(p) for gpu, p in pairs.items()},
         colocation_proxy=dict(COLOCATION_PROXY),
-        meta={"gpu": gavel_gpu, "zeus_gpu": zeus_gpu, "data": str(perf)},
+        meta={"fitted_from": "perf_energy/ of PROVENANCE.md, section C", "data_sha256": profiles.data_sha256(perf)},
     )
-

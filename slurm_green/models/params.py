@@ -1,10 +1,16 @@
-"""The fitted parameters of every job type, as plain data that round-trips through JSON.
+"""The fitted parameters of every (job type, GPU type), as plain data that round-trips through JSON.
 
-Fitting reads CSV/JSON with pandas once; everything the hot path needs is in here.
+Why a JSON file shipped as package data (``fitted_params.json``, in every wheel): what a
+site's controller runs must not depend on a folder that happens to sit next to the
+checkout. Fitting reads the profiles with pandas once, on an explicit command
+(``slurm-green models fit --data DIR --out FILE``); a controller only loads a file.
+``params_id``, a short hash of the file's content, names the parameters in every
+decision the controller stores.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -12,12 +18,16 @@ from pathlib import Path
 from slurm_green.models.power_cap import CapParams, GpuPowerParams
 from slurm_green.models.scaling import ScalingParams
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: The parameters every install carries (regenerate with ``slurm-green models fit --out`` this path).
+PACKAGED_PATH = Path(__file__).with_name("fitted_params.json")
+
+Pair = tuple[float, float]
 
 
 @dataclass(frozen=True, slots=True)
 class JobParams:
-    """One job type: single-GPU full-power throughput in ``unit``/s, scaling, cap response."""
+    """One job type on one GPU type: single-GPU full-power throughput in ``unit``/s, scaling, cap response."""
 
     job_type: str
     gpu: str
@@ -29,12 +39,40 @@ class JobParams:
 
 
 @dataclass(frozen=True)
-class FittedParams:
-    gpus: dict[str, GpuPowerParams]
+class GpuTypeParams:
+    """Every job type's model on one GPU type."""
+
+    gpu: GpuPowerParams
     jobs: dict[str, JobParams]
     default: JobParams
-    colocation: dict[tuple[str, str], tuple[float, float]]
-    colocation_default: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"gpu": asdict(self.gpu), "jobs": [asdict(j) for j in self.jobs.values()],
+                "default": asdict(self.default)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GpuTypeParams:  # type: ignore[type-arg]
+        return cls(gpu=GpuPowerParams(**data["gpu"]), jobs={d["job_type"]: _job(d) for d in data["jobs"]},
+                   default=_job(data["default"]))
+
+
+def _job(d: dict) -> JobParams:  # type: ignore[type-arg]
+    return JobParams(**{**d, "scaling": ScalingParams(**d["scaling"]), "cap": CapParams(**d["cap"])})
+
+
+@dataclass(frozen=True)
+class FittedParams:
+    """All GPU types' models; ``primary`` is the type a registry models when not told one.
+
+    ``colocation[gpu]``: Gavel's pair slowdowns measured on that GPU type (the types
+    Gavel did not measure use the primary's table); ``colocation_default[gpu]`` the
+    slowdown assumed for a pair with an unmeasured member.
+    """
+
+    types: dict[str, GpuTypeParams]
+    primary: str
+    colocation: dict[str, dict[tuple[str, str], Pair]]
+    colocation_default: dict[str, float]
     colocation_proxy: dict[str, str]
     meta: dict[str, str] = field(default_factory=dict)
 
@@ -42,65 +80,62 @@ class FittedParams:
         return {
             "format_version": FORMAT_VERSION,
             "meta": self.meta,
-            "gpus": {k: asdict(v) for k, v in self.gpus.items()},
-            "jobs": [asdict(j) for j in self.jobs.values()],
-            "default": asdict(self.default),
-            "colocation": [[a, b, sa, sb] for (a, b), (sa, sb) in sorted(self.colocation.items())],
+            "primary": self.primary,
+            "types": {name: t.to_dict() for name, t in sorted(self.types.items())},
+            "colocation": {gpu: [[a, b, sa, sb] for (a, b), (sa, sb) in sorted(table.items())]
+                           for gpu, table in sorted(self.colocation.items())},
             "colocation_default": self.colocation_default,
             "colocation_proxy": self.colocation_proxy,
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> "FittedParams":
+    def from_dict(cls, data: dict) -> FittedParams:  # type: ignore[type-arg]
         if data.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"fitted-parameters format {data.get('format_version')!r}, expected {FORMAT_VERSION}")
-
-        def job(d: dict) -> JobParams:  # type: ignore[type-arg]
-            return JobParams(**{**d, "scaling": ScalingParams(**d["scaling"]), "cap": CapParams(**d["cap"])})
-
-        return cls(
-            gpus={k: GpuPowerParams(**v) for k, v in data["gpus"].items()},  # type: ignore[union-attr]
-            jobs={d["job_type"]: job(d) for d in data["jobs"]},  # type: ignore[union-attr]
-            default=job(data["default"]),  # type: ignore[arg-type]
-            colocation={(a, b): (float(sa), float(sb)) for a, b, sa, sb in data["colocation"]},  # type: ignore[union-attr]
-            colocation_default=float(data["colocation_default"]),  # type: ignore[arg-type]
-            colocation_proxy=dict(data["colocation_proxy"]),  # type: ignore[arg-type]
-            meta=dict(data.get("meta", {})),  # type: ignore[arg-type]
+        params = cls(
+            types={name: GpuTypeParams.from_dict(t) for name, t in data["types"].items()},
+            primary=str(data["primary"]),
+            colocation={gpu: {(a, b): (float(sa), float(sb)) for a, b, sa, sb in rows}
+                        for gpu, rows in data["colocation"].items()},
+            colocation_default={gpu: float(v) for gpu, v in data["colocation_default"].items()},
+            colocation_proxy=dict(data["colocation_proxy"]),
+            meta=dict(data.get("meta", {})),
         )
+        if params.primary not in params.types or params.primary not in params.colocation:
+            raise ValueError(f"primary GPU type {params.primary!r} has no parameters")
+        return params
+
+    @property
+    def params_id(self) -> str:
+        """12 hex digits of the SHA-256 of the canonical JSON: equal ids, equal parameters."""
+        canonical = json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def save(self, path: str | Path) -> None:
-        # json writes inf as Infinity, which json.loads reads back: pairs that do not fit stay inf.
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1, sort_keys=True))
+        """One job or pair per line: a refit's diff reads as the rows that changed."""
+        Path(path).write_text(_render(self.to_dict()) + "\n")
 
     @classmethod
-    def load(cls, path: str | Path) -> "FittedParams":
-        return cls.from_dict(json.loads(Path(path).read_text()))
+    def load(cls, path: str | Path) -> FittedParams:
+        """``ValueError`` naming the file when it is not a parameter file of this format."""
+        try:
+            return cls.from_dict(json.loads(Path(path).read_text()))
+        except (KeyError, TypeError, json.JSONDecodeError) as exc:
+            raise ValueError(f"{path}: not a fitted-parameters file ({type(exc).__name__}: {exc})") from exc
+        except ValueError as exc:
+            raise ValueError(f"{path}: {exc}") from exc
 
 
-BUILTIN_HEADER = '''"""Built-in fitted parameters for a V100 cluster, used when the profile data is absent.
+def _render(value: object, depth: int = 0) -> str:
+    """JSON with containers of scalars, and anything nested four deep, on one line.
 
-GENERATED by ``slurm-green models fit --write-builtin`` from the profiles described in
-/work/shared/data/PROVENANCE.md (Gavel, Pollux, Zeus); do not edit by hand. These are
-the fit's outputs, not hand-picked numbers: regenerate after changing the fit.
-"""
-
-import json
-
-from slurm_green.models.params import FittedParams
-
-_JSON = r"""
-'''
-
-BUILTIN_FOOTER = '''"""
-
-
-def load() -> FittedParams:
-    return FittedParams.from_dict(json.loads(_JSON))
-'''
-
-
-def render_builtin_module(params: FittedParams) -> str:
-    """Python source embedding ``params`` (a module, so it ships inside any install)."""
-    data = params.to_dict()
-    data["meta"] = {**params.meta, "data": "built-in copy of a fit of PROVENANCE.md profiles"}
-    return BUILTIN_HEADER + json.dumps(data, indent=0, sort_keys=True) + "\n" + BUILTIN_FOOTER
+    (``json`` writes inf as Infinity, which ``json.loads`` reads back: pairs that do not fit stay inf.)
+    """
+    children = list(value.values()) if isinstance(value, dict) else value if isinstance(value, list) else None
+    if children is None or depth >= 4 or not any(isinstance(c, (dict, list)) for c in children):
+        return json.dumps(value, sort_keys=True)
+    pad, end = " " * (depth + 1), " " * depth
+    if isinstance(value, dict):
+        items = [f"{pad}{json.dumps(k)}: {_render(v, depth + 1)}" for k, v in sorted(value.items())]
+        return "{\n" + ",\n".join(items) + "\n" + end + "}"
+    return "[\n" + ",\n".join(pad + _render(v, depth + 1) for v in value) + "\n" + end + "]"  # type: ignore[union-attr]

@@ -18,7 +18,7 @@ voltage floor is reached: power falls about linearly with clock, time rises as 1
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -68,16 +68,26 @@ def fit_beta(rows: Sequence[CapRow], gpu: GpuPowerParams, u: float) -> float:
     return max(0.0, float(x @ y) / denom) if denom > 1e-12 else 0.0
 
 
-def fit_gpu(name: str, tdp_w: float, groups: Mapping[object, Sequence[CapRow]]) -> GpuPowerParams:
+def scaled_to_board(gpu: GpuPowerParams, name: str, max_w: float, min_w: float | None = None) -> GpuPowerParams:
+    """``gpu``'s fitted shape on a board with another limit: idle scales with the board,
+    the lowest cap is the board's own minimum when known (else ``gpu``'s fraction)."""
+    scale = max_w / gpu.tdp_w
+    cap_min = min(1.0, min_w / max_w) if min_w is not None and max_w > 0 else gpu.cap_min
+    return replace(gpu, name=name, tdp_w=max_w, idle_w=gpu.idle_w * scale, cap_min=cap_min)
+
+
+def fit_gpu(name: str, tdp_w: float, groups: Mapping[object, Sequence[CapRow]],
+            idle_w: float | None = None) -> GpuPowerParams:
     """Fit one GPU's shared constants on all of its (network, batch) sweeps.
 
-    ``idle_w``: the lowest average power any profiled training job drew (an upper
-    bound on true idle, so it never flatters a low cap). ``draw_ratio``: median of
+    ``idle_w``: measured idle when given (the H100 data has it), else the lowest average
+    power any profiled training job drew (an upper bound on true idle, so it never
+    flatters a low cap). ``draw_ratio``: median of
     power / limit where the cap clearly binds. ``exponent``: grid search minimising
     the squared time-stretch error after fitting each job's ``beta``.
     """
     all_rows = [r for rows in groups.values() for r in rows]
-    idle_w = min(r.power_w for r in all_rows)
+    idle_w = idle_w if idle_w is not None else min(r.power_w for r in all_rows)
     binding = [
         r.power_w / (r.cap_fraction * tdp_w)
         for rows in groups.values()

@@ -6,6 +6,7 @@ touches file formats and the hot path never touches pandas.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass
@@ -18,6 +19,10 @@ import pandas as pd
 ZEUS_MAX_LIMIT_W = {"v100": 250.0, "a40": 300.0, "p100": 250.0}
 POLLUX_APPS = ("cifar10", "imagenet", "deepspeech2", "ncf", "bert", "yolov3")
 GAVEL_GPUS = ("v100", "p100", "k80")
+#: The files a fit reads, relative to ``perf_energy/`` (globs): their hash names the data in the parameters.
+FIT_INPUTS = ("gavel/simulation_throughputs.json", "zeus/summary_power_*.csv", "pollux/*/placements.csv",
+              "pollux/*/scalability.csv", "perseus/stage_profile_*.csv", "h100/cap_sweep.csv",
+              "h100/colocate_timeslice.csv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,3 +161,46 @@ def perseus(perf: Path) -> dict[str, pd.DataFrame]:
         frame = pd.read_csv(path)
         out[gpu] = frame.groupby("frequency", as_index=False)[["time", "energy"]].sum()
     return out
+
+
+def h100_sweep(perf: Path) -> dict[str, list[CapRow]]:
+    """``workload -> rows by cap`` of the H100 cap sweep; cap fraction of the highest limit swept
+    (the board's maximum, 700 W), seconds per training step, average board power."""
+    frame = pd.read_csv(perf / "h100" / "cap_sweep.csv")
+    top = float(frame["cap_w"].max())
+    return {
+        str(workload): [CapRow(float(r.cap_w) / top, 1.0 / float(r.steps_per_s), float(r.avg_power_w))
+                        for r in group.sort_values("cap_w").itertuples()]
+        for workload, group in frame.groupby("workload")
+    }
+
+
+def h100_board_w(perf: Path) -> tuple[float, float]:
+    """(lowest, highest) power limit of the H100 sweep: the board's range (PROVENANCE: 200-700 W)."""
+    caps = pd.read_csv(perf / "h100" / "cap_sweep.csv")["cap_w"]
+    return float(caps.min()), float(caps.max())
+
+
+def h100_idle_w(perf: Path) -> float:
+    """The H100's measured idle board power (the ``idle`` row of the co-location run)."""
+    frame = pd.read_csv(perf / "h100" / "colocate_timeslice.csv")
+    return float(frame.loc[frame["mode"] == "idle", "avg_power_w"].iloc[0])
+
+
+def h100_steps_per_s(perf: Path) -> dict[str, float]:
+    """Each H100 workload's steps/s at the highest limit (uncapped)."""
+    return {w: 1.0 / rows[-1].time_s for w, rows in h100_sweep(perf).items()}
+
+
+def perseus_top_time_s(perf: Path) -> dict[str, float]:
+    """Per GPU: seconds per GPT-3 micro-batch through all stages at the highest SM clock."""
+    return {gpu: float(frame.sort_values("frequency")["time"].iloc[-1]) for gpu, frame in perseus(perf).items()}
+
+
+def data_sha256(perf: Path) -> str:
+    """A hash of every file a fit reads (names and bytes): which data the parameters came from."""
+    digest = hashlib.sha256()
+    for pattern in FIT_INPUTS:
+        for path in sorted(perf.glob(pattern)):
+            digest.update(str(path.relative_to(perf)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]

@@ -6,6 +6,9 @@ configurations never observed. Each observation moves the factor part of the way
 weight ``1/(n+1)`` (a running mean) but at most 0.5, so one noisy sample cannot
 replace the fit, and at least 0.1, so the factor keeps tracking drift. Factors are
 clamped to [1/4, 4]: telemetry can correct a model, not overrule it wholesale.
+
+The same file keeps the board limits (min, max, default W) nodes reported per GPU
+type (``boards``): what the Prolog's NVML knows, the models keep across restarts.
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class Corrections:
     def __init__(self, path: str | Path | None = None) -> None:
         self.path = Path(path) if path is not None else None
         self.tracks: dict[str, dict[str, Track]] = {m: {} for m in METRICS}
+        self.boards: dict[str, tuple[float, float, float]] = {}
         if self.path is not None and self.path.is_file():
             self._load(self.path)
 
@@ -84,6 +88,7 @@ class Corrections:
         data = {
             "format_version": FORMAT_VERSION,
             **{m: {k: [t.log_factor, t.count] for k, t in self.tracks[m].items()} for m in METRICS},
+            "boards": {k: list(v) for k, v in sorted(self.boards.items())},
         }
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".tmp")
@@ -97,3 +102,4 @@ class Corrections:
             raise ValueError(f"{path}: corrections format {data.get('format_version')!r}, expected {FORMAT_VERSION}")
         for metric in METRICS:
             self.tracks[metric] = {k: Track(float(v[0]), int(v[1])) for k, v in data.get(metric, {}).items()}
+        self.boards = {k: (float(v[0]), float(v[1]), float(v[2])) for k, v in data.get("boards", {}).items()}

@@ -1,12 +1,19 @@
-"""The registry policies and the simulator call: one fitted model per job type.
+"""The registry policies and the simulator call: one fitted model per (job type, GPU type).
 
 ``throughput`` and ``power_w`` are closed forms over a few floats held by the model
 (no pandas, no dict walks unless telemetry corrections exist), because policies call
 them for thousands of jobs per decision. See docs/models.md for the model family.
+
+Where the parameters come from: a file, never a fit. ``default_registry`` loads the
+parameters shipped in the package, or a site's own file (``params_path``,
+``$SLURM_GREEN_MODEL_PARAMS``) written by ``slurm-green models fit``; ``params_id``
+names them in every decision.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
 from functools import lru_cache
 from pathlib import Path
@@ -14,13 +21,16 @@ from pathlib import Path
 import numpy as np
 
 from slurm_green.models.base import Config
-from slurm_green.models.data_paths import has_perf_energy, perf_energy_dir
+from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conservative_type
 from slurm_green.models.names import NameResolver, normalise
-from slurm_green.models.params import FittedParams, JobParams
-from slurm_green.models.power_cap import GpuPowerParams
+from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
+from slurm_green.models.power_cap import GpuPowerParams, scaled_to_board
 from slurm_green.models.refine import Corrections
 
 PARAMS_ENV = "SLURM_GREEN_MODEL_PARAMS"
+#: A reported board within this share of the fitted one is the fitted board.
+BOARD_TOLERANCE = 0.05
+log = logging.getLogger(__name__)
 
 
 class FittedJobModel:
@@ -34,17 +44,23 @@ class FittedJobModel:
 
     GPUs waiting on gradient sync draw close to idle, hence the busy fraction.
     Caps below the GPU's lowest settable limit are treated as that limit.
+
+    ``gpu_assumed``: the GPU type has no fitted parameters and this model is the
+    conservative one built from its board limits (``gpu_note`` says from what).
     """
 
-    __slots__ = ("job_type", "params", "gpu", "unit", "_corrections", "_key",
+    __slots__ = ("job_type", "params", "gpu", "unit", "gpu_assumed", "gpu_note", "_corrections", "_key",
                  "_base", "_a", "_b", "_an", "_bn", "_beta", "_exp", "_bite_scale", "_cap_min",
                  "_idle", "_busy_full")
 
-    def __init__(self, params: JobParams, gpu: GpuPowerParams, corrections: Corrections, key: str) -> None:
+    def __init__(self, params: JobParams, gpu: GpuPowerParams, corrections: Corrections, key: str,
+                 gpu_note: str = "") -> None:
         self.job_type = params.job_type
         self.params = params
         self.gpu = gpu
         self.unit = params.unit
+        self.gpu_assumed = bool(gpu_note)
+        self.gpu_note = gpu_note
         self._corrections = corrections
         self._key = key
         s, cap = params.scaling, params.cap
@@ -136,56 +152,142 @@ class FittedJobModel:
 
 
 class FittedRegistry:
-    """A ``ModelRegistry`` over fitted parameters, plus co-location and online refinement."""
+    """A ``ModelRegistry`` over fitted parameters, per GPU type, plus co-location and online refinement.
 
-    def __init__(self, params: FittedParams, corrections: Corrections | None = None) -> None:
+    ``gpu`` is the type a call without one means (the site's main GPU type). Every
+    method taking ``gpu`` accepts a gres type or an NVML product name.
+    """
+
+    def __init__(self, params: FittedParams, corrections: Corrections | None = None, gpu: str | None = None) -> None:
         self.params = params
+        self.params_id = params.params_id
+        self.gpu = canonical_gpu(gpu, params.types) if gpu else params.primary
+        if self.gpu not in params.types:
+            raise ValueError(f"no fitted parameters for GPU type {gpu!r}; fitted: {', '.join(sorted(params.types))}")
         self.corrections = corrections if corrections is not None else Corrections()
-        self._resolver = NameResolver(params.jobs)
-        self._models: dict[str | None, FittedJobModel] = {}
-        self._gavel_types = {a for a, _ in params.colocation} | {b for _, b in params.colocation}
+        self._resolver = NameResolver(params.types[self.gpu].jobs)
+        self._models: dict[tuple[str | None, str], FittedJobModel] = {}
+        self._types: dict[str, tuple[GpuTypeParams, str]] = {}
+        self._gavel_types = {t for pairs in params.colocation.values() for pair in pairs for t in pair}
 
     @property
     def job_types(self) -> tuple[str, ...]:
-        return tuple(self.params.jobs)
+        return tuple(self.params.types[self.gpu].jobs)
 
     @property
-    def cap_min(self) -> float:
-        """The lowest cap fraction the cluster's GPUs accept; lower requests are clamped."""
-        return self.params.gpus[self.params.meta.get("gpu", "v100")].cap_min
+    def gpu_types(self) -> tuple[str, ...]:
+        """The GPU types with fitted parameters (others get the conservative board model)."""
+        return tuple(sorted(self.params.types))
+
+    def gpu_type(self, gpu: str | None = None) -> str:
+        """The canonical type of ``gpu`` (None: the registry's own)."""
+        return self.gpu if gpu is None else canonical_gpu(gpu, self.params.types)
+
+    def board(self, gpu: str | None = None) -> Board | None:
+        """The power limits nodes reported for ``gpu`` (``observe_board``), if any did."""
+        limits = self.corrections.boards.get(self.gpu_type(gpu))
+        return Board(*limits) if limits else None
+
+    def observe_board(self, gpu: str, min_w: float, max_w: float, default_w: float) -> None:
+        """What a node's NVML says about ``gpu``'s board (the Epilog's record carries it):
+        the cap set then reaches the board's own minimum, an unprofiled type is modelled
+        from these limits, a profiled type on a different board is scaled to it."""
+        name, board = self.gpu_type(gpu), Board(min_w, max_w, default_w)
+        if self.board(name) == board:
+            return
+        self.corrections.boards[name] = (board.min_w, board.max_w, board.default_w)
+        self._types.pop(name, None)
+        self._models = {k: m for k, m in self._models.items() if k[1] != name}
+        if self.corrections.path is not None:
+            self.corrections.save()
+
+    def type_params(self, gpu: str | None = None) -> tuple[GpuTypeParams, str]:
+        """``gpu``'s parameters, and why they are assumed ("" when fitted on its own data)."""
+        name = self.gpu_type(gpu)
+        cached = self._types.get(name)
+        if cached is None:
+            cached = self._types[name] = self._build_type(name)
+            if cached[1]:
+                log.warning("GPU type %s: %s", name, cached[1])
+        return cached
+
+    def _build_type(self, name: str) -> tuple[GpuTypeParams, str]:
+        fitted, board = self.params.types.get(name), self.board(name)
+        if fitted is not None:
+            if board is None or abs(board.max_w / fitted.gpu.tdp_w - 1.0) <= BOARD_TOLERANCE:
+                return fitted, ""
+            scaled = scaled_to_board(fitted.gpu, name, board.max_w, board.min_w)
+            return GpuTypeParams(scaled, fitted.jobs, fitted.default), (
+                f"fitted on a {fitted.gpu.tdp_w:g} W board, this one reports {board.max_w:g} W: shape scaled to it")
+        primary = self.params.types[self.gpu]
+        if board is not None:
+            note = f"not profiled; conservative model from its board ({board.min_w:g}-{board.max_w:g} W)"
+        else:
+            board = board_of(primary.gpu)
+            note = f"not profiled and no board limits reported; conservative model on {self.gpu}'s board"
+        return conservative_type(name, board, primary, self.params.types, note), note
+
+    def allowed_caps(self, gpu: str | None = None, *, accept_cap: bool = True, floor: float = 0.0,
+                     step: float = 0.05) -> tuple[float, ...]:
+        """The cap fractions (of the board's maximum) a policy may choose on ``gpu``: every
+        multiple of ``step`` from the board's own minimum (reported by its nodes, else the
+        lowest measured) up to 1, and that minimum itself; never below ``floor`` (the site's
+        floor, or the user's when higher); only 1.0 when the job refuses caps (``cap=no``)."""
+        if not accept_cap:
+            return (1.0,)
+        board = self.board(gpu)
+        lowest = board.min_fraction if board is not None else self.type_params(gpu)[0].gpu.cap_min
+        lowest = min(1.0, max(lowest, floor))
+        grid = (k * step for k in range(math.ceil(lowest / step), int(round(1.0 / step)) + 1))
+        return tuple(sorted({round(lowest, 4), 1.0} | {round(c, 4) for c in grid if c - lowest >= step / 2}))
+
+    def energy_optimal_cap(self, job_type: str | None, gpu: str | None = None, *, accept_cap: bool = True,
+                           floor: float = 0.0, step: float = 0.05) -> float:
+        """The cap of ``allowed_caps`` with the least energy per unit of work (one GPU;
+        among equals the highest cap, which loses no time)."""
+        model = self.for_job(job_type, gpu)
+        caps = self.allowed_caps(gpu, accept_cap=accept_cap, floor=floor, step=step)
+        energy = [round(model.power_w(Config(1, 1, c)) / model.throughput(Config(1, 1, c)), 12) for c in caps]
+        return max((c for c, e in zip(caps, energy, strict=True) if e == min(energy)))
 
     def resolve(self, job_type: str | None) -> str | None:
         """The modelled type a job name maps to, or ``None`` (then the default model is used)."""
         return self._resolver.resolve(job_type)
 
-    def for_job(self, job_type: str | None) -> FittedJobModel:
-        model = self._models.get(job_type)
+    def for_job(self, job_type: str | None, gpu: str | None = None) -> FittedJobModel:
+        """``job_type``'s model on ``gpu`` (None: the registry's own type)."""
+        name = self.gpu if gpu is None else self.gpu_type(gpu)
+        model = self._models.get((job_type, name))
         if model is None:
+            params, note = self.type_params(name)
             canonical = self.resolve(job_type)
             if canonical is None:
-                params = self.params.default
-                key = f"unknown:{normalise(job_type or '')}"
+                job, key = params.default, f"unknown:{normalise(job_type or '')}"
             else:
-                params, key = self.params.jobs[canonical], canonical
-            model = FittedJobModel(params, self.params.gpus[params.gpu], self.corrections, key)
-            self._models[job_type] = model
+                job, key = params.jobs[canonical], canonical
+            key = key if name == self.gpu else f"{key}@{name}"
+            model = self._models[(job_type, name)] = FittedJobModel(job, params.gpu, self.corrections, key, note)
         return model
 
-    def colocated_slowdown(self, type_a: str | None, type_b: str | None) -> tuple[float, float]:
-        """``(slow_a, slow_b)``: each job's time stretch when both share one GPU.
+    def colocated_slowdown(self, type_a: str | None, type_b: str | None, gpu: str | None = None) -> tuple[float, float]:
+        """``(slow_a, slow_b)``: each job's time stretch when both share one GPU of type ``gpu``.
 
         ``inf`` when the pair does not fit on one GPU; the conservative default for
         pairs with a member that has no Gavel measurement (directly or by proxy).
+        Gavel measured V100, P100 and K80; other types use the primary type's table.
         """
+        name = self.gpu_type(gpu)
+        table_gpu = name if name in self.params.colocation else self.params.primary
+        table = self.params.colocation[table_gpu]
         ga, gb = self._colocation_type(type_a), self._colocation_type(type_b)
         if ga is not None and gb is not None:
-            pair = self.params.colocation.get((ga, gb))
+            pair = table.get((ga, gb))
             if pair is not None:
                 return pair
-            swapped = self.params.colocation.get((gb, ga))
+            swapped = table.get((gb, ga))
             if swapped is not None:
                 return swapped[1], swapped[0]
-        d = self.params.colocation_default
+        d = self.params.colocation_default[table_gpu]
         return d, d
 
     def _colocation_type(self, job_type: str | None) -> str | None:
@@ -195,9 +297,9 @@ class FittedRegistry:
         return self.params.colocation_proxy.get(canonical or "")
 
     def observe(self, job_type: str | None, config: Config, measured_throughput: float | None = None,
-                measured_power_w: float | None = None) -> None:
-        """Fold one telemetry sample into the job type's corrections (persisted if a path is set)."""
-        model = self.for_job(job_type)
+                measured_power_w: float | None = None, gpu: str | None = None) -> None:
+        """Fold one telemetry sample of a job on ``gpu`` into its corrections (persisted if a path is set)."""
+        model = self.for_job(job_type, gpu)
         if measured_throughput is not None:
             self.corrections.observe("throughput", model._key, config, measured_throughput,
                                      model.model_throughput(config))
@@ -207,36 +309,35 @@ class FittedRegistry:
             self.corrections.save()
 
 
-@lru_cache(maxsize=8)
-def fitted_params(perf: Path, gpu: str) -> FittedParams:
-    """Fit once per process and data directory (about half a second)."""
+@lru_cache(maxsize=4)
+def fitted_params(perf: Path) -> FittedParams:
+    """Fit once per process and data directory (about half a second): for the commands,
+    benchmarks and tests that fit on purpose, never for a controller."""
     from slurm_green.models.fit import fit_all  # pandas only when fitting
 
-    return fit_all(perf, gpu)
+    return fit_all(perf)
 
 
-def builtin_params() -> FittedParams:
-    from slurm_green.models.builtin_params import load
+@lru_cache(maxsize=8)
+def _load(path: Path, mtime_ns: int, size: int) -> FittedParams:
+    return FittedParams.load(path)
 
-    return load()
+
+def load_params(path: str | Path) -> FittedParams:
+    """A parameter file, read once per process while it is unchanged."""
+    resolved = Path(path).resolve()
+    try:
+        stat = resolved.stat()
+    except OSError as exc:
+        raise FileNotFoundError(f"model parameters {path}: {exc.strerror} (write one with "
+                                f"`slurm-green models fit --data DIR --out FILE`)") from exc
+    return _load(resolved, stat.st_mtime_ns, stat.st_size)
 
 
-def default_registry(gpu: str = "v100", *, data_dir: str | Path | None = None,
-                     params_path: str | Path | None = None,
+def default_registry(gpu: str | None = None, *, params_path: str | Path | None = None,
                      corrections_path: str | Path | None = None) -> FittedRegistry:
-    """The registry to use: fitted-parameters JSON if given (or ``$SLURM_GREEN_MODEL_PARAMS``),
-    else a fit of the data in ``data_dir`` / ``$SLURM_GREEN_DATA``, else the built-in V100 set."""
-    path = params_path or os.environ.get(PARAMS_ENV)
-    perf = perf_energy_dir(Path(data_dir) if data_dir is not None else None)
-    if path:
-        params = FittedParams.load(path)
-    elif has_perf_energy(perf.parent):
-        params = fitted_params(perf.resolve(), gpu)
-    elif gpu == "v100":
-        params = builtin_params()
-    else:
-        raise FileNotFoundError(f"no profile data at {perf} and built-in parameters exist only for v100")
-    if params.meta.get("gpu", gpu) != gpu:
-        raise ValueError(f"parameters are fitted for {params.meta.get('gpu')}, not {gpu}")
-    return FittedRegistry(params, Corrections(corrections_path) if corrections_path else None)
-
+    """The registry to use: ``params_path``, else ``$SLURM_GREEN_MODEL_PARAMS``, else the
+    parameters shipped with the package; ``gpu`` the type meant when a caller names none
+    (default: the parameters' primary type, the V100)."""
+    path = params_path or os.environ.get(PARAMS_ENV) or PACKAGED_PATH
+    return FittedRegistry(load_params(path), Corrections(corrections_path) if corrections_path else None, gpu)

@@ -21,4 +21,4 @@ def perf() -> Path:
 @pytest.fixture()
 def registry(perf: Path) -> FittedRegistry:
     """A fresh registry (own corrections) over the once-per-session fit of the real data."""
-    return FittedRegistry(fitted_params(perf, "v100"))
+    return FittedRegistry(fitted_params(perf))

@@ -48,3 +48,13 @@ def test_energy_optimal_cap_is_computed_from_the_measured_rows(perf) -> None:
     assert found.energy_saved == pytest.approx(1 - energy[best] / energy[-1])
     assert found.time_added == pytest.approx(rows[best].time_s / rows[-1].time_s - 1)
     assert found.energy_saved > 0 and found.cap_bound
+
+
+def test_h100_rows_held_back_from_the_fit_are_predicted_within_the_sweeps_noise(perf) -> None:
+    """Every 5th cap (500 W, 250 W) held back; the README expects a few per cent of noise per run."""
+    assert evaluation.h100_held_caps(perf) == {round(500 / 700, 6), round(250 / 700, 6)}
+    pooled = evaluation.pooled(evaluation.h100_holdout(perf), "h100")
+    assert pooled.rows == 10
+    assert pooled.throughput_mape < 0.06 and pooled.throughput_mape * 5 < pooled.throughput_naive_mape
+    assert pooled.power_mape is not None and pooled.power_naive_mape is not None
+    assert pooled.power_mape < 0.05 and pooled.power_mape * 5 < pooled.power_naive_mape

@@ -42,9 +42,9 @@ def test_type_wide_correction_reaches_unobserved_configs_and_other_types_stay(re
 
 def test_corrections_persist_as_json(perf, tmp_path) -> None:
     path = tmp_path / "corr.json"
-    first = FittedRegistry(fitted_params(perf, "v100"), Corrections(path))
+    first = FittedRegistry(fitted_params(perf), Corrections(path))
     first.observe("resnet50", CFG, measured_throughput=1.0, measured_power_w=400.0)
-    second = FittedRegistry(fitted_params(perf, "v100"), Corrections(path))
+    second = FittedRegistry(fitted_params(perf), Corrections(path))
     assert second.for_job("resnet50").throughput(CFG) == pytest.approx(first.for_job("resnet50").throughput(CFG))
     assert second.for_job("resnet50").power_w(CFG) == pytest.approx(first.for_job("resnet50").power_w(CFG))
 

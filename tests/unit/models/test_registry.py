@@ -1,4 +1,4 @@
-"""Physical sanity of every fitted model, the vectorised helpers, loading and the default."""
+"""Physical sanity of every fitted model on every GPU type, the vectorised helpers, loading and the default."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ from hypothesis import strategies as st
 
 from slurm_green.models import default_registry
 from slurm_green.models.base import Config, speedup
-from slurm_green.models.builtin_params import load as load_builtin
-from slurm_green.models.params import FittedParams
+from slurm_green.models.params import PACKAGED_PATH, FittedParams
 from slurm_green.models.registry import FittedRegistry, fitted_params
 
 gpus = st.integers(min_value=1, max_value=64)
@@ -22,13 +21,18 @@ caps = st.floats(min_value=0.0, max_value=1.2, allow_nan=False)
 
 @pytest.fixture(scope="module")
 def reg(perf) -> FittedRegistry:
-    return FittedRegistry(fitted_params(perf, "v100"))
+    return FittedRegistry(fitted_params(perf))
+
+
+def gpu_types(reg: FittedRegistry) -> st.SearchStrategy[str]:
+    """Every fitted type, and one nobody profiled (its conservative board model must be physical too)."""
+    return st.sampled_from([*reg.gpu_types, "h200"])
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_more_gpus_on_the_same_nodes_never_lower_throughput(reg: FittedRegistry, data: st.DataObject) -> None:
-    model = reg.for_job(data.draw(st.sampled_from([*reg.job_types, "unknown-job"])))
+    model = reg.for_job(data.draw(st.sampled_from([*reg.job_types, "unknown-job"])), data.draw(gpu_types(reg)))
     g = data.draw(gpus)
     n = data.draw(st.integers(min_value=1, max_value=g))
     c = data.draw(caps)
@@ -38,7 +42,7 @@ def test_more_gpus_on_the_same_nodes_never_lower_throughput(reg: FittedRegistry,
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_spreading_over_more_nodes_never_raises_throughput(reg: FittedRegistry, data: st.DataObject) -> None:
-    model = reg.for_job(data.draw(st.sampled_from(reg.job_types)))
+    model = reg.for_job(data.draw(st.sampled_from(reg.job_types)), data.draw(gpu_types(reg)))
     g = data.draw(st.integers(min_value=2, max_value=64))
     n = data.draw(st.integers(min_value=1, max_value=g - 1))
     c = data.draw(caps)
@@ -48,7 +52,7 @@ def test_spreading_over_more_nodes_never_raises_throughput(reg: FittedRegistry, 
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_lower_cap_never_raises_throughput_and_power_stays_physical(reg: FittedRegistry, data: st.DataObject) -> None:
-    model = reg.for_job(data.draw(st.sampled_from([*reg.job_types, None])))
+    model = reg.for_job(data.draw(st.sampled_from([*reg.job_types, None])), data.draw(gpu_types(reg)))
     g = data.draw(gpus)
     n = data.draw(st.integers(min_value=1, max_value=g))
     lo, hi = sorted((data.draw(caps), data.draw(caps)))
@@ -61,8 +65,8 @@ def test_lower_cap_never_raises_throughput_and_power_stays_physical(reg: FittedR
 def test_vectorised_helpers_match_the_scalar_calls(reg: FittedRegistry) -> None:
     g = np.array([1, 2, 4, 8, 16])[:, None]
     c = np.array([0.3, 0.5, 0.8, 1.0])[None, :]
-    for name in ("imagenet", "LM (batch size 20)", "mystery"):
-        m = reg.for_job(name)
+    for name, gpu in (("imagenet", None), ("LM (batch size 20)", "h100"), ("mystery", "a40")):
+        m = reg.for_job(name, gpu)
         t, p = m.throughput_array(g, 2, c), m.power_w_array(g, 2, c)
         for i, gi in enumerate(g[:, 0]):
             for j, cj in enumerate(c[0]):
@@ -77,9 +81,10 @@ def test_single_gpu_full_power_reproduces_the_measured_base(perf, reg: FittedReg
 
 
 def test_unknown_type_scales_no_better_than_the_median_known_type(reg: FittedRegistry) -> None:
-    measured = [t for t in reg.job_types if "default" not in reg.params.jobs[t].source and not t.startswith("zeus:")]
+    jobs = reg.params.types["v100"].jobs
+    measured = [t for t in reg.job_types if "default" not in jobs[t].source and not t.startswith("zeus:")]
     unknown = reg.for_job("some-job-nobody-profiled")
-    assert unknown.params is reg.params.default
+    assert unknown.params is reg.params.types["v100"].default
     for g, n in [(2, 1), (4, 1), (8, 1), (8, 2), (16, 4), (32, 8), (64, 16)]:
         median = float(np.median([speedup(reg.for_job(t), Config(g, n)) for t in measured]))
         assert speedup(unknown, Config(g, n)) <= median + 1e-9, (g, n)
@@ -91,18 +96,17 @@ def test_unknown_type_uses_the_median_cap_curve(perf, reg: FittedRegistry) -> No
     groups = profiles.zeus_summary(perf, "v100")
     gpu = power_cap.fit_gpu("v100", 250.0, groups)
     betas = [power_cap.fit_job(rows, gpu).beta for rows in groups.values()]
-    assert reg.params.default.cap.beta == pytest.approx(float(np.median(betas)))
+    assert reg.params.types["v100"].default.cap.beta == pytest.approx(float(np.median(betas)))
 
 
-def test_builtin_parameters_are_the_current_fit(perf) -> None:
-    """The built-in set must be regenerated (``slurm-green models fit --write-builtin``) with the fit."""
-    fresh, builtin = fitted_params(perf, "v100").to_dict(), load_builtin().to_dict()
-    fresh.pop("meta"), builtin.pop("meta")
+def test_packaged_parameters_are_the_current_fit(perf) -> None:
+    """The packaged file must be refitted (``slurm-green models fit --out`` it) with the fit or the data."""
+    fresh, packaged = fitted_params(perf).to_dict(), FittedParams.load(PACKAGED_PATH).to_dict()
     # Same structure and texts; numbers equal up to the last bits that differ between
     # numpy/pandas releases (a refit that matters moves them by far more than 1e-9).
-    fresh_leaves, builtin_leaves = _leaves(fresh), _leaves(builtin)
-    assert fresh_leaves.keys() == builtin_leaves.keys()
-    for path, value in builtin_leaves.items():
+    fresh_leaves, packaged_leaves = _leaves(fresh), _leaves(packaged)
+    assert fresh_leaves.keys() == packaged_leaves.keys()
+    for path, value in packaged_leaves.items():
         expected = pytest.approx(value, rel=1e-9) if isinstance(value, float) else value
         assert fresh_leaves[path] == expected, path
 
@@ -116,22 +120,71 @@ def _leaves(tree: object, path: str = "") -> dict[str, object]:
     return {path: tree}
 
 
-def test_without_data_the_builtin_set_runs_the_controller(tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("SLURM_GREEN_DATA", str(tmp_path / "absent"))
+def test_the_default_registry_loads_the_packaged_file_and_never_fits(perf, monkeypatch) -> None:
+    """Profile data beside the checkout changes nothing: fitting is an explicit command."""
+    from slurm_green.models import fit
+
+    monkeypatch.setenv("SLURM_GREEN_DATA", str(perf.parent))
     monkeypatch.delenv("SLURM_GREEN_MODEL_PARAMS", raising=False)
+    monkeypatch.setattr(fit, "fit_all", lambda *_: pytest.fail("default_registry fitted"))
     reg = default_registry()
-    assert reg.params.meta["data"].startswith("built-in")
+    assert reg.params_id == FittedParams.load(PACKAGED_PATH).params_id
     assert reg.for_job("resnet50").throughput(Config(4)) > reg.for_job("resnet50").throughput(Config(1))
 
 
-def test_fitted_parameters_round_trip_through_json(perf, tmp_path) -> None:
-    params = fitted_params(perf, "v100")
+def test_the_packaged_file_is_package_data() -> None:
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[3] / "pyproject.toml").read_text())
+    assert "models/fitted_params.json" in pyproject["tool"]["setuptools"]["package-data"]["slurm_green"]
+    assert PACKAGED_PATH.parent.name == "models" and PACKAGED_PATH.is_file()
+
+
+def test_a_site_file_from_the_environment_or_the_argument_wins(perf, tmp_path, monkeypatch) -> None:
+    data = fitted_params(perf).to_dict()
+    data["types"]["v100"]["jobs"][0]["base_throughput"] *= 2
+    site = FittedParams.from_dict(data)
+    site.save(tmp_path / "site.json")
+    monkeypatch.setenv("SLURM_GREEN_MODEL_PARAMS", str(tmp_path / "site.json"))
+    assert default_registry().params_id == site.params_id != fitted_params(perf).params_id
+    monkeypatch.delenv("SLURM_GREEN_MODEL_PARAMS")
+    assert default_registry(params_path=tmp_path / "site.json").params_id == site.params_id
+
+
+def test_fitted_parameters_round_trip_through_json_with_their_id(perf, tmp_path) -> None:
+    params = fitted_params(perf)
     params.save(tmp_path / "p.json")
     again = FittedParams.load(tmp_path / "p.json")
-    assert again.jobs == params.jobs and again.colocation == params.colocation and again.gpus == params.gpus
+    assert again.types == params.types and again.colocation == params.colocation
+    assert again.params_id == params.params_id and len(params.params_id) == 12
     reg = default_registry(params_path=tmp_path / "p.json")
-    assert reg.for_job("bert").power_w(Config(2, 1, 0.6)) == FittedRegistry(params).for_job("bert").power_w(
-        Config(2, 1, 0.6))
+    assert reg.for_job("bert", "h100").power_w(Config(2, 1, 0.6)) == FittedRegistry(params).for_job(
+        "bert", "h100").power_w(Config(2, 1, 0.6))
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("{not json", "not a fitted-parameters file"),
+    (json.dumps({"format_version": 1}), "format 1, expected 2"),
+    (json.dumps({"format_version": 2, "types": {}}), "not a fitted-parameters file"),
+])
+def test_a_bad_parameter_file_is_one_clear_error_naming_it(tmp_path, text: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=message) as error:
+        default_registry(params_path=path)
+    assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_missing_parameter_file_says_how_to_make_one(tmp_path) -> None:
+    with pytest.raises(FileNotFoundError, match="models fit --data DIR --out FILE"):
+        default_registry(params_path=tmp_path / "absent.json")
+
+
+def test_an_unfitted_primary_type_is_refused(perf) -> None:
+    with pytest.raises(ValueError, match="no fitted parameters for GPU type 'h200'"):
+        FittedRegistry(fitted_params(perf), gpu="h200")
+    assert FittedRegistry(fitted_params(perf), gpu="NVIDIA H100 80GB HBM3").gpu == "h100"
 
 
 def test_evaluations_are_cheap(reg: FittedRegistry) -> None:

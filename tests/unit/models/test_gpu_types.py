@@ -1,0 +1,97 @@
+"""GPU types: names, board limits from the nodes, cap sets and the conservative model of an unprofiled type."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from slurm_green.models.base import Config, energy_per_work_j
+from slurm_green.models.gpu_types import Board, canonical_gpu
+from slurm_green.models.refine import Corrections
+from slurm_green.models.registry import FittedRegistry, fitted_params
+
+KNOWN = ("v100", "p100", "k80", "a40", "a100", "h100")
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("h100", "h100"),
+    ("NVIDIA H100 80GB HBM3", "h100"),
+    ("H100_PCIe", "h100"),
+    ("Tesla V100-SXM2-16GB", "v100"),
+    ("NVIDIA A100-SXM4-80GB", "a100"),
+    ("NVIDIA A40", "a40"),
+    ("NVIDIA RTX A4000", "rtxa4000"),  # not an A40
+    ("rtx_a4000", "rtxa4000"),
+    ("H200", "h200"),
+    ("NVIDIA H200 141GB HBM3e", "h200"),
+    ("", "unknown"),
+    (None, "unknown"),
+])
+def test_gres_types_and_nvml_names_map_to_one_type(name: str | None, expected: str) -> None:
+    assert canonical_gpu(name, KNOWN) == expected
+
+
+def test_a_board_must_be_one() -> None:
+    with pytest.raises(ValueError, match="not a board"):
+        Board(300.0, 200.0, 250.0)
+    assert Board(200.0, 700.0, 700.0).min_fraction == pytest.approx(2 / 7)
+
+
+def test_the_h100_cap_set_reaches_its_board_minimum_below_greenflows_lowest_cap(registry: FittedRegistry) -> None:
+    caps = registry.allowed_caps("h100")
+    assert caps[0] * 700 == pytest.approx(200, abs=0.5) and caps[-1] == 1.0 and min(caps) < 0.6
+    assert list(caps) == sorted(set(caps))
+    assert registry.allowed_caps("h100", floor=0.5)[0] == 0.5
+    assert registry.allowed_caps("NVIDIA H100 80GB HBM3", accept_cap=False) == (1.0,)
+    assert registry.allowed_caps("h100", floor=1.5) == (1.0,)
+
+
+def test_an_unprofiled_type_is_flagged_logged_once_and_never_better_than_a_profiled_one(
+        registry: FittedRegistry, caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="slurm_green.models.registry"):
+        models = [registry.for_job(job, "NVIDIA H200") for job in registry.job_types]
+    assert sum("h200" in r.getMessage() for r in caplog.records) == 1
+    assert all(m.gpu_assumed and "no board limits" in m.gpu_note for m in models)
+    assert not registry.for_job("resnet50", "h100").gpu_assumed
+    for job in registry.job_types:
+        guess = registry.for_job(job, "h200")
+        for gpu in registry.gpu_types:
+            known = registry.for_job(job, gpu)
+            assert guess.params.cap.beta >= known.params.cap.beta  # a cap costs it at least as much time
+            assert guess.params.cap.natural_power_fraction >= known.params.cap.natural_power_fraction
+        assert guess.throughput(Config(1)) <= registry.for_job(job).throughput(Config(1))
+
+
+def test_reported_board_limits_shape_the_unprofiled_model_and_the_cap_set(registry: FittedRegistry) -> None:
+    registry.observe_board("NVIDIA H200", 200.0, 700.0, 700.0)
+    model = registry.for_job("resnet50", "h200")
+    assert model.gpu.tdp_w == 700.0 and "board (200-700 W)" in model.gpu_note
+    assert registry.allowed_caps("h200")[0] * 700 == pytest.approx(200, abs=0.5)
+    # A cap saves it at most what the measured H100 saves: the guess is conservative.
+    def saving(m) -> float:  # noqa: ANN001
+        return 1 - energy_per_work_j(m, Config(1, 1, 0.5)) / energy_per_work_j(m, Config(1))
+    assert saving(model) <= saving(registry.for_job("resnet50", "h100"))
+
+
+def test_a_profiled_type_on_another_board_is_scaled_to_it(registry: FittedRegistry) -> None:
+    registry.observe_board("H100 PCIe", 200.0, 350.0, 350.0)
+    model = registry.for_job("resnet50", "h100")
+    assert model.gpu.tdp_w == 350.0 and model.gpu_assumed and "scaled" in model.gpu_note
+    assert model.power_w(Config(1)) <= 350.0
+
+
+def test_board_limits_persist_with_the_corrections(perf, tmp_path) -> None:
+    path = tmp_path / "corr.json"
+    FittedRegistry(fitted_params(perf), Corrections(path)).observe_board("h200", 150.0, 600.0, 600.0)
+    again = FittedRegistry(fitted_params(perf), Corrections(path))
+    assert again.board("NVIDIA H200 141GB") == Board(150.0, 600.0, 600.0)
+    assert again.allowed_caps("h200")[0] == 0.25
+
+
+def test_observations_on_another_type_correct_only_that_type(registry: FittedRegistry) -> None:
+    cfg = Config(1, 1, 1.0)
+    v100, h100 = registry.for_job("imagenet"), registry.for_job("imagenet", "h100")
+    before = v100.power_w(cfg)
+    registry.observe("imagenet", cfg, measured_power_w=h100.power_w(cfg) * 0.5, gpu="NVIDIA H100 80GB HBM3")
+    assert h100.power_w(cfg) < h100.model_power_w(cfg) and v100.power_w(cfg) == before

@@ -28,7 +28,9 @@ class NodeEnergy:
     """GPU energy a job drew on one node, between its Prolog and its Epilog.
 
     ``shared``: another job held one of these GPUs meanwhile (gres/shard), so the
-    energy is not this job's alone and must not teach the models.
+    energy is not this job's alone and must not teach the models. ``board_*_w``: the
+    power-limit range and default NVML reports for the node's GPUs, so the models learn
+    each board's real range (``FittedRegistry.observe_board``); None from an older Epilog.
     """
 
     job_id: int
@@ -37,6 +39,9 @@ class NodeEnergy:
     energy_j: float
     seconds: float
     shared: bool = False
+    board_min_w: float | None = None
+    board_max_w: float | None = None
+    board_default_w: float | None = None
 
     def __post_init__(self) -> None:
         numbers = (self.energy_j, self.seconds)
@@ -44,6 +49,10 @@ class NodeEnergy:
             raise ValueError(f"job {self.job_id}, node {self.node!r}, {self.gpus} GPUs: not a measurement")
         if not all(math.isfinite(x) and x >= 0 for x in numbers):
             raise ValueError(f"energy {self.energy_j!r} J over {self.seconds!r} s: not a measurement")
+        board = (self.board_min_w, self.board_default_w, self.board_max_w)
+        if board != (None, None, None) and not (
+                None not in board and all(math.isfinite(w) for w in board) and 0 < board[0] <= board[1] <= board[2]):
+            raise ValueError(f"board limits {board!r} W (min, default, max): not a board")
 
     @property
     def file_name(self) -> str:
@@ -70,6 +79,7 @@ def read(path: Path) -> NodeEnergy:
         return NodeEnergy(
             job_id=int(data["job_id"]), node=str(data["node"]), gpus=int(data["gpus"]),
             energy_j=float(data["energy_j"]), seconds=float(data["seconds"]), shared=bool(data.get("shared", False)),
+            **{k: float(data[k]) for k in ("board_min_w", "board_max_w", "board_default_w") if data.get(k) is not None},
         )
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not an energy record ({exc})") from exc

@@ -18,7 +18,7 @@ from pathlib import Path
 from slurm_green.core import decision_token
 from slurm_green.core.telemetry import NodeEnergy
 from slurm_green.gpu.claims import ClaimStore, GpuClaim, JobClaims
-from slurm_green.gpu.power import GpuError, PowerBackend, cap_watts
+from slurm_green.gpu.power import BoardLimits, GpuError, PowerBackend, cap_watts
 
 Log = Callable[[str], None]
 
@@ -185,6 +185,7 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
             claims = JobClaims(job_id, {m: GpuClaim(baselines[m], baselines[m]) for m in lost}, started_at=None)
         energies: list[float | None] = []
         shared = claims.shared
+        board: BoardLimits | None = None  # the node's board range, for the models
         for minor, claim in sorted(claims.gpus.items()):
             held = [r.gpus[minor] for r in others if minor in r.gpus]
             shared = shared or bool(held)
@@ -193,7 +194,9 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
             energies.append(energy)
             drawn = f", {energy:.0f} J since job start" if energy is not None else ""
             try:
-                current = backend.limits(minor).current_w
+                limits = backend.limits(minor)
+                board = board or limits
+                current = limits.current_w
                 if target != current:
                     backend.set_limit(minor, target)
                 if not held:
@@ -207,7 +210,8 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
     if not energies or None in energies or claims.started_at is None:
         return None
     seconds = max(0.0, time.time() - claims.started_at)
-    return NodeEnergy(job_id, node, len(energies), sum(e for e in energies if e is not None), seconds, shared)
+    return NodeEnergy(job_id, node, len(energies), sum(e for e in energies if e is not None), seconds, shared,
+                      *((board.min_w, board.max_w, board.default_w) if board else ()))
 
 
 def _energy_since_start(backend: PowerBackend, claims: JobClaims, minor: int) -> float | None:

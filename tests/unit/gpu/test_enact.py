@@ -284,3 +284,22 @@ def _set_fault(backend: EmulatedBackend, minor: int, **switches: bool) -> None:
     state = json.loads(backend.path.read_text())
     state["devices"][str(minor)].update(switches)
     backend.path.write_text(json.dumps(state))
+
+
+def test_the_energy_record_carries_the_boards_limits_for_the_models(node, tmp_path) -> None:
+    """What the Epilog's NVML knows (min/max/default W) reaches the controller with the energy."""
+    from slurm_green.core import telemetry
+
+    backend, store = node
+    apply_caps(backend, store, 4, [0, 1], 0.5, print)
+    measured = restore_caps(backend, store, 4, "node1", print)
+    limits = backend.limits(0)
+    assert measured is not None
+    assert (measured.board_min_w, measured.board_max_w, measured.board_default_w) == (
+        limits.min_w, limits.max_w, limits.default_w)
+    again = telemetry.read(telemetry.write(tmp_path / "spool", measured))
+    assert again == measured
+    older = telemetry.NodeEnergy(4, "node1", 2, 10.0, 1.0)  # an Epilog from before: no board
+    assert telemetry.read(telemetry.write(tmp_path / "old", older)).board_max_w is None
+    with pytest.raises(ValueError, match="not a board"):
+        telemetry.NodeEnergy(4, "node1", 2, 10.0, 1.0, board_min_w=300.0, board_max_w=200.0, board_default_w=250.0)

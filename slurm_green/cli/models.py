@@ -137,8 +137,7 @@ def report(as_json: bool, data_dir: str | None, params: str | None) -> None:
 @models.command("fit")
 @click.option("--data", "--data-dir", "data_dir", type=click.Path(file_okay=False), help=DATA_HELP)
 @click.option("--out", type=click.Path(dir_okay=False, writable=True), required=True,
-              help="Write the fitted parameters (JSON) here; point [controller] model_params or "
-                   "$SLURM_GREEN_MODEL_PARAMS at it.")
+              help="Write the fitted parameters (JSON) here; point $SLURM_GREEN_MODEL_PARAMS at it.")
 def fit(data_dir: str | None, out: str) -> None:
     """Fit every (job type, GPU type) from the profiles; the only way parameters change."""
     from slurm_green.models.fit import fit_all

@@ -53,7 +53,8 @@ class Observation:
     """What one finished job was measured doing in ``config``; ``None`` where not measured.
 
     ``gpu``: the GPU type it ran on (NVML's product name or the gres type), ``None``
-    for the registry's own type.
+    for the registry's own type; ``board``: its board's (min, max, default) power limits
+    in W as NVML reported them on the node (the Epilog's energy record), if known.
     """
 
     job_type: str | None
@@ -61,6 +62,7 @@ class Observation:
     throughput: float | None = None
     power_w: float | None = None
     gpu: str | None = None
+    board: tuple[float, float, float] | None = None
 
 
 class TelemetrySink(Protocol):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from slurm_green.models.base import Config
+from slurm_green.models.base import Config, Observation
 from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conservative_type
 from slurm_green.models.names import NameResolver, normalise
 from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
@@ -307,6 +307,13 @@ class FittedRegistry:
             self.corrections.observe("power_w", model._key, config, measured_power_w, model.model_power_w(config))
         if self.corrections.path is not None and (measured_throughput is not None or measured_power_w is not None):
             self.corrections.save()
+
+    def learn(self, seen: Observation) -> None:
+        """Everything one finished job's telemetry teaches: its GPU type's board limits, then
+        its measured throughput and power on that type (the tick's one call per observation)."""
+        if seen.board is not None and seen.gpu is not None:
+            self.observe_board(seen.gpu, *seen.board)
+        self.observe(seen.job_type, seen.config, seen.throughput, seen.power_w, seen.gpu)
 
 
 @lru_cache(maxsize=4)

@@ -95,3 +95,15 @@ def test_observations_on_another_type_correct_only_that_type(registry: FittedReg
     before = v100.power_w(cfg)
     registry.observe("imagenet", cfg, measured_power_w=h100.power_w(cfg) * 0.5, gpu="NVIDIA H100 80GB HBM3")
     assert h100.power_w(cfg) < h100.model_power_w(cfg) and v100.power_w(cfg) == before
+
+
+def test_one_observation_teaches_the_board_and_the_power_of_its_gpu_type(registry: FittedRegistry) -> None:
+    from slurm_green.models.base import Observation
+
+    cfg = Config(2, 1, 0.5)
+    model = registry.for_job("bert", "NVIDIA H200")
+    registry.learn(Observation("bert", cfg, power_w=300.0, gpu="NVIDIA H200", board=(200.0, 700.0, 700.0)))
+    assert registry.board("h200") == Board(200.0, 700.0, 700.0)
+    learned = registry.for_job("bert", "h200")  # rebuilt on the reported board, corrected by the measurement
+    assert learned is not model and learned.gpu.tdp_w == 700.0
+    assert learned.power_w(cfg) != learned.model_power_w(cfg)

@@ -52,12 +52,15 @@ def test_spreading_over_more_nodes_never_raises_throughput(reg: FittedRegistry, 
 @settings(max_examples=300, deadline=None)
 @given(data=st.data())
 def test_lower_cap_never_raises_throughput_and_power_stays_physical(reg: FittedRegistry, data: st.DataObject) -> None:
+    """A busy GPU draws less under a lower cap. Averaged over a step with gradient sync the
+    power may rise (the GPU is busy for more of the step: e.g. P100's LM at batch 40 on 5 nodes,
+    the conservative H200 model): so per-GPU power is checked where no sync dilutes it."""
     model = reg.for_job(data.draw(st.sampled_from([*reg.job_types, None])), data.draw(gpu_types(reg)))
     g = data.draw(gpus)
     n = data.draw(st.integers(min_value=1, max_value=g))
     lo, hi = sorted((data.draw(caps), data.draw(caps)))
     assert model.throughput(Config(g, n, lo)) <= model.throughput(Config(g, n, hi)) * (1 + 1e-12)
-    assert model.power_w(Config(g, n, lo)) <= model.power_w(Config(g, n, hi)) * (1 + 1e-12)
+    assert model.power_w(Config(1, 1, lo)) <= model.power_w(Config(1, 1, hi)) * (1 + 1e-12)
     p = model.power_w(Config(g, n, lo))
     assert g * model.gpu.idle_w * (1 - 1e-12) <= p <= g * model.gpu.tdp_w
 

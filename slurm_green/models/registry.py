@@ -311,8 +311,8 @@ class FittedRegistry:
     def learn(self, seen: Observation) -> None:
         """Everything one finished job's telemetry teaches: its GPU type's board limits, then
         its measured throughput and power on that type (the tick's one call per observation)."""
-        if seen.board is not None and seen.gpu is not None:
-            self.observe_board(seen.gpu, *seen.board)
+        if seen.board is not None:  # an untyped gres: the registry's own type
+            self.observe_board(seen.gpu or self.gpu, *seen.board)
         self.observe(seen.job_type, seen.config, seen.throughput, seen.power_w, seen.gpu)
 
 

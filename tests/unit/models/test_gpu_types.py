@@ -107,3 +107,11 @@ def test_one_observation_teaches_the_board_and_the_power_of_its_gpu_type(registr
     learned = registry.for_job("bert", "h200")  # rebuilt on the reported board, corrected by the measurement
     assert learned is not model and learned.gpu.tdp_w == 700.0
     assert learned.power_w(cfg) != learned.model_power_w(cfg)
+
+
+def test_a_board_from_an_untyped_gres_is_the_registrys_own_type(registry: FittedRegistry) -> None:
+    from slurm_green.models.base import Observation
+
+    registry.learn(Observation("bert", Config(1), power_w=200.0, board=(150.0, 300.0, 300.0)))
+    assert registry.board() == registry.board("v100") == Board(150.0, 300.0, 300.0)
+    assert registry.for_job("bert").gpu_assumed  # a 300 W board is not the fitted 250 W V100: scaled, flagged

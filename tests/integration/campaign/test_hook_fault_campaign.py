@@ -27,6 +27,7 @@ import pytest
 from cluster import CLUSTER_SCRIPT, Cluster
 
 from slurm_green.core import decision_token
+from slurm_green.gpu import wrappers
 from slurm_green.gpu.wrappers import HOOKS_DIR
 
 pytestmark = [pytest.mark.integration]
@@ -157,7 +158,9 @@ def test_a_thousand_hook_runs_with_injected_faults(cluster: Cluster) -> None:
     assert sum(RUNS.values()) == 1000
     key = decision_token.load_key(CLUSTER_SCRIPT.parent / ".build" / "decision.key")
     runner = RUNNER.replace("@HOOKS@", str(HOOKS_DIR)).replace("@NODE@", NODE)
-    cluster.exec(NODE, "test", "-x", f"{HOOKS_DIR}/prolog")
+    installed = cluster.exec(NODE, "cat", f"{HOOKS_DIR}/prolog").stdout
+    if installed != wrappers.render("prolog", wrappers.DEFAULTS):
+        pytest.fail(f"{NODE}'s Prolog is not what this checkout installs: docker/cluster down, then up")
     cluster.sh(NODE, f"rm -rf {CAMPAIGN} && mkdir -p {CAMPAIGN}")
     cluster.exec(NODE, "sh", "-c", f"cat > {CAMPAIGN}/run.sh", input=runner)
     counts: dict[str, Counter] = {}

@@ -17,6 +17,7 @@ type, a speed ratio and a cap response taken from the data that measured that GP
   and A40 curves scaled to their boards.
 * Scaling over GPUs and nodes: Gavel on each Gavel GPU, Pollux placements; other GPU
   types use the V100's (no multi-GPU measurement on them).
+* Co-location: Gavel's pairs on its GPUs; the H100's time-slicing pairs (by family).
 
 Types with no multi-GPU data (A3C, CycleGAN, Recommendation) or no matching sweep get the
 conservative default's part they lack, never an optimistic one.
@@ -290,6 +291,15 @@ class _Fit:
         return GpuTypeParams(self.gpus[gpu], jobs, default)
 
     def colocation(self, gpu: str) -> dict[tuple[str, str], tuple[float, float]]:
+        """Gavel's pairs on its GPUs; on the H100 its time-slicing pairs, each Gavel type
+        standing for its family's workload (pairs of one family were not measured)."""
+        if gpu == "h100":
+            alone, shared = profiles.h100_colocation(self.perf)
+            pairs = colocation.pair_slowdowns(alone, shared)
+            both = {**pairs, **{(b, a): (sb, sa) for (a, b), (sa, sb) in pairs.items()}}
+            workload = {t: H100_WORKLOAD.get(gavel_family(t)[0]) for t in self.gavel_types}
+            return {(a, b): both[(wa, wb)] for a, wa in workload.items() for b, wb in workload.items()
+                    if (wa, wb) in both}
         alone = {j: float(self.gavel[gpu][(j, 1)]["null"]) for j in self.gavel_types}  # type: ignore[arg-type]
         return colocation.pair_slowdowns(alone, profiles.gavel_pairs(self.perf, gpu))
 
@@ -297,7 +307,7 @@ class _Fit:
 def fit_all(perf: Path) -> FittedParams:
     """Fit every job type on every GPU type of ``GPU_TYPES`` from ``perf`` (a ``perf_energy`` folder)."""
     fit = _Fit(perf)
-    pairs = {gpu: fit.colocation(gpu) for gpu in profiles.GAVEL_GPUS}
+    pairs = {gpu: fit.colocation(gpu) for gpu in (*profiles.GAVEL_GPUS, "h100")}
     return FittedParams(
         types={gpu: fit.gpu_type(gpu) for gpu in GPU_TYPES},
         primary=PRIMARY,

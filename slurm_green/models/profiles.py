@@ -187,6 +187,16 @@ def h100_idle_w(perf: Path) -> float:
     return float(frame.loc[frame["mode"] == "idle", "avg_power_w"].iloc[0])
 
 
+def h100_colocation(perf: Path) -> tuple[dict[str, float], dict[tuple[str, str], tuple[float, float]]]:
+    """The H100 time-slicing run (what gres/shard gives): each workload's steps/s alone, and
+    ``(a, b) -> (a's, b's steps/s)`` when both share the GPU."""
+    frame = pd.read_csv(perf / "h100" / "colocate_timeslice.csv")
+    alone = {str(r.a): float(r.a_steps_per_s) for r in frame[frame["mode"] == "alone"].itertuples()}
+    shared = {(str(r.a), str(r.b)): (float(r.a_steps_per_s), float(r.b_steps_per_s))
+              for r in frame[frame["mode"] == "pair-timeslice"].itertuples()}
+    return alone, shared
+
+
 def h100_steps_per_s(perf: Path) -> dict[str, float]:
     """Each H100 workload's steps/s at the highest limit (uncapped)."""
     return {w: 1.0 / rows[-1].time_s for w, rows in h100_sweep(perf).items()}

@@ -274,7 +274,8 @@ class FittedRegistry:
 
         ``inf`` when the pair does not fit on one GPU; the conservative default for
         pairs with a member that has no Gavel measurement (directly or by proxy).
-        Gavel measured V100, P100 and K80; other types use the primary type's table.
+        Gavel measured V100, P100 and K80, the H100 run its five workloads (time-slicing);
+        other types use the primary type's table.
         """
         name = self.gpu_type(gpu)
         table_gpu = name if name in self.params.colocation else self.params.primary

@@ -48,3 +48,20 @@ def test_unmeasured_jobs_get_the_conservative_default(registry: FittedRegistry, 
 def test_names_and_proxies_resolve_to_gavel_pairs(registry: FittedRegistry) -> None:
     assert registry.colocated_slowdown("resnet50", "imagenet") == registry.colocated_slowdown(
         "ResNet-50 (batch size 64)", "ResNet-50 (batch size 64)")
+
+
+def test_h100_pairs_are_the_h100_time_slicing_run(perf) -> None:
+    """Read from colocate_timeslice.csv: slowdown = steps/s alone / steps/s sharing the GPU."""
+    import csv
+
+    from slurm_green.models import default_registry
+
+    with (perf / "h100" / "colocate_timeslice.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    alone = {r["a"]: float(r["a_steps_per_s"]) for r in rows if r["mode"] == "alone"}
+    pair = next(r for r in rows if (r["a"], r["b"]) == ("resnet50", "lstm_lm"))
+    registry = default_registry()
+    slow = registry.colocated_slowdown("LM (batch size 40)", "ResNet-50 (batch size 64)", "NVIDIA H100 80GB HBM3")
+    assert slow == pytest.approx((alone["lstm_lm"] / float(pair["b_steps_per_s"]),
+                                  alone["resnet50"] / float(pair["a_steps_per_s"])))
+    assert slow != registry.colocated_slowdown("LM (batch size 40)", "ResNet-50 (batch size 64)")  # not V100's

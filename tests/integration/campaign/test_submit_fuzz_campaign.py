@@ -14,27 +14,24 @@ that differ from the reference, decision tokens that survive.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import subprocess
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
-import pytest
 from cluster import Cluster
+from raw_bytes import Submission, read_back, sbatch_raw
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from slurm_green.core import decision_token
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "job_submit"))
-from lua_plugin import LuaPlugin, start_plugin  # noqa: E402
-from reference import ITEMS, JOINS, MAX_FLEX_S, comments, expected_marker  # noqa: E402
+from lua_plugin import start_plugin  # noqa: E402
+from reference import ITEMS, JOINS, comments, expected_marker  # noqa: E402
 
 TOTAL = 10_000
 LIVE_SAMPLE = 300
@@ -52,21 +49,6 @@ EDGES = [
     (b"\x1b[31mgreen:cap=no\x1b[0m", b"\x01\x02\x7f"),
     (b"", b""),
 ]
-
-
-@dataclass(frozen=True)
-class Submission:
-    """What a user types: any bytes but NUL."""
-
-    comment: bytes
-    name: bytes = b"fuzz"
-
-
-@dataclass(frozen=True)
-class Submitted:
-    rc: int
-    job_id: int | None
-    stderr: bytes
 
 
 # ------------------------------------------------------------------ inputs
@@ -193,51 +175,6 @@ def test_fuzzed_submissions_through_the_plugin_in_lua() -> None:
 
 # ------------------------------------------------------------------ through real sbatch
 
-_SUBMITTER = r"""
-import json, subprocess, sys
-results = []
-for comment, name, extra in json.load(sys.stdin):
-    argv = [b"sbatch", b"--parsable", b"--output=/dev/null", b"--chdir=/tmp",
-            *(bytes.fromhex(arg) for arg in extra),
-            b"--comment=" + bytes.fromhex(comment), b"--job-name=" + bytes.fromhex(name)]
-    p = subprocess.run(argv, input=b"#!/bin/bash\nsleep 1\n", capture_output=True)
-    results.append([p.returncode, p.stdout.hex(), p.stderr.hex()])
-json.dump(results, sys.stdout)
-"""
-
-_READER = r"""
-import json, subprocess, sys
-out = {}
-for job in json.load(sys.stdin):
-    comment = subprocess.run(["squeue", "-h", "-j", job, "-o", "%k"], capture_output=True).stdout
-    show = subprocess.run(["scontrol", "show", "job", job], capture_output=True).stdout
-    out[job] = [comment.hex(), show.hex()]
-json.dump(out, sys.stdout)
-"""
-
-
-def sbatch_raw(c: Cluster, user: str, submissions: Sequence[Submission],
-               args: Sequence[str] = ("--hold", "-t", "5", "--gres=gpu:1")) -> list[Submitted]:
-    """Submit each as USER with exactly these comment and job-name bytes (one `docker exec`).
-
-    `docker exec` passes argv through JSON, which would replace non-UTF-8 bytes; here they
-    travel hex-encoded on stdin and a script in the container hands them to sbatch as they
-    are. The jobs are held by default (they stay in the queue until cancelled)."""
-    batch = [[s.comment.hex(), s.name.hex(), [a.encode().hex() for a in args]] for s in submissions]
-    p = c.exec("controller", "python3", "-c", _SUBMITTER, user=user, input=json.dumps(batch), timeout=600)
-    results = []
-    for rc, out, err in json.loads(p.stdout):
-        job_id = bytes.fromhex(out).split(b";")[0].strip()
-        results.append(Submitted(rc, int(job_id) if rc == 0 and job_id.isdigit() else None, bytes.fromhex(err)))
-    return results
-
-
-def _read_back(c: Cluster, jobs: list[int]) -> dict[int, tuple[bytes, bytes]]:
-    """Comment (squeue %k, raw) and `scontrol show job` text of each job, as root."""
-    p = c.exec("controller", "python3", "-c", _READER, input=json.dumps([str(j) for j in jobs]), timeout=600)
-    return {int(job): (bytes.fromhex(k)[:-1], bytes.fromhex(show)) for job, (k, show) in json.loads(p.stdout).items()}
-
-
 def _slurmctld_log(c: Cluster, since: float) -> str:
     p = subprocess.run(["docker", "logs", "--since", str(int(since)), c.container("slurmctld")],
                        capture_output=True, text=True, errors="replace", timeout=60)
@@ -251,7 +188,7 @@ def test_a_sample_through_real_sbatch(cluster: Cluster) -> None:
     started = time.time() - 1
     results = sbatch_raw(cluster, "alice", sample)
     accepted = [r.job_id for r in results if r.job_id is not None]
-    back = _read_back(cluster, accepted)
+    back = read_back(cluster, accepted)
     counts: Counter = Counter()
     for submission, result in zip(sample, results):
         expected = reference(submission)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import pytest
 from cluster import CLUSTER_SCRIPT, NODES, Cluster
 from controller_site import prepare, write_carbon, write_config
+from raw_bytes import Submission, sbatch_raw
 
 from slurm_green.core import decision_token
 
@@ -122,9 +123,7 @@ def attack_unmarked(c: Cluster, config: str, key: bytes) -> dict[str, bool]:
 
 def attack_bytes(c: Cluster, config: str, key: bytes) -> dict[str, bool]:
     """Bytes that are not UTF-8 in a comment and a name stopped every tick (issue 11.1)."""
-    c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--hold", "--comment",
-                       b"green:flex=1h caf\xe9".decode("utf-8", "surrogateescape")], "sleep 1\n")
-    c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "-J", b"\xff".decode("utf-8", "surrogateescape")], "sleep 1\n")
+    sbatch_raw(c, "alice", [Submission(b"green:flex=1h caf\xe9", b"odd"), Submission(b"green:flex=1h", b"\xff")])
     return {"controller tick failed on a comment or name that is not UTF-8": run_once(c, config) != 0}
 
 

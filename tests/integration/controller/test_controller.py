@@ -115,8 +115,10 @@ def test_a_runtime_error_inside_job_submit_lua_lets_the_job_in(controller_site: 
     """A plugin that fails at run time (here: a site setting of the wrong type) lets jobs through."""
     c = controller_site
     installed = "/etc/slurm/job_submit.lua"
-    c.sh("slurmctld", f"sed -i 's/^    default_flex_s = 0,/    default_flex_s = {{}},/' {installed} && "
-                      f"grep -q 'default_flex_s = {{}}' {installed}")
+    # opt-out (unmarked GPU jobs managed), so that bob's unmarked job reads the broken setting
+    c.sh("slurmctld", f"sed -i -e 's/^    default_flex_s = 0,/    default_flex_s = {{}},/' "
+                      f"-e 's/^    manage_unmarked_gpu_jobs = false,/    manage_unmarked_gpu_jobs = true,/' {installed} && "
+                      f"grep -q 'default_flex_s = {{}}' {installed} && grep -q 'manage_unmarked_gpu_jobs = true' {installed}")
     try:
         c.exec("slurmctld", "scontrol", "reconfigure")
         c.wait_for(lambda: c.exec("controller", "scontrol", "ping", check=False).returncode == 0, 60)

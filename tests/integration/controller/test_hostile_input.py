@@ -9,13 +9,13 @@ import time
 import pytest
 from cluster import CLUSTER_SCRIPT, Cluster
 from controller_site import prepare, slurm_times, store_rows, write_carbon, write_config
+from raw_bytes import Submission, read_back, sbatch_raw
 
 from slurm_green.core import decision_token
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
-NOT_UTF8 = b"green:flex=6h caf\xe9".decode("utf-8", "surrogateescape")
-NAME_NOT_UTF8 = b"\xff\xfe".decode("utf-8", "surrogateescape")
+GPU_JOB = ("-t", "5", "--gres=gpu:1")
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +30,16 @@ def run_once(c: Cluster, config: str) -> int:
 
 
 def comment_bytes(c: Cluster, job: int) -> bytes:
-    return c.exec("controller", "squeue", "-h", "-j", str(job), "-o", "%k").stdout.strip().encode(
-        "utf-8", "surrogateescape")
+    return read_back(c, [job])[job][0].strip()
 
 
 def test_bytes_that_are_not_utf8_in_comments_and_names_stop_nothing(site: Cluster) -> None:
     c = site
     window = time.time() + 3 * 3600
     config = write_config(write_carbon(window, window + 3600), "bytes")
-    odd = c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--comment", NOT_UTF8], "sleep 1\n")
-    named = c.sbatch("bob", ["--gres=gpu:1", "-t", "5", "-J", NAME_NOT_UTF8, "--comment", "green:flex=6h"], "sleep 1\n")
+    [odd] = sbatch_raw(c, "alice", [Submission(b"green:flex=6h caf\xe9", b"odd")], GPU_JOB)
+    [named] = sbatch_raw(c, "bob", [Submission(b"green:flex=6h", b"\xff\xfe")], GPU_JOB)
+    odd, named = odd.job_id, named.job_id
     plain = c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--comment", "green:flex=6h"], "sleep 1\n")
     assert run_once(c, config) == 0
     key = decision_token.load_key(CLUSTER_SCRIPT.parent / ".build" / "decision.key")

@@ -93,7 +93,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
                              write_prefix=tuple(config.slurm.write_prefix)),
         policy=build_policy(config),
         carbon=None,
-        models=default_registry(corrections_path=config.controller.model_corrections),
+        models=default_registry(params_path=config.controller.model_params,
+                                corrections_path=config.controller.model_corrections),
         store=store,
         sign=sign,  # type: ignore[arg-type]
         verify=verify,  # type: ignore[arg-type]

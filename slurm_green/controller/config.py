@@ -32,6 +32,8 @@ class ControllerSettings(_Section):
     retention_days: float | None = Field(90.0, gt=0, description="days the store keeps ended jobs; none = for ever")
     telemetry_dir: Path | None = Field(None, description="where Epilogs leave metered GPU energy; none = off")
     model_corrections: Path | None = Field(None, description="file keeping the models' telemetry corrections")
+    model_params: Path | None = Field(
+        None, description="the site's fitted model parameters (slurm-green models fit); default: the packaged ones")
 
 
 class SlurmSettings(_Section):

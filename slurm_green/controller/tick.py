@@ -6,6 +6,7 @@ tests and the simulator call the very same code; only the backend differs.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,6 +51,16 @@ class CarbonFeed(Protocol):
     """
 
     def snapshot(self, now: float | None = None) -> CarbonReading: ...
+
+
+def stamped(plan: Plan, models: object) -> Plan:
+    """The plan with each decision naming the model parameters it was made with, so a
+    stored decision can be traced to the exact fit behind it (``models.params_id``)."""
+    params_id = getattr(models, "params_id", None)
+    if params_id is None:
+        return plan
+    return dataclasses.replace(
+        plan, decisions=tuple(dataclasses.replace(d, model_params=params_id) for d in plan.decisions))
 
 
 @dataclass
@@ -109,7 +120,7 @@ class Controller:
         snapshot = self.backend.snapshot()
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
-        report.plan = self.policy(snapshot, forecast, self.models, now)
+        report.plan = stamped(self.policy(snapshot, forecast, self.models, now), self.models)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
         return report, snapshot

@@ -56,7 +56,7 @@ def test_simulate_runs_jobs_as_another_gpu_and_learns(tmp_path):
 
 
 def test_simulate_refuses_a_gpu_without_models():
-    result = CliRunner().invoke(main, ["simulate", "--true-gpu", "h100", "--limit", "5"])
+    result = CliRunner().invoke(main, ["simulate", "--true-gpu", "h200", "--limit", "5"])
     assert result.exit_code != 0 and "--true-gpu" in result.output
 
 

@@ -162,3 +162,12 @@ def test_the_report_shows_the_cap_slurm_accepted(config: Config) -> None:
     parts.controller.tick(NOW)
     (row,) = job_rows(parts.controller.store)
     assert row["cap_fraction"] == row["decided_cap_fraction"] == 0.7
+
+
+def test_every_stored_decision_names_the_model_parameters_it_was_made_with(config: Config) -> None:
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.controller.carbon = None
+    parts.controller.backend = MemoryBackend([deferred_job(1)])
+    parts.controller.tick(NOW)
+    [decision] = parts.controller.store.decisions()
+    assert decision["model_params"] == parts.controller.models.params_id and len(decision["model_params"]) == 12

@@ -10,7 +10,6 @@ restores the baseline, the limit found before the first of them started.
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -87,6 +86,8 @@ def array_job_of(job_id: int, log: Log, timeout_s: float = 5.0) -> int | None:
     slurmd gives the Prolog no SLURM_ARRAY_JOB_ID (seen on 24.11 with PrologFlags=Alloc),
     so this one RPC is the way to know; it is made only for a token not signed for the job.
     """
+    import subprocess  # only here: most Prologs never need it (4 ms of every job start)
+
     try:
         done = subprocess.run(["scontrol", "show", "job", "-o", str(job_id)], capture_output=True,
                               timeout=timeout_s, check=False)

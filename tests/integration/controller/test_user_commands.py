@@ -56,21 +56,25 @@ def green(c: Cluster, *args: str) -> tuple[int, str]:
 
 @pytest.fixture(scope="module")
 def site(cluster: Cluster):
+    """The controller, running for the whole module (the jobs are cancelled around each test)."""
     prepare(cluster)
     window_start = time.time() + 20 * 60
     config = write_users_config(write_carbon(window_start, window_start + 30 * 60, name="carbon-users"))
     start_controller(cluster, config)
-    job = cluster.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--comment", "green:flex=1h"], "sleep 20\n")
-    boundary = (window_start // 60 + 1) * 60  # the series' first low minute
-    cluster.wait_for(lambda: slurm_times(cluster, job)["eligible"] == boundary, 60,
-                     message="green job deferred to the window")
-    yield cluster, config, job, boundary
+    yield cluster, config, (window_start // 60 + 1) * 60  # the series' first low minute
     stop_controller(cluster)
-    cluster.exec("controller", "scancel", str(job), check=False)
+
+
+def deferred_job(c: Cluster, boundary: float) -> int:
+    """A green job of alice, deferred by the controller to the low window."""
+    job = c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--comment", "green:flex=1h"], "sleep 20\n")
+    c.wait_for(lambda: slurm_times(c, job)["eligible"] == boundary, 60, message="green job deferred to the window")
+    return job
 
 
 def test_why_as_the_jobs_owner(site) -> None:
-    c, config, job, boundary = site
+    c, config, boundary = site
+    job = deferred_job(c, boundary)
     query = f"SELECT ok FROM actions WHERE job_id = {job} AND kind = 'SetDecision'"
     c.wait_for(lambda: [1] in store_rows(c, NAME, query), 30, message="the cap decision accepted")
     code, out = green(c, "alice", "why", str(job), "--config", config)
@@ -87,7 +91,7 @@ def test_why_as_the_jobs_owner(site) -> None:
 
 
 def test_when_from_the_controllers_forecast(site) -> None:
-    c, config, _, boundary = site
+    c, config, boundary = site
     code, out = green(c, "alice", "when", "--duration", "10m", "--deadline", "2h", "--config", config, "--json")
     assert code == 0, out
     payload = json.loads(out)
@@ -98,7 +102,8 @@ def test_when_from_the_controllers_forecast(site) -> None:
 
 
 def test_report_for_a_user_with_slurms_account(site) -> None:
-    c, config, job, _ = site
+    c, config, boundary = site
+    job = deferred_job(c, boundary)
     code, out = green(c, "alice", "report", "--user", "alice", "--since", "1h", "--config", config, "--json")
     assert code == 0, out
     payload = json.loads(out)
@@ -110,11 +115,11 @@ def test_report_for_a_user_with_slurms_account(site) -> None:
 
 
 def test_metrics_endpoint(site) -> None:
-    c, _, _, _ = site
-    m = c.wait_for(lambda: (s := metrics(c)).get("slurm_green_ticks_total", 0) >= 2 and s, 30,
-                   message="two ticks exported")
+    c, _, boundary = site
+    deferred_job(c, boundary)
+    m = c.wait_for(lambda: (s := metrics(c)).get('slurm_green_deferred_jobs{account="research",partition="gpu"}') == 1
+                   and s, 30, message="the deferred job exported")
     assert m["slurm_green_carbon_intensity_g_per_kwh"] == HIGH
-    assert m['slurm_green_deferred_jobs{account="research",partition="gpu"}'] == 1
     assert m["slurm_green_paused"] == 0 and m["slurm_green_tick_duration_seconds_count"] >= 2
     [source] = [k for k in m if k.startswith("slurm_green_carbon_source_info")]
     assert 'synthetic="false"' in source and "carbon-users.csv" in source
@@ -122,7 +127,8 @@ def test_metrics_endpoint(site) -> None:
 
 
 def test_pause_releases_the_job_and_resume_ends_it(site) -> None:
-    c, config, job, _ = site
+    c, config, boundary = site
+    job = deferred_job(c, boundary)
     code, out = green(c, "sgreen", "pause", "--reason", "drill", "--config", config)
     assert code == 0 and "managed pending job(s) released now" in out, out
     state_of(c, job, {"RUNNING", *DONE}, 30)
@@ -133,7 +139,7 @@ def test_pause_releases_the_job_and_resume_ends_it(site) -> None:
 
 
 def test_run_as_root_is_refused(site) -> None:
-    c, config, _, _ = site
+    c, config, _ = site
     code, out = green(c, "root", "run", "--once", "--config", config)
     assert code == 1, out
     assert f"running as root would leave {STATE}/{NAME}.db owned by root" in out and "sudo -u sgreen" in out

@@ -11,16 +11,18 @@ For one price the plan is built greedily and in bulk (numpy over jobs x GPU
 options x caps x starts):
 
 1. per job, per GPU count and start, the cap with the lowest cost;
-2. a job defers to its lowest-carbon window before its deadline if that is cheaper
-   than starting now (never for PowerFlow: energy does not depend on the hour);
+2. a job defers, at its requested size, to its lowest-carbon window before its deadline
+   if that is cheaper than starting now (never for PowerFlow: energy does not depend on
+   the hour);
 3. jobs starting now are admitted in FIFO order at their smallest allowed count
    (shrinking toward efficient configurations frees GPUs for the queue);
 4. GPUs still free are handed out in increments (doubling a job's count), best
    JCT-saved-minus-priced-extra-carbon per extra GPU first, while that is positive:
    when carbon is cheap more increments pay off, when it is dear fewer do;
-5. a job that cannot start now keeps its **requested** count (at the price's cap): Slurm
+5. a job that does not start now keeps its **requested** count (at the price's cap): Slurm
    starts it between ticks the moment GPUs free, at whatever size it carries, so the
-   increments that were to follow a shrink never come (see docs/policies.md);
+   increments that were to follow a shrink never come, and the shrunk size would be
+   read back as its request at the next tick (see ``_Options.queued_col``);
 6. jobs admitted now get nodes (network packing, buddy blocks), see ``placement``.
 
 Every plan is scored by one objective (``_expected_cost_s``): the expected sum of the
@@ -103,7 +105,14 @@ class _Options:
 
     @cached_property
     def queued_col(self) -> np.ndarray:
-        """The column of a job that cannot start now: its request where allowed, else its smallest."""
+        """The column of a job that does not start now (queued or deferred): its request where
+        allowed, else its smallest.
+
+        Slurm starts such a job later, between ticks, at whatever size it carries, so a size
+        chosen now would be enacted without the increments that were to follow it; and the
+        size it carries is all the next tick sees of its request, so a shrink decided for a
+        job that does not start would become its new request, tick after tick (issue 10).
+        """
         allowed = np.isfinite(self.runtime[self.rows, self.requested_col, self.full_cap])
         return np.where(allowed, self.requested_col, self.chain[:, 0])
 
@@ -149,7 +158,8 @@ class _Choice:
 class Solution:
     """The plan a decision takes and why: its objective, the carbon-agnostic plan's, the budget."""
 
-    choice: _Choice
+    choice: _Choice  #: as enacted: admitted jobs are the ones placed, the others queue at their request
+    placed: dict[int, tuple[int, tuple[str, ...]]]  #: row -> (GPU column, nodes) of the jobs starting now
     price: float
     #: The objective (``_expected_cost_s``) of this plan and of the carbon-agnostic one.
     expected_cost_s: float
@@ -184,11 +194,10 @@ class GreenFlowPolicy:
             return _carbon_agnostic(jobs, now)
         gpn, gpus_free, gpus_total = _node_facts(snapshot)
         options, table = self._options(jobs, forecast, models, now, gpn)
-        solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(snapshot, now)))
-        choice = solved.choice
-        starting = self.place and bool((choice.admitted & (choice.start == 0)).any())
-        nodes = self._placement(choice, options, FreeGpus.from_snapshot(snapshot), gpn) if starting else {}
-        decisions = self._decisions(jobs, options, table, choice, nodes, forecast, now, solved.price, gpn)
+        solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(snapshot, now)),
+                             snapshot, gpn)
+        decisions = self._decisions(jobs, options, table, solved.choice, solved.placed, forecast, now,
+                                    solved.price, gpn)
         return Plan(decisions=decisions, notes=(solved.note,))
 
     def solve(self, snapshot: ClusterSnapshot, forecast: object, models: object, now: float) -> Solution | None:
@@ -198,7 +207,8 @@ class GreenFlowPolicy:
             return None
         gpn, gpus_free, gpus_total = _node_facts(snapshot)
         options, _ = self._options(jobs, forecast, models, now, gpn)
-        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(snapshot, now)))
+        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(snapshot, now)),
+                           snapshot, gpn)
 
     # -- candidate space ---------------------------------------------------------------
 
@@ -280,50 +290,58 @@ class GreenFlowPolicy:
         # The minimum over caps is the value at the argmin (no NaN can arise: energy and intensity
         # are finite); gathering it is cheaper than a second reduction.
         cost_gs = cost.reshape(-1)[o.cap_offsets + cap_best]
-        if o.starts == 2:
-            best = cost_gs.min(axis=1)  # [N, S]
-            deferred = best[:, 1] < best[:, 0]
+        if o.starts == 2:  # a job defers at its requested size (see ``queued_col``)
+            deferred = cost_gs[rows, o.queued_col, 1] < cost_gs[:, :, 0].min(axis=1)
         else:
             deferred = np.zeros(len(rows), dtype=bool)
         admitted, spare = _admit(o.sizes, (~deferred).tolist(), free_gpus)
         col = np.where(admitted, o.chain[rows, _increments(cost_gs, o, admitted, spare)], o.queued_col)
-        if deferred.any():  # a deferred job takes its best column for the deferred start
-            col = np.where(deferred, cost_gs[:, :, 1].argmin(axis=1), col)
         start = deferred.astype(np.int64)
         cap = cap_best[rows, col, start]
         spent = float((o.energy_kwh[rows, col, cap] * o.intensity[rows, start]).sum())
         return _Choice(col, cap, start, admitted, spent)
 
-    def _solve(self, o: _Options, free_gpus: int, queue: _Queue) -> Solution:
+    def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
+               gpn: int) -> Solution:
         unit = "kg CO2" if self.resource == "carbon" else "kWh"
         agnostic = _agnostic_choice(o, free_gpus)
         # Jobs the carbon-agnostic plan leaves queued: the crowd that every GPU-second a plan
         # adds makes wait longer, including the jobs that will arrive behind them.
         crowd = int((~agnostic.admitted).sum())
         score = functools.partial(_expected_cost_s, o, queue=queue, crowd=crowd)
-        agnostic_s = score(agnostic)
+        seen: dict[bytes, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]] = {}
+
+        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]:
+            """The plan as it will be enacted (after placement), its nodes and its objective;
+            each distinct plan is placed and scored once."""
+            key = choice.col.tobytes() + choice.cap.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
+            if key not in seen:
+                placed_choice, placed = self._enact(choice, o, snapshot, gpn)
+                seen[key] = (placed_choice, placed, score(placed_choice))
+            return seen[key]
+
+        agnostic, agnostic_nodes, agnostic_s = enacted(agnostic)
         if self.budget_fraction is None:
-            choice = self._choose(o, self.price, free_gpus)
-            objective = score(choice)
+            choice, placed, objective = enacted(self._choose(o, self.price, free_gpus))
             note = f"{self.name}: fixed price {self.price:.3g} s/{unit}, plan {choice.spent:.3g} {unit}"
-            return Solution(choice, self.price, objective, agnostic_s, math.inf, agnostic.spent, note)
+            return Solution(choice, placed, self.price, objective, agnostic_s, math.inf, agnostic.spent, note)
         budget = self.budget_fraction * agnostic.spent
-        # (choice, price or None for the carbon-agnostic plan, objective); the
+        # (choice, nodes, objective, price or None for the carbon-agnostic plan), as enacted: the
         # candidates never depend on the budget, which is what makes a looser budget no worse.
-        scored = [(agnostic, None, agnostic_s)] + [
-            (c, p, score(c)) for c, p in self._price_grid(o, free_gpus)]
+        scored = [(agnostic, agnostic_nodes, agnostic_s, None)] + [
+            (*enacted(c), p) for c, p in self._price_grid(o, free_gpus)]
         fits = [c for c in scored if c[0].spent <= budget * (1 + 1e-9)]
         if fits:  # best objective; ties: less carbon, then the earlier candidate
-            choice, price, objective = min(fits, key=lambda c: (c[2], c[0].spent))
+            choice, placed, objective, price = min(fits, key=lambda c: (c[2], c[0].spent))
             held = "holds"
         else:  # the cheapest plan; ties: the better objective
-            choice, price, objective = min(scored, key=lambda c: (c[0].spent, c[2]))
+            choice, placed, objective, price = min(scored, key=lambda c: (c[0].spent, c[2]))
             held = "cannot hold (cheapest plan shown)"
         how = "the carbon-agnostic plan" if price is None else f"price {price:.3g} s/{unit}"
         note = (f"{self.name}: budget {budget:.3g} {unit} ({self.budget_fraction:g} x carbon-agnostic "
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
                 f"{objective / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
-        return Solution(choice, price or 0.0, objective, agnostic_s, budget, agnostic.spent, note)
+        return Solution(choice, placed, price or 0.0, objective, agnostic_s, budget, agnostic.spent, note)
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
         """The greedy plan at price 0 and at the scale guess times 2**k, ascending.
@@ -347,14 +365,41 @@ class GreenFlowPolicy:
 
     # -- placement and output ----------------------------------------------------------
 
+    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot,
+               gpn: int) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]:
+        """``choice`` as it will run: admitted jobs get nodes (``_placement``); one that does not
+        fit queues at its requested size like any job not starting now. Its spend is recounted,
+        so the budget is held by what is enacted, not by what was hoped."""
+        starting = choice.admitted & (choice.start == 0)
+        if not self.place or not starting.any():
+            return choice, {}
+        placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot), gpn)
+        now_placed = np.zeros(len(o.rows), dtype=bool)
+        now_placed[list(placed)] = True
+        col = np.where(starting & ~now_placed, o.queued_col, choice.col)
+        for j, (c, _) in placed.items():
+            col[j] = c
+        rows = o.rows
+        spent = float((o.energy_kwh[rows, col, choice.cap] * o.intensity[rows, choice.start]).sum())
+        return _Choice(col, choice.cap, choice.start, now_placed, spent), placed
+
     def _placement(self, choice: _Choice, o: _Options, free: FreeGpus, gpn: int) -> dict[int, tuple[int, tuple[str, ...]]]:
-        """Nodes for admitted jobs, largest first; a job that does not fit shrinks along its chain."""
+        """Nodes for admitted jobs, largest first.
+
+        A job whose chosen size does not fit the free GPUs' shape (fragmentation) steps down
+        its chain, but never below the smaller of its chosen and its requested size: shrinking
+        further to fit a hole made a 671-hour Philly job run 1,238 hours on half its GPUs
+        (issue 10). A job that does not fit is not started; it queues at its requested size.
+        """
         placed: dict[int, tuple[int, tuple[str, ...]]] = {}
         admitted = np.flatnonzero(choice.admitted & (choice.start == 0))
         order = admitted[np.argsort(-o.gpus[choice.col[admitted]], kind="stable")]
         gpus, chosen, chains = o.gpus.tolist(), choice.col.tolist(), o.chain[order].tolist()
+        requested = o.requested_col.tolist()
         for j, chain in zip(order.tolist(), chains):
-            fitting = [c for c in chain if 0 <= c and gpus[c] <= gpus[chosen[j]]]
+            top = gpus[chosen[j]]
+            least = min(top, gpus[requested[j]])
+            fitting = [c for c in chain if 0 <= c and least <= gpus[c] <= top]
             for col in reversed(fitting):
                 shape = layout(gpus[col], gpn)
                 nodes = free.place(*shape) if shape else None
@@ -368,9 +413,7 @@ class GreenFlowPolicy:
                    price: float, gpn: int) -> tuple[JobDecision, ...]:
         n = len(jobs)
         rows = np.arange(n)
-        col = choice.col.copy()
-        for j, (c, _) in placed.items():
-            col[j] = c
+        col = choice.col
         cap = choice.cap
         runtime = o.runtime[rows, col, cap]
         energy = o.energy_kwh[rows, col, cap]

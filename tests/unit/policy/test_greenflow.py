@@ -78,6 +78,17 @@ def test_started_jobs_are_pinned_to_aligned_blocks_and_queued_ones_keep_their_re
         assert "queued at its requested size" in plan[2].reason
 
 
+def test_a_job_that_does_not_fit_the_free_shape_queues_at_its_request_instead_of_shrinking_into_a_hole(models):
+    # 8 GPUs free, but as 4 + 4 on two nodes: an 8-GPU one-node job cannot start now. It used to
+    # be shrunk to fit a hole (a 671-hour Philly job then ran 1,238 hours on half its GPUs).
+    split = nodes(2, used={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)})
+    jobs = [pending(1, gpus=8, runtime_h=100, low=2, high=8)]
+    for policy in (GreenFlowPolicy(budget_fraction=None), GreenFlowPolicy(budget_fraction=1.0)):
+        d = policy(snapshot(jobs, split), signal(FLAT), models, NOW).decisions[0]
+        assert (d.gpus_per_node, d.num_nodes, d.nodes) == (8, 1, None)
+        assert "queued at its requested size" in d.reason
+
+
 def test_without_a_forecast_greenflow_is_carbon_agnostic(models):
     plan = GreenFlowPolicy()(snapshot([pending(1)], nodes(1)), None, models, NOW)
     assert plan.decisions[0].start_at == NOW and plan.decisions[0].gpus_per_node is None

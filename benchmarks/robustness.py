@@ -2,9 +2,11 @@
 
 A policy tuned on a handful of cells can lose badly on the next one; what an admin needs
 is the worst case. Each generated workload is a window of a shared trace with its jobs
-redrawn (``Workload.resampled``, one per seed), its arrivals compressed or stretched to
-an offered load (``offered_load``: requested GPU-time over the cluster's GPU-time while
-jobs arrive) on the trace's default cluster, and replayed against the 2023 carbon of
+redrawn (``Workload.resampled``, one per seed), on the trace's default cluster cut to
+hold about a quarter of the window's requested GPUs at once (``cluster_for``: a
+200-job window of Philly's mostly 1-GPU jobs never queues on 768 GPUs), its arrivals
+compressed or stretched to an offered load (``offered_load``: requested GPU-time over
+the cluster's GPU-time while jobs arrive), and replayed against the 2023 carbon of
 each region. Per workload it runs FIFO, GreenFlow at budgets 1 ... 0.6 and each
 baseline along its knob (window and window+cap flexibility 0/6/24 h, Zeus eta 0/0.5/1),
 and prints, as min / median / max over the workloads:
@@ -24,10 +26,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import time
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from rich.console import Console
@@ -38,7 +41,7 @@ from slurm_green.carbon.datasets import shared_data_dir
 from slurm_green.models.registry import default_registry
 from slurm_green.sim.bench import BASELINES, Point, best_at, offered_load, settings_of
 from slurm_green.sim.carbon import replayed_signal
-from slurm_green.sim.cluster import default_cluster
+from slurm_green.sim.cluster import ClusterSpec, default_cluster
 from slurm_green.sim.engine import TraceOptions
 from slurm_green.sim.runner import simulate
 from slurm_green.sim.traces import load_trace
@@ -65,18 +68,25 @@ class Cell:
     jobs: int
 
 
-def generate(trace: str, seed: int, load: float, jobs: int, models: object) -> Workload:
-    """The trace's window for ``seed`` with its arrivals scaled to offered load ``load``."""
+def cluster_for(workload: Workload) -> ClusterSpec:
+    """The trace's default cluster, with at most the nodes that hold a quarter of the jobs' GPUs."""
+    spec = default_cluster(workload.name)
+    quarter = math.ceil(float(workload.gpus.sum()) / (4 * spec.gpus_per_node))
+    return replace(spec, nodes=max(2, min(spec.nodes, quarter)))
+
+
+def generate(trace: str, seed: int, load: float, jobs: int, models: object) -> tuple[Workload, ClusterSpec]:
+    """The trace's window for ``seed``, its cluster, and its arrivals scaled to offered load ``load``."""
     workload = load_trace(shared_data_dir() / "job_traces" / trace).resampled(jobs, seed)
-    natural = offered_load(workload, default_cluster(workload.name), models, TraceOptions())
-    return workload.arrivals_scaled(load / natural)
+    spec = cluster_for(workload)
+    natural = offered_load(workload, spec, models, TraceOptions())
+    return workload.arrivals_scaled(load / natural), spec
 
 
 def run_cell(cell: Cell) -> dict[str, object]:
     """Every policy and setting on one cell; the summary figures of each run."""
     models = default_registry()
-    workload = generate(cell.trace, cell.seed, cell.load, cell.jobs, models)
-    spec = default_cluster(workload.name)
+    workload, spec = generate(cell.trace, cell.seed, cell.load, cell.jobs, models)
     signal = replayed_signal(cell.region, float(workload.submit[0]) - 3600.0,
                              float(workload.submit[-1]) + CARBON_TAIL_S)
     options = TraceOptions()

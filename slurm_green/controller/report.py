@@ -12,6 +12,12 @@ The cap shown is the one *enacted*: read from the last decision token (or ``--gp
 that Slurm accepted, not from the plan. A decision Slurm refused shows as no cap, with
 the planned one beside it (``decided_cap_fraction``), so the report never claims a cap
 that no node was told about.
+
+For accounting (``slurm-green report --user/--since/--until``): a job belongs to a
+period when it was in the system during it (``in_period``, as ``sacct -S -E``
+selects), its energy is the metered one where the Epilog measured it, else the
+modelled one (``energy_kwh``), and ``summary`` sums jobs per user or account with the
+same saving rule as ``totals``.
 """
 
 from __future__ import annotations

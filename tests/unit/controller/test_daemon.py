@@ -16,7 +16,6 @@ from slurm_green.controller.config import Config
 from slurm_green.controller.daemon import NO_CAP, operated, pause, pause_path, paused_since, safe_tick
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.core import decision_token
-from slurm_green.core.actions import SetDecision, SetStartTime
 from slurm_green.core.clock import ManualClock
 
 LOW_AT = (NOW // 3600 + 3) * 3600

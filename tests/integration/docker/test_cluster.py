@@ -148,7 +148,7 @@ def test_up_twice_is_idempotent(cluster: Cluster):
         return time.monotonic() - t0
 
     # The first `up` applies any change made to the repository since the session
-    # started (e.g. a new prolog/ or job_submit.lua recreates the containers).
+    # started (e.g. a new hook wrapper or job_submit.lua recreates the containers).
     up()
     cluster.wait_all_idle()
     before = containers()

@@ -42,8 +42,9 @@ def pause(config_path: Path, reason: str) -> None:
     parts = assemble(config, with_store=False)  # type: ignore[arg-type]
     daemon.operated(parts.controller, config.controller.state_db)  # type: ignore[attr-defined]
     report = parts.controller.tick(now)
-    click.echo(f"paused ({path}): {len(report.plan.decisions)} managed pending job(s) released now; "
-               "the controller defers and caps nothing until `slurm-green resume`")
+    released = ("(dry_run: nothing changed in Slurm)" if parts.controller.dry_run
+                else f"{len(report.plan.decisions)} managed pending job(s) released now")
+    click.echo(f"paused ({path}): {released}; the controller defers and caps nothing until `slurm-green resume`")
     failed = failed_actions(report)
     if failed:
         raise CliError(f"paused, but {failed}", EXIT_ACTIONS_FAILED)

@@ -56,3 +56,12 @@ def test_pause_without_a_state_folder_names_it(tmp_path):
     result = CliRunner().invoke(main, ["pause", "--config", str(config)])
     assert result.exit_code == 1 and f"Error: {tmp_path}/missing does not exist" in result.output
     assert os.listdir(tmp_path) == ["config.toml"]
+
+
+def test_a_dry_run_pause_says_it_changed_nothing(monkeypatch, tmp_path):
+    backend = RefusingBackend([deferred(1)], refuse=[1])  # would fail, were anything sent
+    with_cluster(monkeypatch, backend)
+    config = write_config(tmp_path, extra="")
+    config.write_text(config.read_text().replace("[controller]\n", "[controller]\ndry_run = true\n"))
+    result = CliRunner().invoke(main, ["pause", "--config", str(config)])
+    assert result.exit_code == 0 and "(dry_run: nothing changed in Slurm)" in result.output, result.output

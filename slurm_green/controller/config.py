@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from slurm_green.carbon.spec import parse_source_spec, split_specs
 from slurm_green.core.gpu_freq import Enactment
+from slurm_green.policy.registry import POLICY_NAMES
 
 DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
 
@@ -77,9 +78,22 @@ class CarbonSettings(_Section):
 
 
 class PolicySettings(_Section):
-    name: Literal["window", "greenflow", "powerflow"] = "window"
-    cap_fraction: float | None = Field(0.7, gt=0.0, le=1.0, description="GPU power cap, fraction of board max")
-    default_runtime_h: float = Field(1.0, gt=0)
+    """Which policy decides, and its knobs (``policy/registry.py`` builds it)."""
+
+    name: str = Field("window", description=f"one of: {', '.join(POLICY_NAMES)}")
+    cap_fraction: float | None = Field(0.7, gt=0.0, le=1.0, description="window: GPU power cap, fraction of board max")
+    default_runtime_h: float = Field(1.0, gt=0, description="runtime assumed for a job without a time limit")
+    budget_fraction: float = Field(
+        1.0, gt=0.0, description="greenflow/powerflow: carbon (energy) a plan may spend, as a fraction of the "
+                                 "same jobs run carbon-agnostically; 1 = never worse than that plan")
+    place_nodes: bool = Field(True, description="greenflow/powerflow: pin jobs started now to nodes (ReqNodeList)")
+
+    @field_validator("name")
+    @classmethod
+    def _known(cls, name: str) -> str:
+        if name not in POLICY_NAMES:
+            raise ValueError(f"unknown policy; choose from {', '.join(POLICY_NAMES)}")
+        return name
 
 
 class GpuSettings(_Section):

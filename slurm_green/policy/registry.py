@@ -1,13 +1,77 @@
-"""Policies by name, as the controller's configuration selects them."""
+"""The controller's policies by name, built from plain settings.
+
+The controller's configuration (``controller/config.py``) validates ``[policy]`` and hands
+it here as plain settings (``PolicySettings``); this module imports nothing of the controller, so the
+configuration can take its list of names from ``POLICY_NAMES`` without an import cycle
+(it used to: config -> assemble -> registry -> config).
+
+GreenFlow and PowerFlow take the same budget the simulator's bench gives them
+(``sim/bench.py``: ``budget_fraction``, 1.0 unless swept): a plan may spend that fraction
+of the carbon (PowerFlow: energy) the same jobs would spend run the carbon-agnostic way
+(requested GPUs, full power, started now). At 1.0 the plan is never worse than the
+carbon-agnostic plan on GreenFlow's objective, and a looser budget never gives a worse one
+(``policy/greenflow.py``).
+"""
 
 from __future__ import annotations
 
-from slurm_green.controller.config import PolicySettings
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Protocol
+
 from slurm_green.core.plan import Policy
+from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.window import WindowPolicy
 
 
+def _window(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float, place_nodes: bool) -> Policy:
+    return WindowPolicy(cap_fraction=cap_fraction, default_runtime_s=default_runtime_s)
+
+
+def _greenflow(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float,
+               place_nodes: bool) -> Policy:
+    return GreenFlowPolicy(budget_fraction=budget_fraction, default_runtime_s=default_runtime_s, place=place_nodes)
+
+
+def _powerflow(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float,
+               place_nodes: bool) -> Policy:
+    # powerflow() is PowerFlow's one definition (GreenFlow on energy); only the live knobs change.
+    return replace(powerflow(budget_fraction=budget_fraction), default_runtime_s=default_runtime_s, place=place_nodes)
+
+
+_BUILDERS: dict[str, Callable[[float | None, float, float, bool], Policy]] = {
+    "window": _window,
+    "greenflow": _greenflow,
+    "powerflow": _powerflow,
+}
+#: What ``[policy] name`` accepts.
+POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
+
+
+class PolicySettings(Protocol):
+    """The plain settings a policy is built from (``[policy]`` of the controller's configuration)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cap_fraction(self) -> float | None: ...
+    @property
+    def default_runtime_h(self) -> float: ...
+    @property
+    def budget_fraction(self) -> float: ...
+    @property
+    def place_nodes(self) -> bool: ...
+
+
 def make_policy(settings: PolicySettings) -> Policy:
-    if settings.name == "window":
-        return WindowPolicy(cap_fraction=settings.cap_fraction, default_runtime_s=settings.default_runtime_h * 3600)
-    raise ValueError(f"policy {settings.name!r} is not available in the controller yet")
+    """The policy ``settings.name`` with these settings.
+
+    ``cap_fraction`` is the window policy's fixed power cap (GreenFlow and PowerFlow choose
+    each job's cap themselves); ``budget_fraction`` and ``place_nodes`` (pin jobs started now
+    to nodes, enacted as ``ReqNodeList``) are GreenFlow's and PowerFlow's.
+    """
+    builder = _BUILDERS.get(settings.name)
+    if builder is None:
+        raise ValueError(f"unknown policy {settings.name!r}; choose from {', '.join(POLICY_NAMES)}")
+    return builder(settings.cap_fraction, settings.default_runtime_h * 3600.0, settings.budget_fraction,
+                   settings.place_nodes)

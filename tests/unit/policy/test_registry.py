@@ -1,0 +1,78 @@
+"""The controller's policies by name: configuration file -> registry -> a policy that decides."""
+
+import subprocess
+import sys
+
+import pytest
+from policy_literals import HOUR, NOW, nodes, pending, signal, snapshot
+
+from slurm_green.controller.config import ConfigError, load_config
+from slurm_green.policy.greenflow import GreenFlowPolicy
+from slurm_green.policy.registry import POLICY_NAMES, make_policy
+from slurm_green.policy.window import WindowPolicy
+
+
+def configured(tmp_path, policy: str):
+    path = tmp_path / "c.toml"
+    path.write_text("[policy]\n" + policy)
+    return make_policy(load_config(path).policy)
+
+
+def test_every_name_the_configuration_accepts_builds_that_policy(tmp_path):
+    assert POLICY_NAMES == ("window", "greenflow", "powerflow")
+    for name in POLICY_NAMES:
+        assert configured(tmp_path, f'name = "{name}"\n').name == name
+
+
+def test_greenflow_and_powerflow_get_their_budget_and_runtime_from_the_file(tmp_path):
+    green = configured(tmp_path, 'name = "greenflow"\nbudget_fraction = 0.8\ndefault_runtime_h = 2\n')
+    assert green == GreenFlowPolicy(budget_fraction=0.8, default_runtime_s=7200.0)
+    power = configured(tmp_path, 'name = "powerflow"\nplace_nodes = false\n')
+    assert (power.resource, power.budget_fraction, power.place) == ("energy", 1.0, False)
+
+
+def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
+    assert configured(tmp_path, 'name = "greenflow"\n') == GreenFlowPolicy(budget_fraction=1.0)
+    assert configured(tmp_path, "cap_fraction = 0.6\n") == WindowPolicy(cap_fraction=0.6)
+
+
+@pytest.mark.parametrize("text, says", [
+    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, greenflow, powerflow"),
+    ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
+    ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
+                     "budget_fraction, place_nodes)"),
+])
+def test_a_bad_policy_setting_is_refused_naming_the_key(tmp_path, text, says):
+    path = tmp_path / "c.toml"
+    path.write_text("[policy]\n" + text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert says in str(info.value)
+
+
+def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():
+    class Settings:
+        name, cap_fraction, default_runtime_h, budget_fraction, place_nodes = "fifo", None, 1.0, 1.0, True
+
+    with pytest.raises(ValueError, match="unknown policy 'fifo'; choose from window, greenflow, powerflow"):
+        make_policy(Settings())
+
+
+def test_the_registry_loads_without_the_controller():
+    """The old cycle: registry -> controller.config -> ... -> controller.assemble -> registry."""
+    script = ("import sys, slurm_green.policy.registry; "
+              "print(sorted(m for m in sys.modules if m.startswith('slurm_green.controller')))")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+    subprocess.run([sys.executable, "-c", "import slurm_green.controller.assemble"], check=True)
+
+
+def test_a_configured_greenflow_resizes_and_places_an_elastic_job(tmp_path, models):
+    """What the live controller will enact: a GPU count inside the user's range and a node list."""
+    policy = configured(tmp_path, 'name = "greenflow"\n')
+    job = pending(1, gpus=1, low=1, high=4, runtime_h=2.0, gpus_per_node=4)
+    plan = policy(snapshot([job], nodes(2, gpus=4)), signal([100.0] * 48), models, NOW)
+    [decision] = plan.decisions
+    assert decision.gpus_per_node is not None and 1 <= decision.gpus_per_node * decision.num_nodes <= 4
+    assert decision.nodes is not None and len(decision.nodes) == decision.num_nodes
+    assert decision.start_at == NOW and decision.expected_runtime_s < 2.0 * HOUR

@@ -51,6 +51,29 @@ def _start_actions(job: Job, decision: JobDecision, now: float) -> list[Action]:
     return [SetStartTime(job.job_id, wanted)]
 
 
+def _size_actions(job: Job, decision: JobDecision) -> list[Action]:
+    """GPUs per node, node count and node list, as far as they differ from the job's.
+
+    A pinned node list always travels with its node count: Slurm (22.05 to 26.05) accepts
+    ``ReqNodeList=node1,node2`` on a pending job whose ``NumNodes`` is 1 and keeps both,
+    a job that can then never start as decided. Slurm applies the fields of one update
+    whatever their order on the command line, so the two go as two actions that the
+    backend merges into one ``scontrol update`` (``slurm.commands``). The snapshot's
+    ``nodes`` of a pending job is its pin (``ReqNodeList``); an empty decided list clears it.
+    """
+    nodes = tuple(decision.nodes) if decision.nodes is not None else None
+    count = len(nodes) if nodes else decision.num_nodes
+    gpus_changed = decision.gpus_per_node is not None and decision.gpus_per_node != job.gpus_per_node
+    count_changed = count is not None and count != job.num_nodes
+    actions: list[Action] = []
+    if gpus_changed or count_changed:
+        per_node = decision.gpus_per_node if decision.gpus_per_node is not None else job.gpus_per_node
+        actions.append(SetGpus(job.job_id, per_node, count if count_changed else None))
+    if nodes is not None and sorted(nodes) != sorted(job.nodes):  # Slurm keeps a pin as a set
+        actions.append(SetNodes(job.job_id, nodes))
+    return actions
+
+
 def job_actions(
     job: Job,
     decision: JobDecision,
@@ -69,18 +92,7 @@ def job_actions(
         wanted = gpu_freq.tres_freq(decision.power_cap_fraction)
         if gpu_freq.level_of(job.tres_freq) != gpu_freq.level_of(wanted):
             actions.append(SetGpuFreq(job.job_id, wanted))
-    gpus_changed = decision.gpus_per_node is not None and decision.gpus_per_node != job.gpus_per_node
-    nodes_changed = decision.num_nodes is not None and decision.num_nodes != job.num_nodes
-    if gpus_changed or nodes_changed:
-        actions.append(
-            SetGpus(
-                job.job_id,
-                decision.gpus_per_node if decision.gpus_per_node is not None else job.gpus_per_node,
-                decision.num_nodes if nodes_changed else None,
-            )
-        )
-    if decision.nodes is not None and tuple(decision.nodes) != job.nodes:
-        actions.append(SetNodes(job.job_id, tuple(decision.nodes)))
+    actions.extend(_size_actions(job, decision))
     actions.extend(_start_actions(job, decision, now))
     return actions
 

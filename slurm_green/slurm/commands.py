@@ -28,7 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import Action, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import (Action, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes,
+                                      SetStartTime)
 from slurm_green.core.cluster import Job
 from slurm_green.core.decision_token import replace_token
 
@@ -57,6 +58,12 @@ def gres_gpu(count: int, gpu_type: str | None) -> str:
     return f"gres/gpu:{gpu_type}:{count}" if gpu_type else f"gres/gpu:{count}"
 
 
+def req_node_list(nodes: Sequence[str]) -> str:
+    """``ReqNodeList`` value: the nodes as a plain comma list (Slurm reads it back as a hostlist);
+    none clears an earlier pin."""
+    return ",".join(nodes)
+
+
 def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[str, str]:
     if isinstance(action, SetStartTime):
         return {"StartTime": format_start_time(action.start, now)}
@@ -65,6 +72,8 @@ def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[s
         if action.num_nodes is not None:
             fields["NumNodes"] = str(action.num_nodes)
         return fields
+    if isinstance(action, SetNodes):
+        return {"ReqNodeList": req_node_list(action.nodes)}
     if isinstance(action, SetDecision):
         return {"Comment": replace_token(comment, action.token)}
     if isinstance(action, SetGpuFreq):

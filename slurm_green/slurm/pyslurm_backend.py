@@ -16,9 +16,9 @@ exercised only against a fake module shaped after pyslurm 25.11's documented API
 - ``pyslurm.Partitions.load()`` -> mapping of ``Partition`` (``name, nodes, state,
   is_default, max_time`` in minutes);
 - ``pyslurm.Job(id).modify(pyslurm.JobSubmitDescription(...))`` with ``begin_time``
-  (epoch digits are taken as-is: no time-zone question), ``gres_per_node``, ``nodes``,
-  ``comment``, ``nice``; ``Job(id).hold()`` / ``.release()``; failures raise
-  ``pyslurm.RPCError`` whose text is ``slurm_strerror()``'s, classified like scontrol's.
+  (epoch digits are taken as-is: no time-zone question), ``gres_per_node``, ``nodes``
+  (the node count), ``required_nodes`` (``-w``), ``comment``, ``nice``; ``Job(id).hold()`` /
+  ``.release()``; failures raise ``pyslurm.RPCError`` whose text is ``slurm_strerror()``'s, classified like scontrol's.
 
 The objects are turned into the same records the JSON parser reads, so normalisation
 lives in one place (``schema``). Dry-run records the scontrol commands that the CLI
@@ -42,6 +42,7 @@ from slurm_green.core.actions import (
     SetGpuFreq,
     SetGpus,
     SetNice,
+    SetNodes,
     SetStartTime,
 )
 from slurm_green.core.clock import Clock, SystemClock
@@ -175,6 +176,8 @@ class PyslurmBackend:
             if action.num_nodes is not None:
                 changes["nodes"] = action.num_nodes
             return changes
+        if isinstance(action, SetNodes):  # sbatch -w; "" clears an earlier pin, as ReqNodeList= does
+            return {"required_nodes": commands.req_node_list(action.nodes)}
         if isinstance(action, SetDecision):
             return {"comment": replace_token(job.comment if job else "", action.token)}
         if isinstance(action, SetNice):

@@ -85,3 +85,31 @@ def test_gpu_freq_sites_get_the_cap_as_tres_freq_and_no_cap_in_the_token():
     in_force = Job(7, gpus_per_node=1, comment=f"green:flex=6h {actions[0].token}", eligible_time=NOW,
                    tres_freq="gpu:medium")
     assert plan_actions(snapshot(in_force), plan, NOW, sign, verify, enact="gpu_freq") == []
+
+
+def test_greenflows_resize_pin_and_release_of_an_elastic_job():
+    job = Job(5, gpus_per_node=1, num_nodes=1, eligible_time=NOW + 1200)  # held to its deadline by the plugin
+    plan = Plan((JobDecision(5, start_at=NOW, gpus_per_node=4, num_nodes=2, nodes=("node2", "node1")),))
+    assert plan_actions(snapshot(job), plan, NOW) == [SetGpus(5, 4, 2), SetNodes(5, ("node2", "node1")),
+                                                      SetStartTime(5, NOW)]
+
+
+def test_a_pin_in_force_is_not_sent_again_whatever_the_order():
+    job = Job(5, gpus_per_node=4, num_nodes=2, nodes=("node1", "node2"), eligible_time=NOW)
+    plan = Plan((JobDecision(5, start_at=NOW, gpus_per_node=4, num_nodes=2, nodes=("node2", "node1")),))
+    assert plan_actions(snapshot(job), plan, NOW) == []
+
+
+def test_a_node_list_always_travels_with_its_node_count():
+    """Slurm keeps ReqNodeList=node1,node2 beside NumNodes=1: a job that cannot start as decided."""
+    job = Job(5, gpus_per_node=2, num_nodes=1, eligible_time=NOW)
+    plan = Plan((JobDecision(5, nodes=("node1", "node2")),))
+    assert plan_actions(snapshot(job), plan, NOW) == [SetGpus(5, 2, 2), SetNodes(5, ("node1", "node2"))]
+
+
+def test_an_empty_node_list_clears_a_pin_and_none_leaves_it():
+    pinned = Job(5, gpus_per_node=2, nodes=("node3",), eligible_time=NOW)
+    assert plan_actions(snapshot(pinned), Plan((JobDecision(5, nodes=()),)), NOW) == [SetNodes(5, ())]
+    assert plan_actions(snapshot(pinned), Plan((JobDecision(5),)), NOW) == []
+    free = Job(6, gpus_per_node=2, eligible_time=NOW)
+    assert plan_actions(snapshot(free), Plan((JobDecision(6, nodes=()),)), NOW) == []

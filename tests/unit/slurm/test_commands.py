@@ -2,7 +2,7 @@ import os
 import time
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes, SetStartTime
 from slurm_green.core.cluster import Job
 from slurm_green.slurm import commands
 
@@ -109,3 +109,25 @@ def test_two_decisions_for_one_job_build_on_each_other():
     )
     assert planned[0].argv[-1] == f"Comment=mine {second}"
     assert [c.argv[-1] for c in planned[0].fallback] == [f"Comment=mine {TOKEN}", f"Comment=mine {second}"]
+
+
+def test_a_placement_is_one_update_with_gpus_node_count_and_node_list():
+    """GreenFlow's resize and pin of a pending job, as the Docker cluster's Slurm took it (24.11,
+    22.05, 26.05: one update, any order of the fields), with finer fallbacks in the planner's order."""
+    planned = commands.plan([(0, SetGpus(9, 4, num_nodes=2)), (1, SetNodes(9, ("node1", "node2"))),
+                             (2, SetStartTime(9, NOW))], jobs(j9=Job(9, gpus_per_node=1)), NOW)
+    assert argvs(planned) == ["scontrol update JobId=9 TresPerNode=gres/gpu:4 NumNodes=2 ReqNodeList=node1,node2 "
+                              "StartTime=now"]
+    assert [" ".join(c.argv[3:]) for c in planned[0].fallback] == [
+        "TresPerNode=gres/gpu:4 NumNodes=2", "ReqNodeList=node1,node2", "StartTime=now"]
+
+
+def test_an_empty_node_list_clears_the_pin():
+    planned = commands.plan([(0, SetNodes(9, ()))], jobs(), NOW)
+    assert planned[0].argv == ("scontrol", "update", "JobId=9", "ReqNodeList=")
+
+
+def test_jobs_pinned_to_the_same_nodes_share_a_call_and_to_other_nodes_do_not():
+    planned = commands.plan([(0, SetNodes(1, ("node3",))), (1, SetNodes(2, ("node3",))), (2, SetNodes(3, ("node4",)))],
+                            jobs(), NOW)
+    assert argvs(planned) == ["scontrol update JobId=1,2 ReqNodeList=node3", "scontrol update JobId=3 ReqNodeList=node4"]

@@ -35,6 +35,8 @@ class MeteredRun:
     gpus: int
     nodes: int
     shared: bool
+    #: The board's (min, max, default) power limits in W as NVML reported them; None from an older Epilog.
+    board: tuple[float, float, float] | None = None
 
     @property
     def mean_power_w(self) -> float | None:
@@ -79,7 +81,7 @@ class EnergyInbox:
                 records = [record for _, record in entries]
                 runs.append(MeteredRun(job_id, sum(r.energy_j for r in records), max(r.seconds for r in records),
                                        sum(r.gpus for r in records), len({r.node for r in records}),
-                                       any(r.shared for r in records)))
+                                       any(r.shared for r in records), _board(records)))
             for path, _ in entries:
                 path.unlink(missing_ok=True)
         return runs
@@ -112,14 +114,36 @@ class MeteredEnergy:
         found = []
         for run in runs:
             name = self.store.record_metered(run.job_id, run.energy_j / 3.6e6)
-            observation = _observation(run, latest[run.job_id], name) if self.learn else None
+            observation = _observation(run, latest[run.job_id], name, _gpu_type(snapshot, run.job_id)) \
+                if self.learn else None
             if observation is not None:
                 found.append(observation)
         return found
 
 
-def _observation(run: MeteredRun, decision: dict[str, object], name: str | None) -> Observation | None:
-    """Mean GPU power in the configuration the job ran in; None if it says nothing about one."""
+def _board(records: list[NodeEnergy]) -> tuple[float, float, float] | None:
+    """The first record's board limits (a job's nodes are of one type in practice)."""
+    for r in records:
+        if r.board_min_w is not None and r.board_max_w is not None and r.board_default_w is not None:
+            return (r.board_min_w, r.board_max_w, r.board_default_w)
+    return None
+
+
+def _gpu_type(snapshot: ClusterSnapshot, job_id: int) -> str | None:
+    """The GPU type the job ran on: its gres type, else its first node's; None if unknown."""
+    job = snapshot.job(job_id)
+    if job is None:
+        return None
+    if job.gpu_type:
+        return job.gpu_type
+    node = next((n for n in snapshot.nodes if job.nodes and n.name == job.nodes[0]), None)
+    return node.gpu_type if node is not None else None
+
+
+def _observation(run: MeteredRun, decision: dict[str, object], name: str | None,
+                 gpu: str | None = None) -> Observation | None:
+    """Mean GPU power in the configuration the job ran in, and the board it ran on; None if
+    it says nothing about one."""
     power = run.mean_power_w
     if run.shared or power is None:
         return None  # a shared GPU's energy is not this job's alone
@@ -129,7 +153,7 @@ def _observation(run: MeteredRun, decision: dict[str, object], name: str | None)
         return None
     cap = decision["cap_fraction"]
     config = Config(gpus=run.gpus, nodes=run.nodes, cap_fraction=float(cap) if cap else 1.0)  # type: ignore[arg-type]
-    return Observation(name, config, power_w=power)
+    return Observation(name, config, power_w=power, gpu=gpu, board=run.board)
 
 
 def _node_count(decision: dict[str, object] | None, snapshot: ClusterSnapshot, job_id: int) -> int | None:

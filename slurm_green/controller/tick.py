@@ -163,11 +163,11 @@ class Controller:
     def _learn(self, now: float, snapshot: ClusterSnapshot) -> list[str]:
         """Fold finished jobs' measurements into the models (``observe``), so later
         decisions use what was measured. Never fails the tick."""
-        observe = getattr(self.models, "observe", None)
+        learn = getattr(self.models, "learn", None)  # a models.base.TelemetrySink, or models that do not learn
         try:
             observations = self.telemetry.observations(now, snapshot)  # type: ignore[union-attr]
-            for seen in observations if observe is not None else ():
-                observe(seen.job_type, seen.config, measured_throughput=seen.throughput, measured_power_w=seen.power_w)
+            for seen in observations if learn is not None else ():
+                learn(seen)  # the board's limits, then throughput and power on that GPU type
         except Exception as exc:  # a broken spool or model must not stop scheduling
             log.warning("telemetry not read: %s", exc)
             return [f"telemetry not read ({exc})"]

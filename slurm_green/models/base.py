@@ -66,9 +66,9 @@ class Observation:
 
 
 class TelemetrySink(Protocol):
-    def observe(self, job_type: str | None, config: Config, measured_throughput: float | None = None,
-                measured_power_w: float | None = None, gpu: str | None = None) -> None:
-        """Refine ``job_type``'s model (on ``gpu``) with what a job in ``config`` was measured doing."""
+    def learn(self, seen: Observation) -> None:
+        """Refine the models with what one finished job was measured doing (its board's
+        limits, its throughput and power on its GPU type): the tick's one call per job."""
         ...
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 
@@ -95,3 +96,19 @@ def test_a_gpu_freq_site_stores_metered_energy_but_does_not_teach_caps(config, t
     assert not any("taught the models" in note for note in report.notes)
     assert controller.store.jobs()[0]["metered_energy_kwh"] == pytest.approx(1.0)
     assert not controller.models.corrections
+
+
+def test_the_board_limits_a_node_reported_reach_the_models(config, tmp_path) -> None:  # noqa: F811
+    """An H100 whose NVML says 150-600 W (not the profiled 200-700 W): the cap set follows the node."""
+    spool = tmp_path / "telemetry"
+    config = config.model_copy(update={"controller": config.controller.model_copy(update={"telemetry_dir": spool})})
+    parts = assemble(config, clock=ManualClock(NOW))
+    controller = parts.controller
+    controller.backend = MemoryBackend([dataclasses.replace(deferred_job(1), gpu_type="h100")])
+    controller.tick(NOW)
+    leave(spool, 1, "node1", energy_j=3.6e5, seconds=3600, gpus=1, board_min_w=150.0, board_max_w=600.0,
+          board_default_w=600.0)
+    report = controller.tick(NOW + 600)
+    assert report.notes[-1] == "1 measurement(s) of finished jobs taught the models"
+    board = controller.models.board("h100")
+    assert (board.min_w, board.max_w, board.default_w) == (150.0, 600.0, 600.0)

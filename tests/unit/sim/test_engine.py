@@ -178,8 +178,8 @@ class LearningModels(LinearModels):
     def __init__(self):
         self.observed = []
 
-    def observe(self, job_type, config, measured_throughput=None, measured_power_w=None):
-        self.observed.append((job_type, config, measured_throughput, measured_power_w))
+    def learn(self, seen):
+        self.observed.append((seen.job_type, seen.config, seen.throughput, seen.power_w))
 
 
 @pytest.mark.parametrize("learn", [True, False])

@@ -23,7 +23,8 @@ options x caps x starts):
    starts it between ticks the moment GPUs free, at whatever size it carries, so the
    increments that were to follow a shrink never come, and the shrunk size would be
    read back as its request at the next tick (see ``_Options.queued_col``);
-6. jobs admitted now get nodes (network packing, buddy blocks), see ``placement``.
+6. jobs admitted now get nodes (network packing, buddy blocks), see ``placement``; one
+   that does not fit is not started and queues at its requested size (``_enact``).
 
 Every plan is scored by one objective (``_expected_cost_s``): the expected sum of the
 pending jobs' completion times (admitted jobs start now, the others as GPUs free,
@@ -31,8 +32,10 @@ oldest first, running and planned jobs ending by their time limits), plus, while
 jobs queue, the delay its GPU-seconds cause the jobs queued behind. With a budget
 (``budget_fraction`` times the carbon of the same jobs run the carbon-agnostic way:
 requested GPUs, full power, start now) the candidates are the carbon-agnostic plan
-itself and the greedy plan at each price of a fixed grid; the plan taken is the best
-on the objective among those within the budget. Hence two guarantees, per decision:
+itself and the greedy plan at each price of a fixed grid, each scored and budgeted as
+enacted (after placement); the plan taken is the best on the objective among those
+within the budget. Hence two guarantees, per decision (not for a whole run, see
+docs/policies.md):
 at a budget of at least 1 the plan is never worse than the carbon-agnostic one on the
 objective (that plan is a candidate and fits), and a looser budget never gives a worse
 expected JCT (the candidates do not depend on the budget, a looser one only admits

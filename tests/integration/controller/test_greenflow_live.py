@@ -1,0 +1,87 @@
+"""GreenFlow and PowerFlow in the live controller: `slurm-green run --once` as the operator sgreen,
+configured with ``[policy] name = "greenflow"`` (or powerflow), resizes and places a managed elastic
+job on the Docker cluster, and the job runs with what was decided.
+
+The job asks for 1 GPU and allows ``gpus=1-N``. On the cluster (4 nodes x 4 GPUs, node1 half
+busy with an unmanaged job, where Slurm alone would have put a 1-GPU job) the models make more
+GPUs both faster and, capped, cheaper in carbon than 1 GPU at full power, the plan the budget
+is measured against; so the policy grows the job, pins it to whole free nodes and releases it
+at once (job_submit.lua had held it to its deadline). The test compares the decision the
+controller stored with the actions it recorded, with the pin Slurm holds (ReqNodes) and with
+what the job script saw (SLURM_JOB_GPUS, SLURM_JOB_NODELIST, its node).
+"""
+
+from __future__ import annotations
+
+import pytest
+from cluster import Cluster
+from controller_site import DONE, HOST_DIR, IN_CONTAINER, STATE, prepare, state_of, store_rows, write_carbon
+
+pytestmark = [pytest.mark.integration, pytest.mark.contract]
+
+REPORT = "/tmp/sg-greenflow-$SLURM_JOB_ID"
+SCRIPT = (f'echo "gpus=$SLURM_JOB_GPUS nodes=$SLURM_JOB_NODELIST num=$SLURM_JOB_NUM_NODES '
+          f'host=$SLURMD_NODENAME" > {REPORT}; sleep 20\n')
+
+
+@pytest.fixture(scope="module")
+def site(cluster: Cluster):
+    prepare(cluster)
+    yield cluster
+
+
+def run_once(c: Cluster, name: str, policy: str) -> None:
+    """One tick of the controller as a site runs it, over a flat (high) carbon series: the only
+    reasons to resize are speed and the budget, not a cleaner hour to wait for."""
+    carbon = write_carbon(0.0, 0.0, name=f"carbon-{name}")
+    (HOST_DIR / f"{name}.toml").write_text(
+        f'[controller]\nstate_db = "{STATE}/{name}.db"\ndecision_key_file = "/etc/slurm-green/decision.key"\n'
+        f'[carbon]\nsources = ["{carbon}"]\ncache_dir = "{STATE}/cache-{name}"\n'
+        f'[policy]\nname = "{policy}"\n')
+    c.exec("controller", "slurm-green", "run", "--once", "--config", f"{IN_CONTAINER}/{name}.toml", user="sgreen",
+           timeout=180)
+
+
+def recorded(c: Cluster, job: int) -> dict[str, str]:
+    """What the job script wrote on its batch node."""
+    def read() -> str | None:
+        for node in ("node1", "node2", "node3", "node4"):
+            text = c.sh(node, f"cat {REPORT.replace('$SLURM_JOB_ID', str(job))}", check=False).stdout.strip()
+            if text:
+                return text
+        return None
+
+    text = c.wait_for(read, 60, message=f"job {job} wrote what it got")
+    return dict(item.split("=", 1) for item in text.split())
+
+
+@pytest.mark.parametrize("policy, gpus", [("greenflow", "1-4"), ("greenflow", "1-8"), ("powerflow", "1-8")])
+def test_the_controller_resizes_and_places_an_elastic_job_and_it_runs_as_decided(
+        site: Cluster, policy: str, gpus: str) -> None:
+    c = site
+    name = f"{policy}-{gpus}"
+    # bob's unmanaged job half fills node1, so "where" is a real choice: a whole free node (or two)
+    busy = c.sbatch("bob", ["--gres=gpu:2", "-w", "node1", "-t", "3", "--comment", "green:off"], "sleep 120\n")
+    state_of(c, busy, {"RUNNING"}, 30)
+    job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "--comment", f"green:flex=20m,gpus={gpus}"],
+                   SCRIPT)
+    assert c.exec("controller", "squeue", "-h", "-j", str(job), "-o", "%r").stdout.strip() == "BeginTime"
+    run_once(c, name, policy)
+    [(per_node, count, nodes, start_at, reason)] = store_rows(
+        c, name, f"SELECT gpus_per_node, num_nodes, nodes, start_at, reason FROM decisions WHERE job_id = {job}")
+    decided = nodes.split(",") if nodes else []
+    assert per_node * count > 1 and len(decided) == count, reason
+    assert reason.startswith(f"start now on {count} node(s)"), reason
+    actions = store_rows(c, name, f"SELECT kind, ok, message FROM actions WHERE job_id = {job}")
+    assert all(ok for _, ok, _ in actions), actions
+    assert {"SetGpus", "SetNodes", "SetStartTime"} <= {kind for kind, _, _ in actions}, actions
+
+    pinned = c.exec("controller", "squeue", "-h", "-j", str(job), "-t", "all", "-O", "ReqNodes").stdout.strip()
+    assert sorted(c.exec("controller", "scontrol", "show", "hostnames", pinned).stdout.split()) == sorted(decided)
+    assert "node1" not in decided
+
+    state_of(c, job, {"RUNNING", *DONE}, 60)
+    got = recorded(c, job)
+    assert len(got["gpus"].split(",")) == per_node, got
+    allocated = c.exec("controller", "scontrol", "show", "hostnames", got["nodes"]).stdout.split()
+    assert int(got["num"]) == count and sorted(allocated) == sorted(decided) and got["host"] in decided, (got, decided)

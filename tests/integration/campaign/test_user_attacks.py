@@ -101,8 +101,14 @@ def attack_foreign_token_in_prolog(c: Cluster, config: str, key: bytes) -> dict[
 
 def attack_environment(c: Cluster, config: str, key: bytes) -> dict[str, bool]:
     """SLURM_GREEN_* settings in the user's environment must not reach the Prolog."""
-    job = c.sbatch("alice", ["--hold", "-w", "node4", "--gres=gpu:1", "-t", "5", "--comment", "green:cap=yes",
-                             "--export=ALL,SLURM_GREEN_DEFAULT_CAP=0.25,SLURM_GREEN_GPU_BACKEND=none"], "sleep 30\n")
+    # In alice's environment at sbatch (exported by default). Not `--export=ALL,VAR=...`: with any
+    # explicit variable, slurmd 24.11 in these unprivileged containers dies at the job's start
+    # ("fatal: clone: Operation not permitted"), whatever the variable (SLURM_GREEN_* or FOO).
+    out = c.exec("controller", "sbatch", "--parsable", "--output=/dev/null", "--chdir=/tmp", "--hold", "-w", "node4",
+                 "--gres=gpu:1", "-t", "5", "--comment", "green:cap=yes", user="alice",
+                 input="#!/bin/bash\nsleep 30\n",
+                 env={"SLURM_GREEN_DEFAULT_CAP": "0.25", "SLURM_GREEN_GPU_BACKEND": "none"}).stdout
+    job = int(out.strip().split(";")[0])
     c.exec("controller", "scontrol", "release", str(job), user="sgreen")
     c.wait_for(lambda: f"prolog job={job}:" in hook_log(c), 60, message="prolog ran")
     limits = json.loads(c.exec("node4", "cat", f"{GPU_STATE}/gpus.json", check=False).stdout or '{"devices": {}}')
@@ -149,7 +155,7 @@ def attack_array(c: Cluster, config: str, key: bytes) -> dict[str, bool]:
     tasks = [int(line.split()[0]) for line in c.exec("controller", "squeue", "-h", "-r", "-t", "all", "-o",
                                                       "%A %F").stdout.splitlines() if line.split()[1] == str(array)]
     for task in tasks:
-        c.wait_for(lambda t=task: f"prolog job={t}:" in hook_log(c), 60, message=f"prolog of task {t}")
+        c.wait_for(lambda t=task: f"prolog job={t}:" in hook_log(c), 60, message=f"prolog of task {task}")
     log = hook_log(c)
     uncapped = [t for t in tasks if f"prolog job={t}: decision token ignored" in log
                 or not any(f"prolog job={t}: gpu" in line and f"-> {CAP_W:.0f} W" in line for line in log.splitlines())]

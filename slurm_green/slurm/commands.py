@@ -54,8 +54,15 @@ def format_start_time(start: float, now: float) -> str:
 
 
 def gres_gpu(count: int, gpu_type: str | None) -> str:
-    """``TresPerNode`` value; a job's GPU type is kept so a change never widens its request."""
-    return f"gres/gpu:{gpu_type}:{count}" if gpu_type else f"gres/gpu:{count}"
+    """``Gres`` value; a job's GPU type is kept so a change never widens its request.
+
+    ``Gres=gpu:N``, not ``TresPerNode=gres/gpu:N``: scontrol turns ``Gres`` into its own
+    version's ``TresPerNode`` spelling. Slurm 22.05 spells it ``gres:gpu:N``, and given
+    ``TresPerNode=gres/gpu:N`` it answers success, shows the new count and still allocates
+    the old one (seen on the Docker cluster: asked 3, ran on 1 GPU); 24.11 and 26.05 take all
+    three spellings.
+    """
+    return f"gpu:{gpu_type}:{count}" if gpu_type else f"gpu:{count}"
 
 
 def req_node_list(nodes: Sequence[str]) -> str:
@@ -68,7 +75,7 @@ def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[s
     if isinstance(action, SetStartTime):
         return {"StartTime": format_start_time(action.start, now)}
     if isinstance(action, SetGpus):
-        fields = {"TresPerNode": gres_gpu(action.gpus_per_node, job.gpu_type if job else None)}
+        fields = {"Gres": gres_gpu(action.gpus_per_node, job.gpu_type if job else None)}
         if action.num_nodes is not None:
             fields["NumNodes"] = str(action.num_nodes)
         return fields

@@ -58,7 +58,7 @@ def test_fields_of_one_job_share_one_update():
         "update",
         "JobId=5",
         f"StartTime={commands.format_start_time(NOW + 60, NOW)}",
-        "TresPerNode=gres/gpu:a100:2",
+        "Gres=gpu:a100:2",
         "NumNodes=1",
         f"Comment=green:flex=6h my run {TOKEN}",
         "Nice=10",
@@ -99,7 +99,7 @@ def test_hold_and_release_keep_their_place_in_the_order():
 
 def test_gpu_change_without_known_type():
     planned = commands.plan([(0, SetGpus(8, 4))], jobs(), NOW)
-    assert planned[0].argv == ("scontrol", "update", "JobId=8", "TresPerNode=gres/gpu:4")
+    assert planned[0].argv == ("scontrol", "update", "JobId=8", "Gres=gpu:4")
 
 
 def test_two_decisions_for_one_job_build_on_each_other():
@@ -116,10 +116,10 @@ def test_a_placement_is_one_update_with_gpus_node_count_and_node_list():
     22.05, 26.05: one update, any order of the fields), with finer fallbacks in the planner's order."""
     planned = commands.plan([(0, SetGpus(9, 4, num_nodes=2)), (1, SetNodes(9, ("node1", "node2"))),
                              (2, SetStartTime(9, NOW))], jobs(j9=Job(9, gpus_per_node=1)), NOW)
-    assert argvs(planned) == ["scontrol update JobId=9 TresPerNode=gres/gpu:4 NumNodes=2 ReqNodeList=node1,node2 "
+    assert argvs(planned) == ["scontrol update JobId=9 Gres=gpu:4 NumNodes=2 ReqNodeList=node1,node2 "
                               "StartTime=now"]
     assert [" ".join(c.argv[3:]) for c in planned[0].fallback] == [
-        "TresPerNode=gres/gpu:4 NumNodes=2", "ReqNodeList=node1,node2", "StartTime=now"]
+        "Gres=gpu:4 NumNodes=2", "ReqNodeList=node1,node2", "StartTime=now"]
 
 
 def test_an_empty_node_list_clears_the_pin():

@@ -11,7 +11,7 @@ What the controller calls (see ``docs/carbon.md``)::
 
     from slurm_green.carbon import CarbonFeed, CarbonSecrets, CarbonUnavailable, parse_sources
 
-    feed = CarbonFeed(parse_sources(config.carbon_sources, CarbonSecrets.load(config.secrets)),
+    feed = CarbonFeed(parse_sources(config.carbon_sources, CarbonSecrets.load()),
                       cache_path=state_dir / "carbon.json")
     feed.start()                          # once; refreshes every 10 min in a daemon thread
     try:

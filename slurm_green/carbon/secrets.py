@@ -1,7 +1,8 @@
 """Provider credentials, wrapped so they never reach a log, an exception or a repr.
 
-Each credential is looked up in this order: the config mapping (key
-``electricitymaps_token``, ``watttime_username``, ``watttime_password``), the
+Each credential is looked up in this order: a mapping the caller passes (library
+use, keys ``electricitymaps_token``, ``watttime_username``, ``watttime_password``;
+the controller's config has no credential keys and passes none), the
 environment (``ELECTRICITYMAPS_TOKEN``, ``WATTTIME_USERNAME``,
 ``WATTTIME_PASSWORD``), then a file named by the ``*_FILE`` variant of that
 variable (Docker/Kubernetes secrets; surrounding whitespace is stripped).

@@ -1,6 +1,6 @@
 """Prometheus metrics of the controller, so that an admin sees it work (or not) and can graph it.
 
-What each tick exports (templates/grafana/slurm-green.json draws them; docs/operations.md
+What each tick exports (slurm_green/templates/grafana/slurm-green.json draws them; docs/operations.md
 lists them): the carbon intensity now, which source answered and whether it is
 synthetic, deferred jobs, decisions and actions by kind, caps in force, the estimated
 carbon saved and the energy accounted, tick duration and failures, and whether an

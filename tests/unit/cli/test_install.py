@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from slurm_green.cli import install as install_module
 from slurm_green.cli import main
 from slurm_green.gpu import wrappers
+from slurm_green.job_submit import plugin_path
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -156,7 +157,7 @@ def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) 
         "    return slurm.SUCCESS\n"
         "end\n"
         "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end\n"
-        + chain.replace("/etc/slurm/job_submit_green.lua", str(REPO / "job_submit" / "job_submit.lua"))
+        + chain.replace("/etc/slurm/job_submit_green.lua", str(plugin_path()))
         + "return slurm.SUCCESS\n")
     lua = LuaPlugin(site)
     try:

@@ -1,5 +1,5 @@
 --[[
-Test harness for job_submit/job_submit.lua: a fake `slurm` table, the plugin loaded as
+Test harness for slurm_green/job_submit/job_submit.lua: a fake `slurm` table, the plugin loaded as
 slurmctld loads it, and a line protocol on stdin/stdout so that pytest can drive one
 Lua 5.1 process for many cases (see lua_plugin.py).
 

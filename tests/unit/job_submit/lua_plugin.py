@@ -1,4 +1,4 @@
-"""Drive job_submit/job_submit.lua in a real Lua 5.1 interpreter through harness.lua.
+"""Drive the packaged job_submit.lua (slurm_green/job_submit/) in a real Lua 5.1 interpreter through harness.lua.
 
 One interpreter serves a whole module (starting one per case would dominate the
 property test); each case sends one request line and reads one answer line.
@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-PLUGIN = REPO / "job_submit" / "job_submit.lua"
+from slurm_green.job_submit import plugin_path
+
+PLUGIN = plugin_path()
 HARNESS = Path(__file__).with_name("harness.lua")
 LUA = shutil.which("lua5.1")
 

@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from slurm_green.cli.errors import CliError
+from slurm_green.cli.plot_extra import needs_plots
 from slurm_green.cli.timefmt import iso, local_time_option, parse_time, stamp
 from slurm_green.controller.config import DEFAULT_PATH, load_config
 from slurm_green.controller.report import energy_kwh, in_period, job_report, summary, totals
@@ -135,7 +136,7 @@ def _amount(value: object) -> str:
 @click.option("--until", help="... up to this time (ISO, or a duration ago); default now.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (times as POSIX seconds).")
 @click.option("--csv", "as_csv", is_flag=True, help="One CSV row per job on stdout (times as ISO 8601).")
-@click.option("--plot", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+@click.option("--plot", type=click.Path(dir_okay=False, writable=True, path_type=Path), callback=needs_plots,
               help="Write a PNG of carbon as run and saved, per user.")
 @local_time_option
 def report(config_path: Path, user: str | None, account: str | None, since: str | None, until: str | None,

@@ -15,6 +15,7 @@ from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.spec import parse_source_spec, parse_sources
 from slurm_green.carbon.timebase import utc_now
 from slurm_green.carbon.windows import low_carbon_windows
+from slurm_green.cli.plot_extra import needs_plots
 from slurm_green.controller.config import DEFAULT_PATH, load_config
 
 SOURCE_HELP = "Source spec (repeat or comma-separate for a fallback chain), e.g. ukgrid, csv:PATH?replay=1, synthetic."
@@ -40,7 +41,8 @@ def carbon() -> None:
 @click.option("--source", "specs", multiple=True, default=("synthetic",), show_default=True, help=SOURCE_HELP)
 @click.option("--hours", default=48, show_default=True, type=click.IntRange(1, 24 * 14), help="Hours ahead.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), help="Write a PNG of the forecast.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), callback=needs_plots,
+              help="Write a PNG of the forecast.")
 @click.option("--at", help="Evaluate at this UTC time instead of now (for recorded files).")
 def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, at: str | None) -> None:
     """Show the carbon-intensity forecast of the next hours and its low-carbon windows."""

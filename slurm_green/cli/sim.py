@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from slurm_green.cli.plot_extra import needs_plots
 from slurm_green.sim.bench import POLICY_NAMES
 from slurm_green.sim.cluster import ClusterSpec, default_cluster
 from slurm_green.sim.engine import TraceOptions
@@ -54,6 +55,11 @@ def _output_file(ctx: click.Context, param: click.Parameter, value: str | None) 
     if not os.access(folder, os.W_OK):
         raise click.BadParameter(f"{value}: directory {folder} is not writable")
     return value
+
+
+def _plot_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--plot``: matplotlib installed, and a file that can be written."""
+    return _output_file(ctx, param, needs_plots(ctx, param, value))  # type: ignore[arg-type]
 
 
 def _time_zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -147,7 +153,7 @@ def _common(func):  # type: ignore[no-untyped-def]
         click.option("--limit", type=click.IntRange(min=1), default=None, help="Only the first N jobs of the trace."),
         click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True), default=None,
                      callback=_output_file, help="Write the results as JSON to this file ('-': stdout)."),
-        click.option("--plot", "plot_out", type=click.Path(dir_okay=False), default=None, callback=_output_file,
+        click.option("--plot", "plot_out", type=click.Path(dir_okay=False), default=None, callback=_plot_file,
                      help="Write a PNG figure to this file."),
     ]):
         func = option(func)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from pathlib import Path
+from importlib.resources import files
 
 import pandas as pd
 from prometheus_client import generate_latest
@@ -26,7 +26,7 @@ from slurm_green.policy.window import WindowPolicy
 
 NOW = 1_700_000_000.0
 KEY = b"k" * 32
-DASHBOARD = Path(__file__).parents[3] / "templates" / "grafana" / "slurm-green.json"
+DASHBOARD = files("slurm_green.templates") / "grafana" / "slurm-green.json"  # as the wheel ships it
 MARKED = "sg:managed=1;flex=21600;cap=1;share=0"
 
 

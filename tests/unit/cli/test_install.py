@@ -168,3 +168,19 @@ def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) 
         assert str(passed.job["admin_comment"]).startswith("sg:managed=1;flex=3600")
     finally:
         lua.close()
+
+
+def test_the_printed_plugin_line_copies_the_installed_plugin(tmp_path) -> None:
+    """The line names the head node's interpreter, whose install carries job_submit.lua."""
+    [line] = [x for x in invoke("--print", "--python", sys.executable).splitlines()
+              if x.startswith("install -m 0644 ") and x.endswith(" /etc/slurm/job_submit.lua")]
+    target = tmp_path / "job_submit.lua"
+    subprocess.run(["sh", "-c", line.replace("/etc/slurm/job_submit.lua", shlex.quote(str(target)))], check=True)
+    assert target.read_bytes() == plugin_path().read_bytes()
+
+
+def test_nodes_get_a_venv_with_the_nvml_extra() -> None:
+    """Debian 12+ refuses a system-wide pip install (PEP 668): the printed node steps use a venv."""
+    text = section(invoke("--print"), "# --- slurm-green: installation steps")
+    assert "python3 -m venv /opt/slurm-green/venv && /opt/slurm-green/venv/bin/pip install 'slurm-green[nvml]'" in text
+    assert "--node-python /opt/slurm-green/venv/bin/python --prefix ''" in text

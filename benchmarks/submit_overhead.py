@@ -31,7 +31,7 @@ RPC = "REQUEST_SUBMIT_BATCH_JOB"
 BATCH = 100  # sbatch calls per docker exec
 CONF = "/etc/slurm/slurm.conf"
 INSTALLED = "/etc/slurm/job_submit.lua"
-OURS = "/opt/slurm-green/job_submit/job_submit.lua"
+OURS = "/opt/slurm-green/slurm_green/job_submit/job_submit.lua"
 #: Slurm's Lua plugin with a script that does nothing: what any job_submit.lua costs.
 EMPTY_PLUGIN = """function slurm_job_submit(job_desc, part_list, submit_uid) return slurm.SUCCESS end
 function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end

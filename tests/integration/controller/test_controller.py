@@ -128,7 +128,7 @@ def test_a_runtime_error_inside_job_submit_lua_lets_the_job_in(controller_site: 
                               capture_output=True, text=True, timeout=60)
         assert "job_submit.lua submit failed, job let through" in logs.stdout + logs.stderr
     finally:
-        c.sh("slurmctld", f"cp /opt/slurm-green/job_submit/job_submit.lua {installed}")
+        c.sh("slurmctld", f"cp /opt/slurm-green/slurm_green/job_submit/job_submit.lua {installed}")
         c.exec("slurmctld", "scontrol", "reconfigure")
         c.wait_for(lambda: c.exec("controller", "scontrol", "ping", check=False).returncode == 0, 60)
 

@@ -1,7 +1,7 @@
 """Enactment on the Docker cluster: job_submit.lua, the Prolog's caps, the Epilog's restore.
 
 Needs a cluster brought up (`docker/cluster up`) with the Prolog/Epilog wrappers
-and job_submit/job_submit.lua installed; the nodes are switched to emulated GPUs here by
+and slurm_green/job_submit/job_submit.lua installed; the nodes are switched to emulated GPUs here by
 writing /etc/slurm-green/gpu.conf (removed again at the end).
 """
 

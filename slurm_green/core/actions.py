@@ -21,7 +21,7 @@ class SetStartTime:
 
 @dataclass(frozen=True, slots=True)
 class SetGpus:
-    """GPUs per node (``TresPerNode=gres/gpu:N``) and, optionally, the node count."""
+    """GPUs per node (enacted as ``Gres=gpu[:type]:N``) and, optionally, the node count."""
 
     job_id: int
     gpus_per_node: int

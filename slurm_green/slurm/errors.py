@@ -29,6 +29,7 @@ _PATTERNS: tuple[tuple[str, ActionError], ...] = (
     ("invalid generic resource", ActionError.INVALID),
     ("invalid trackable resource", ActionError.INVALID),
     ("invalid node count", ActionError.INVALID),
+    ("invalid node name", ActionError.INVALID),
     ("requested node configuration is not available", ActionError.INVALID),
     ("invalid nice value", ActionError.INVALID),
     ("invalid time specification", ActionError.INVALID),

@@ -94,6 +94,7 @@ def job_record(job: Any) -> dict[str, Any]:
         "node_count": getattr(job, "num_nodes", None),
         "tres_per_node": gres_text(getattr(job, "gres_per_node", None)),
         "nodes": getattr(job, "allocated_nodes", None),
+        "required_nodes": getattr(job, "required_nodes", None),
         "priority": priority,
         "nice": getattr(job, "nice", None),
         "hold": priority == 0,

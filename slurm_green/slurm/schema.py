@@ -167,7 +167,7 @@ def parse_job(record: Record) -> Job:
         gpus_per_node=gpus,
         shards_per_node=shards,
         gpu_type=gpu_type,
-        nodes=hostlist.expand(text(record.get("nodes"))),
+        nodes=_nodes(record),
         priority=priority,
         nice=integer(record.get("nice")),
         held=held,
@@ -175,6 +175,13 @@ def parse_job(record: Record) -> Job:
         admin_comment=text(record.get("admin_comment")),
         tres_freq=text(record.get("tres_freq")),
     )
+
+
+def _nodes(record: Record) -> tuple[str, ...]:
+    """The nodes a job runs on, or a pending job's pin (``ReqNodeList``, the controller's
+    node decision): Slurm lists no nodes for a pending job, only the ones it must get."""
+    allocated = text(record.get("nodes"))
+    return hostlist.expand(allocated or text(record.get("required_nodes")))
 
 
 def parse_node(record: Record) -> Node:

@@ -44,6 +44,7 @@ FIELDS = (
     ("tres-per-job", "tres_per_job"),
     ("tres-alloc", "tres_alloc_str"),
     ("NodeList", "nodes"),
+    ("ReqNodes", "required_nodes"),
     ("PriorityLong", "priority"),
     ("Nice", "nice"),
     ("tres-freq", "tres_freq"),

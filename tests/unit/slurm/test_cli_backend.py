@@ -131,7 +131,7 @@ def test_apply_merges_a_jobs_fields_and_runs_under_utc():
             "update",
             "JobId=5",
             "StartTime=2027-01-15T09:00:00",
-            "TresPerNode=gres/gpu:a100:4",
+            "Gres=gpu:a100:4",
             f"Comment=green:flex=6h mine {TOKEN}",
         )
     ]

@@ -97,3 +97,12 @@ def test_a_job_whose_fields_cannot_be_read_is_left_out_with_a_warning(caplog):
     (job,) = squeue_text.parse_jobs(text, DELIM)
     assert job.job_id == 9
     assert "job 8 left out of this snapshot" in caplog.text
+
+
+def test_a_pending_jobs_node_pin_is_read_back_as_its_nodes():
+    """The controller's ReqNodeList decision is seen at the next tick (not sent again)."""
+    (pinned,) = squeue_text.parse_jobs(line(job_id="11", nodes="", required_nodes="node[2-3]"), DELIM)
+    assert pinned.nodes == ("node2", "node3")
+    (running,) = squeue_text.parse_jobs(line(job_id="12", job_state="RUNNING", nodes="node1",
+                                             required_nodes="node[2-3]"), DELIM)
+    assert running.nodes == ("node1",)

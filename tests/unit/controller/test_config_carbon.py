@@ -7,49 +7,21 @@ carbon comes from real files and a real local HTTP server.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Sequence
 
 import pandas as pd
 import pytest
+from test_tick import MemoryBackend, deferred_job
 
 from slurm_green.carbon.source import NoCarbonSource
 from slurm_green.controller.assemble import assemble
 from slurm_green.controller.config import Config, ConfigError, load_config
-from slurm_green.core.actions import Action, ActionResult, SetDecision, SetStartTime
+from slurm_green.core.actions import SetStartTime
 from slurm_green.core.clock import ManualClock
-from slurm_green.core.cluster import ClusterSnapshot, Job
-from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.core.cluster import Job
 
 NOW = pd.Timestamp("2026-01-05 10:30", tz="UTC").timestamp()
-
-
-class MemoryBackend:
-    """A cluster of pending jobs that takes StartTime and decision changes."""
-
-    def __init__(self, jobs: Sequence[Job]) -> None:
-        self.jobs = {job.job_id: job for job in jobs}
-
-    def snapshot(self) -> ClusterSnapshot:
-        return ClusterSnapshot(taken_at=NOW, jobs=tuple(self.jobs.values()))
-
-    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
-        for action in actions:
-            job = self.jobs[action.job_id]
-            if isinstance(action, SetStartTime):
-                job = dataclasses.replace(job, eligible_time=action.start)
-            elif isinstance(action, SetDecision):
-                job = dataclasses.replace(job, comment=action.token)
-            self.jobs[action.job_id] = job
-        return [ActionResult(action) for action in actions]
-
-
-def deferred_job(job_id: int) -> Job:
-    """A managed job whose fallback start (its deadline) is 6 h away, as job_submit.lua leaves it."""
-    options = GreenOptions(max_delay_s=6 * 3600, deadline=NOW + 6 * 3600)
-    return Job(job_id, name="resnet50", submit_time=NOW - 60, eligible_time=NOW + 6 * 3600, time_limit_s=3600,
-               gpus_per_node=1, admin_comment="sg:" + format_marker(options))
 
 
 def write_config(tmp_path, carbon: str) -> Config:
@@ -73,7 +45,7 @@ def tick(config: Config, jobs: Sequence[Job]):
         parts.feed.refresh()
     except Exception:
         pass  # what `run` does: a failed first fetch is logged, the controller goes on
-    parts.controller.backend = MemoryBackend(jobs)
+    parts.controller.backend = MemoryBackend(jobs, taken_at=NOW)
     return parts, parts.controller.tick(NOW)
 
 
@@ -81,7 +53,7 @@ def test_no_carbon_section_means_no_source_and_a_carbon_agnostic_controller_that
     config = write_config(tmp_path, "")
     assert config.carbon.sources == [] and not config.carbon.allow_synthetic
     with caplog.at_level(logging.WARNING):
-        parts, report = tick(config, [deferred_job(1)])
+        parts, report = tick(config, [deferred_job(1, NOW)])
     assert "no carbon source configured ([carbon] sources): the controller is carbon-agnostic" in caplog.text
     assert isinstance(parts.feed.source, NoCarbonSource)
     assert [a for a in report.actions if isinstance(a, SetStartTime)] == [SetStartTime(1, NOW)]
@@ -101,7 +73,7 @@ def test_synthetic_is_refused_in_one_line_naming_the_fix(tmp_path, sources):
 def test_synthetic_where_allowed_drives_the_controller_and_the_log_says_so(tmp_path, caplog):
     config = write_config(tmp_path, '[carbon]\nallow_synthetic = true\nsources = ["synthetic"]\n')
     with caplog.at_level(logging.WARNING):
-        parts, report = tick(config, [deferred_job(1)])
+        parts, report = tick(config, [deferred_job(1, NOW)])
     assert "'synthetic' (made-up numbers) may drive this controller" in caplog.text
     assert report.carbon_source == "synthetic"
 
@@ -140,7 +112,7 @@ def test_a_broken_csv_at_start_falls_through_to_the_next_source(tmp_path, fault,
     config = write_config(tmp_path, f'[carbon]\nsources = ["csv:{broken}?replay=1", "csv:{good}?replay=1"]\n'
                                     f'cache_dir = "{tmp_path}/cache"\n')
     with caplog.at_level(logging.WARNING):
-        parts, report = tick(config, [deferred_job(1)])
+        parts, report = tick(config, [deferred_job(1, NOW)])
     assert report.carbon_source == f"csv:{good}?replay=1"
     [warning] = [r.getMessage() for r in caplog.records if "falling through" in r.getMessage()]
     assert warning.startswith(f"carbon source csv:{broken}?replay=1 failing, falling through to the next: ")
@@ -153,7 +125,7 @@ def test_every_source_broken_at_start_the_controller_runs_and_releases_deferred_
     config = write_config(tmp_path, f'[carbon]\nsources = ["csv:{broken}?replay=1", '
                                     f'"ukgrid?base_url={httpserver.url_for("")}"]\n'
                                     f'cache_dir = "{tmp_path}/cache"\n')
-    parts, report = tick(config, [deferred_job(1), deferred_job(2)])
+    parts, report = tick(config, [deferred_job(1, NOW), deferred_job(2, NOW)])
     assert report.carbon_source is None
     assert [a for a in report.actions if isinstance(a, SetStartTime)] == [SetStartTime(1, NOW), SetStartTime(2, NOW)]
     [note] = [n for n in report.notes if "carbon data unavailable" in n]
@@ -166,7 +138,7 @@ def test_a_source_failing_mid_run_falls_through_at_the_next_refresh(tmp_path):
     second = hourly_csv(tmp_path / "second.csv", low_from=3)
     config = write_config(tmp_path, f'[carbon]\nsources = ["csv:{first}?replay=1", "csv:{second}?replay=1"]\n'
                                     f'cache_dir = "{tmp_path}/cache"\n')
-    parts, report = tick(config, [deferred_job(1)])
+    parts, report = tick(config, [deferred_job(1, NOW)])
     assert report.carbon_source == f"csv:{first}?replay=1"
     first.write_text("timestamp,value\nnot,numbers\n")
     parts.feed.refresh()

@@ -32,12 +32,13 @@ KEY = b"k" * 32
 class MemoryBackend:
     """A cluster of pending jobs that takes StartTime and decision changes."""
 
-    def __init__(self, jobs: Sequence[Job]) -> None:
+    def __init__(self, jobs: Sequence[Job], taken_at: float = NOW) -> None:
         self.jobs = {job.job_id: job for job in jobs}
+        self.taken_at = taken_at
         self.applied: list[Action] = []
 
     def snapshot(self) -> ClusterSnapshot:
-        return ClusterSnapshot(taken_at=NOW, jobs=tuple(self.jobs.values()))
+        return ClusterSnapshot(taken_at=self.taken_at, jobs=tuple(self.jobs.values()))
 
     def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
         for action in actions:
@@ -51,10 +52,10 @@ class MemoryBackend:
         return [ActionResult(action) for action in actions]
 
 
-def deferred_job(job_id: int) -> Job:
-    """A managed job whose fallback start (its deadline) is 6 h away, as job_submit.lua leaves it."""
-    options = GreenOptions(max_delay_s=6 * 3600, deadline=NOW + 6 * 3600)
-    return Job(job_id, name="resnet50", submit_time=NOW - 60, eligible_time=NOW + 6 * 3600, time_limit_s=3600,
+def deferred_job(job_id: int, now: float = NOW) -> Job:
+    """A managed job whose fallback start (its deadline) is 6 h after ``now``, as job_submit.lua leaves it."""
+    options = GreenOptions(max_delay_s=6 * 3600, deadline=now + 6 * 3600)
+    return Job(job_id, name="resnet50", submit_time=now - 60, eligible_time=now + 6 * 3600, time_limit_s=3600,
                gpus_per_node=1, admin_comment="sg:" + format_marker(options))
 
 

@@ -88,6 +88,7 @@ def install(print_only: bool, hooks_dir: Path | None, config_path: Path, prefix:
         "python_bin": python_bin, "node_python": node_python,
         "hooks_dir": hooks_dir or wrappers.HOOKS_DIR, "read_write_paths": read_write_paths(config),
         "gpu_type": gpu_type or (gres_type(models[0]) if len(set(models)) == 1 else None), "gpu_models": models,
+        "dry_run": config.controller.dry_run,
     }
     click.echo("\n".join(render(name, **context) for name in SITE_TEMPLATES))
 

@@ -43,6 +43,11 @@ local SETTINGS = {
     -- Set to true when the site enacts decisions as --gpu-freq (TresFreq) instead of
     -- power caps (gpu enactment = gpu_freq): then TresFreq is guarded as well.
     guard_tres_freq = false,
+    -- Set to true while the controller runs with dry_run = true: jobs are still marked (so
+    -- the controller sees what it would manage), but nothing users see changes: no
+    -- deferral to the deadline (a dry-run controller never moves a job earlier, so jobs
+    -- would wait their whole flex) and no guard on their own updates.
+    dry_run = false,
 }
 
 ------------------------------------------------------------------------------------------
@@ -320,7 +325,7 @@ local function on_submit(job_desc)
         -- A user's own --begin stays the earliest start; flex counts from there.
         local base = (begin > now and begin < 4294967294) and begin or now
         options.deadline = base + options.flex_s
-        if math.floor(options.deadline) > base then
+        if math.floor(options.deadline) > base and not SETTINGS.dry_run then
             job_desc.begin_time = math.floor(options.deadline)
         end
     end
@@ -370,7 +375,7 @@ end
 
 local function on_modify(job_desc, job_rec, modify_uid)
     if PRIVILEGED_UIDS[tonumber(modify_uid)] then return slurm.SUCCESS end
-    if not marker_says_managed(job_rec.admin_comment) then
+    if SETTINGS.dry_run or not marker_says_managed(job_rec.admin_comment) then
         local comment = job_desc.comment
         if comment and comment:find(TOKEN_PATTERN) then
             job_desc.comment = strip_tokens(comment)

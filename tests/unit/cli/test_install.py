@@ -184,3 +184,11 @@ def test_nodes_get_a_venv_with_the_nvml_extra() -> None:
     text = section(invoke("--print"), "# --- slurm-green: installation steps")
     assert "python3 -m venv /opt/slurm-green/venv && /opt/slurm-green/venv/bin/pip install 'slurm-green[nvml]'" in text
     assert "--node-python /opt/slurm-green/venv/bin/python --prefix ''" in text
+
+
+def test_a_dry_run_config_says_to_set_the_plugins_dry_run_too(tmp_path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[controller]\ndry_run = false\n")
+    assert "dry_run = true` in the plugin" not in invoke("--print", config=config)
+    config.write_text("[controller]\ndry_run = true\n")
+    assert "set `dry_run = true` in the plugin's SETTINGS too" in invoke("--print", config=config)

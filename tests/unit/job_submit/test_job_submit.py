@@ -264,3 +264,14 @@ def test_per_job_cost_is_well_under_a_millisecond(plugin: LuaPlugin) -> None:
     seconds = answer.extra["seconds_per_job"]
     print(f"job_submit.lua: {seconds * 1e6:.1f} us per job")
     assert seconds < 2e-4
+
+
+def test_a_dry_run_site_marks_jobs_but_changes_nothing_users_see(fresh_plugin: LuaPlugin) -> None:
+    """With the controller in dry_run, jobs must not wait their flex for a controller that
+    never moves them earlier, and users keep changing their own jobs."""
+    fresh_plugin.set(dry_run=True)
+    answer = fresh_plugin.submit(comment="green:flex=1h")
+    assert answer.rc == 0 and answer.job["begin_time"] == 0  # as submitted: no deferral
+    assert answer.job["admin_comment"] == format_marker(GreenOptions(max_delay_s=3600, deadline=NOW + 3600))
+    managed = {"job_id": 42, "admin_comment": answer.job["admin_comment"]}
+    assert fresh_plugin.modify(1001, managed, begin_time=NOW + 60).rc == 0

@@ -2,6 +2,11 @@
 
 Slurm prints allocated nodes compressed; the snapshot needs the individual names to
 match jobs to nodes. Only expansion is needed: Slurm accepts plain comma lists back.
+
+Why not python-hostlist (the well-kept library for this): it is GPL-2.0-or-later, and
+slurm-green is Apache-2.0; a dependency under the GPL would bind every redistribution
+of slurm-green to its terms. Expansion alone is this small module, tested on Slurm's
+own outputs of three versions.
 """
 
 from __future__ import annotations

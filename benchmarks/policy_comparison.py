@@ -25,7 +25,8 @@ from rich.table import Table
 
 from slurm_green.carbon.datasets import shared_data_dir
 from slurm_green.cli.sim import _cluster, _load, _models, _options, _signal
-from slurm_green.sim.bench import BASELINES, POLICY_NAMES, BenchResult, plot_frontier, run_bench, settings_of, speedup_text
+from slurm_green.cli.plots import frontier_figure, save
+from slurm_green.sim.bench import BASELINES, POLICY_NAMES, BenchResult, run_bench, settings_of, speedup_text
 from slurm_green.sim.engine import TraceOptions
 
 DEFAULT_TRACES = "pollux_workloads/workload-1.csv,gavel_philly_ee9e8c_seed0.trace:500"
@@ -96,8 +97,8 @@ def main() -> None:
                 signal = _signal(region, workload)
                 result = run_bench(workload, spec, signal, models, region, options, on_run=lambda what: progress.update(
                     task, description=f"{name} {region}: {what}", advance=1))
-                plot_frontier(result, str(out_dir / f"{name.replace('/', '_')}_{region}.png"),
-                              f"{name} ({len(workload)} jobs), {spec.nodes}x{spec.gpus_per_node} GPUs, {region}")
+                save(frontier_figure(result, f"{name} ({len(workload)} jobs), {spec.nodes}x{spec.gpus_per_node} GPUs, "
+                                             f"{region}"), out_dir / f"{name.replace('/', '_')}_{region}.png")
                 c = cell(result)
                 rows.append((f"{name}\n{len(workload)} jobs", region, c))
                 results[f"{name} {region}"] = {"jobs": len(workload), "cluster": spec.__dict__, **c}

@@ -193,25 +193,3 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: obj
         if "powerflow" in frontier:
             result.equal_energy[base] = s["avg_jct_s"] / best_at(frontier["powerflow"], "energy_kwh", s["energy_kwh"])
     return result
-
-
-def plot_frontier(result: BenchResult, path: str, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for name, points in result.frontier.items():
-        pts = sorted(points, key=lambda p: p.carbon_kg)
-        ax.plot([p.carbon_kg for p in pts], [p.avg_jct_s / 3600 for p in pts], marker="o", label=name)
-    ax.axvline(result.lower_bound.carbon_kg, color="k", linestyle="--", label="carbon lower bound")
-    ax.set_xlabel("carbon of the jobs (kg CO2eq)")
-    ax.set_ylabel("average JCT (h, log scale)")
-    ax.set_yscale("log")
-    ax.set_title(title)
-    ax.legend(fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)

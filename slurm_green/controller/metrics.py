@@ -74,6 +74,9 @@ class ControllerMetrics:
         self.saved_kg = Gauge("slurm_green_estimated_saved_kg_co2",
                               "Estimated kg CO2 saved against starting each job when first seen (jobs in the store)",
                               registry=r)
+        self.saved_kwh = Gauge("slurm_green_estimated_saved_kwh",
+                               "Estimated kWh saved against each job as asked (requested GPUs, no cap; jobs in the store)",
+                               registry=r)
         self.energy_kwh = Gauge("slurm_green_energy_kwh",
                                 "Energy of the jobs in the store: modelled while they ran, or metered by the Epilog",
                                 ["method"], registry=r)
@@ -151,7 +154,9 @@ class ControllerMetrics:
         if controller.store is None:
             return
         rows = job_rows(controller.store)
-        self.saved_kg.set(totals(rows)["saved_kg"])
+        summary = totals(rows)
+        self.saved_kg.set(summary["saved_kg"])
+        self.saved_kwh.set(summary["saved_kwh"])
         for method, key in (("modelled", "run_energy_kwh"), ("metered", "metered_energy_kwh")):
             self.energy_kwh.labels(method).set(sum(float(r[key]) for r in rows if r[key] is not None))  # type: ignore[arg-type]
         self.carbon_kg.set(sum(float(r["run_carbon_kg"]) for r in rows if r["run_carbon_kg"] is not None))  # type: ignore[arg-type]

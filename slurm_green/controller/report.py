@@ -80,6 +80,7 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
             "expected_energy_kwh": last["expected_energy_kwh"],
             "expected_carbon_kg": last["expected_carbon_kg"],
             "carbon_if_now_kg": first["carbon_if_now_kg"],
+            "energy_as_asked_kwh": first.get("energy_as_asked_kwh"),
             "run_energy_kwh": seen.get("energy_kwh"),
             "run_carbon_kg": seen.get("carbon_kg"),
             "metered_energy_kwh": seen.get("metered_energy_kwh"),
@@ -92,8 +93,11 @@ def totals(rows: list[dict[str, object]]) -> dict[str, float]:
              if r["expected_carbon_kg"] is not None and r["carbon_if_now_kg"] is not None]
     decided = sum(p[0] for p in pairs)
     at_once = sum(p[1] for p in pairs)
+    energy = [(float(r["expected_energy_kwh"]), float(r["energy_as_asked_kwh"])) for r in rows  # type: ignore[arg-type]
+              if r.get("expected_energy_kwh") is not None and r.get("energy_as_asked_kwh") is not None]
     return {"jobs": len(rows), "decided_kg": decided, "at_once_kg": at_once, "saved_kg": at_once - decided,
-            "saved_fraction": (at_once - decided) / at_once if at_once else 0.0}
+            "saved_fraction": (at_once - decided) / at_once if at_once else 0.0,
+            "saved_kwh": sum(asked - decided_kwh for decided_kwh, asked in energy)}
 
 
 def job_report(config: Config) -> tuple[list[dict[str, object]], dict[str, float]]:

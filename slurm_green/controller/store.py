@@ -83,6 +83,7 @@ _ADDED_COLUMNS = (
     ("jobs", "accounted_until", "REAL"),
     ("jobs", "metered_energy_kwh", "REAL"),
     ("decisions", "model_params", "TEXT"),
+    ("decisions", "energy_as_asked_kwh", "REAL"),
 )
 
 
@@ -151,12 +152,13 @@ class StateStore:
                 self._db.execute(
                     "INSERT INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes, nodes,"
                     " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
-                    " carbon_if_now_kg, expected_runtime_s, model_params) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " carbon_if_now_kg, expected_runtime_s, model_params, energy_as_asked_kwh)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (decision.job_id, decided_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
                      _nodes_text(decision),
                      decision.power_cap_fraction, decision.share_with, decision.reason,
                      decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg,
-                     decision.expected_runtime_s, decision.model_params),
+                     decision.expected_runtime_s, decision.model_params, decision.energy_as_asked_kwh),
                 )
                 new += 1
         return new

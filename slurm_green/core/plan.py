@@ -25,6 +25,8 @@ class JobDecision:
     the backend's own scheduler. ``share_with`` names a job whose GPUs this one may share (co-location).
     ``model_params`` names the model parameters the decision was made with (the registry's
     ``params_id``), so a stored decision can be traced to the models behind it.
+    ``energy_as_asked_kwh`` is the job's energy as the user asked (requested GPUs, no cap):
+    what the decided configuration's ``expected_energy_kwh`` saves is measured against it.
     """
 
     job_id: int
@@ -40,6 +42,7 @@ class JobDecision:
     expected_carbon_kg: float | None = None
     carbon_if_now_kg: float | None = None
     model_params: str | None = None
+    energy_as_asked_kwh: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

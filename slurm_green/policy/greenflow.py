@@ -433,6 +433,7 @@ class GreenFlowPolicy:
         counts_l, caps_l, accept_l = counts.tolist(), caps.tolist(), jobs.accept_cap.tolist()
         start_l, start_at_l = choice.start.tolist(), start_at.tolist()
         runtime_l, energy_l = runtime.tolist(), energy.tolist()
+        asked_l = o.energy_kwh[rows, o.requested_col, o.full_cap].tolist()
         ci_start_l, ci_now_l = ci_start.tolist(), ci_now.tolist()
         ids = jobs.job_id.tolist()
         price_note = f" (price {price:.3g})"
@@ -468,6 +469,7 @@ class GreenFlowPolicy:
                 expected_runtime_s=runtime_l[j], expected_energy_kwh=e,
                 expected_carbon_kg=e * ci_start_l[j] / 1000.0 if carbon else None,
                 carbon_if_now_kg=e * ci_now_l[j] / 1000.0 if carbon else None,
+                energy_as_asked_kwh=asked_l[j],
             ))
         return tuple(out)
 

@@ -36,11 +36,13 @@ class WindowPolicy:
         full = Config(gpus=config.gpus, nodes=config.nodes)
         runtime = self._runtime(job) * model.throughput(full) / model.throughput(config)
         energy_kwh = model.power_w(config) * runtime / 3.6e6
+        as_asked_kwh = model.power_w(full) * self._runtime(job) / 3.6e6
         latest = max(now, deadline_of(job, options))
         if forecast is None:
             return JobDecision(job.job_id, start_at=now, power_cap_fraction=cap,
                                reason="no carbon forecast: start now (carbon-agnostic)",
-                               expected_runtime_s=runtime, expected_energy_kwh=energy_kwh)
+                               expected_runtime_s=runtime, expected_energy_kwh=energy_kwh,
+                               energy_as_asked_kwh=as_asked_kwh)
         start = float(forecast.best_start(now, latest, runtime))  # type: ignore[attr-defined]
         intensity = float(forecast.mean_over(start, start + runtime))  # type: ignore[attr-defined]
         intensity_now = float(forecast.mean_over(now, now + runtime))  # type: ignore[attr-defined]
@@ -54,6 +56,7 @@ class WindowPolicy:
             expected_runtime_s=runtime, expected_energy_kwh=energy_kwh,
             expected_carbon_kg=energy_kwh * intensity / 1000.0,
             carbon_if_now_kg=energy_kwh * intensity_now / 1000.0,
+            energy_as_asked_kwh=as_asked_kwh,
         )
 
     def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:

@@ -43,7 +43,8 @@ def observed(tmp_path) -> ControllerMetrics:
     feed = CarbonFeed(parse_sources([f"csv:{csv}"], None), clock=lambda: NOW)
     feed.refresh()
     store = StateStore(tmp_path / "state.db")
-    store.record_decisions(NOW, [JobDecision(1, start_at=NOW + 7200, expected_carbon_kg=0.1, carbon_if_now_kg=0.5)])
+    store.record_decisions(NOW, [JobDecision(1, start_at=NOW + 7200, expected_carbon_kg=0.1, carbon_if_now_kg=0.5,
+                                             expected_energy_kwh=0.75, energy_as_asked_kwh=1.0)])
     snapshot = ClusterSnapshot(taken_at=NOW, jobs=(
         job(1, "gpu", "physics"), job(2, "gpu", "bio"), job(3, "gpu", "physics"),
         job(4, "gpu", "physics", state=JobState.RUNNING, comment=decision_token.sign(KEY, 4, {"cap": 0.7})),
@@ -78,6 +79,7 @@ def test_a_tick_exports_what_an_admin_graphs(tmp_path):
     assert value("slurm_green_actions_total", {"kind": "SetDecision", "outcome": "permission_denied"}) == 1
     assert value("slurm_green_actions_total", {"kind": "SetStartTime", "outcome": "ok"}) == 1
     assert value("slurm_green_estimated_saved_kg_co2") == 0.4
+    assert value("slurm_green_estimated_saved_kwh") == 0.25
     assert value("slurm_green_tick_duration_seconds_sum") == 0.42
     assert value("slurm_green_paused") == 0
 

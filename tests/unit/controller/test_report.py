@@ -31,3 +31,13 @@ def test_pending_job_has_no_actual_start(tmp_path):
     store = StateStore(tmp_path / "s.db")
     store.observe_jobs(NOW, [Job(2, start_time=NOW + 999)])  # Slurm's expected start of a pending job
     assert store.jobs()[0]["start_time"] is None
+
+
+def test_energy_saved_is_against_the_job_as_asked(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    store.record_decisions(NOW, [JobDecision(3, start_at=NOW, power_cap_fraction=0.7, reason="capped",
+                                             expected_energy_kwh=7.5, energy_as_asked_kwh=10.0)])
+    store.record_decisions(NOW, [JobDecision(4, start_at=NOW, reason="no model", expected_energy_kwh=2.0)])
+    rows = job_rows(store)
+    assert [r["energy_as_asked_kwh"] for r in rows] == [10.0, None]
+    assert totals(rows)["saved_kwh"] == 2.5  # a job without the figure adds nothing

@@ -172,3 +172,12 @@ def test_every_stored_decision_names_the_model_parameters_it_was_made_with(confi
     parts.controller.tick(NOW)
     [decision] = parts.controller.store.decisions()
     assert decision["model_params"] == parts.controller.models.params_id and len(decision["model_params"]) == 12
+
+
+def test_a_capped_decision_states_the_energy_of_the_job_as_asked(config: Config) -> None:
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.controller.carbon = None
+    parts.controller.backend = MemoryBackend([deferred_job(1)])
+    [decision] = parts.controller.tick(NOW).plan.decisions
+    assert decision.power_cap_fraction == 0.7
+    assert decision.energy_as_asked_kwh > decision.expected_energy_kwh > 0  # the cap's saving, per the models

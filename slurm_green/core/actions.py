@@ -64,12 +64,23 @@ class SetGpuFreq:
 
 
 @dataclass(frozen=True, slots=True)
+class ShareGpus:
+    """Run the job on GPUs it shares with ``with_job`` (co-location, decided by a policy's
+    ``JobDecision.share_with``). Slurm enacts it with ``gres/shard`` requests pinned to the
+    other job's node; the simulator starts the job on the other job's GPUs. Idempotent:
+    a backend answers success without change when the sharing is already in force."""
+
+    job_id: int
+    with_job: int
+
+
+@dataclass(frozen=True, slots=True)
 class SetNice:
     job_id: int
     nice: int
 
 
-Action = SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetGpuFreq | SetNice
+Action = SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetGpuFreq | SetNice | ShareGpus
 
 
 class ActionError(str, enum.Enum):

@@ -20,6 +20,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from slurm_green.core.plan import Policy
+from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.window import WindowPolicy
 
@@ -39,10 +40,15 @@ def _powerflow(cap_fraction: float | None, default_runtime_s: float, budget_frac
     return replace(powerflow(budget_fraction=budget_fraction), default_runtime_s=default_runtime_s, place=place_nodes)
 
 
+def _eaco(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float, place_nodes: bool) -> Policy:
+    return EaCoPolicy(default_runtime_s=default_runtime_s)
+
+
 _BUILDERS: dict[str, Callable[[float | None, float, float, bool], Policy]] = {
     "window": _window,
     "greenflow": _greenflow,
     "powerflow": _powerflow,
+    "eaco": _eaco,
 }
 #: What ``[policy] name`` accepts.
 POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
@@ -68,7 +74,8 @@ def make_policy(settings: PolicySettings) -> Policy:
 
     ``cap_fraction`` is the window policy's fixed power cap (GreenFlow and PowerFlow choose
     each job's cap themselves); ``budget_fraction`` and ``place_nodes`` (pin jobs started now
-    to nodes, enacted as ``ReqNodeList``) are GreenFlow's and PowerFlow's.
+    to nodes, enacted as ``ReqNodeList``) are GreenFlow's and PowerFlow's. ``eaco`` co-locates
+    jobs that accept sharing at its defaults (slowdown bound 1.25, 2 jobs per GPU).
     """
     builder = _BUILDERS.get(settings.name)
     if builder is None:

@@ -16,6 +16,7 @@ import numpy as np
 
 from slurm_green.core.plan import Policy
 from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy, window_baseline
+from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.lower_bound import LowerBound, carbon_lower_bound
 from slurm_green.sim.cluster import ClusterSpec
@@ -24,7 +25,7 @@ from slurm_green.sim.runner import RunResult, simulate
 from slurm_green.sim.workload import Workload
 
 BASELINES = ("fifo", "window", "window+cap", "zeus")
-POLICY_NAMES = BASELINES + ("greenflow", "powerflow")
+POLICY_NAMES = BASELINES + ("greenflow", "powerflow", "eaco")
 BUDGETS = (1.2, 1.0, 0.9, 0.8, 0.7, 0.6)
 FLEX_HOURS = (0.0, 6.0, 24.0)
 ETAS = (0.0, 0.5, 1.0)
@@ -42,6 +43,8 @@ def make_policy(name: str, budget: float | None = None) -> Policy:
         return GreenFlowPolicy(budget_fraction=1.0 if budget is None else budget)
     if name == "powerflow":
         return powerflow(budget_fraction=1.0 if budget is None else budget)
+    if name == "eaco":
+        return EaCoPolicy()
     raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
 
 

@@ -19,7 +19,7 @@ def configured(tmp_path, policy: str):
 
 
 def test_every_name_the_configuration_accepts_builds_that_policy(tmp_path):
-    assert POLICY_NAMES == ("window", "greenflow", "powerflow")
+    assert POLICY_NAMES == ("window", "greenflow", "powerflow", "eaco")
     for name in POLICY_NAMES:
         assert configured(tmp_path, f'name = "{name}"\n').name == name
 
@@ -37,7 +37,7 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
 
 
 @pytest.mark.parametrize("text, says", [
-    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, greenflow, powerflow"),
+    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, greenflow, powerflow, eaco"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
                      "budget_fraction, place_nodes)"),
@@ -54,7 +54,7 @@ def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():
     class Settings:
         name, cap_fraction, default_runtime_h, budget_fraction, place_nodes = "fifo", None, 1.0, 1.0, True
 
-    with pytest.raises(ValueError, match="unknown policy 'fifo'; choose from window, greenflow, powerflow"):
+    with pytest.raises(ValueError, match="unknown policy 'fifo'; choose from window, greenflow, powerflow, eaco"):
         make_policy(Settings())
 
 

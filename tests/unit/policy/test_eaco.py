@@ -1,0 +1,115 @@
+"""EaCO: who shares with whom, within the slowdown bound, the share limit and the users' consent."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from policy_literals import HOUR, NOW, nodes
+
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.models.registry import default_registry
+from slurm_green.policy.eaco import EaCoPolicy
+
+LIGHT = "ResNet-18 (batch size 16)"
+LIGHT2 = "Recommendation (batch size 512)"
+HEAVY = "ResNet-50 (batch size 64)"
+TYPES = (LIGHT, LIGHT2, HEAVY, "LM (batch size 20)", "Transformer (batch size 32)", "CycleGAN")
+
+
+@pytest.fixture(scope="module")
+def models():
+    return default_registry()
+
+
+def job(job_id: int, name: str, share: bool = True, state: JobState = JobState.PENDING, gpus: int = 1,
+        node: str | None = None, shards: int = 0, low: int | None = None, high: int | None = None) -> Job:
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=share, gpus_min=low, gpus_max=high,
+                                        deadline=NOW + 6 * HOUR))
+    running = state is JobState.RUNNING
+    return Job(job_id, name=name, state=state, submit_time=NOW - 100 + job_id, time_limit_s=HOUR,
+               gpus_per_node=0 if shards else gpus, shards_per_node=shards,
+               nodes=(node,) if node else (), start_time=NOW - 50 if running else None, admin_comment=marker)
+
+
+def decide(jobs: list[Job], models, free_nodes: int = 2, **knobs):
+    snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(jobs), nodes=nodes(free_nodes))
+    return {d.job_id: d for d in EaCoPolicy(**knobs)(snap, None, models, NOW).decisions}
+
+
+def test_a_light_pair_shares_the_running_jobs_gpus_and_takes_its_layout(models):
+    plan = decide([job(1, LIGHT, state=JobState.RUNNING, gpus=2, node="n0"), job(2, LIGHT2, low=1, high=2)], models)
+    assert plan[2].share_with == 1
+    assert (plan[2].gpus_per_node, plan[2].num_nodes) == (2, 1)
+    assert "1.00x" in plan[2].reason
+
+
+@pytest.mark.parametrize("host_share, guest_share", [(True, False), (False, True), (False, False)])
+def test_no_job_shares_unless_both_accept(models, host_share, guest_share):
+    plan = decide([job(1, LIGHT, share=host_share, state=JobState.RUNNING, node="n0"),
+                   job(2, LIGHT2, share=guest_share)], models)
+    assert plan[2].share_with is None
+    assert plan[2].start_at == NOW
+
+
+def test_a_pair_beyond_the_slowdown_bound_is_not_colocated_and_a_looser_bound_allows_it(models):
+    jobs = [job(1, HEAVY, state=JobState.RUNNING, node="n0"), job(2, HEAVY)]
+    assert decide(jobs, models)[2].share_with is None
+    assert decide(jobs, models, slowdown_bound=2.1)[2].share_with == 1
+
+
+def test_a_guest_outside_its_gpu_range_does_not_take_the_hosts_layout(models):
+    plan = decide([job(1, LIGHT, state=JobState.RUNNING, gpus=4, node="n0"), job(2, LIGHT2, gpus=1)], models)
+    assert plan[2].share_with is None
+
+
+def test_the_share_limit_counts_the_guests_already_running(models):
+    jobs = [job(1, LIGHT, state=JobState.RUNNING, gpus=2, node="n0"),
+            job(2, LIGHT2, state=JobState.RUNNING, node="n0", shards=2), job(3, LIGHT2, gpus=2)]
+    assert decide(jobs, models)[3].share_with is None
+    assert decide(jobs, models, share_limit=3)[3].share_with == 1
+
+
+def test_a_pending_job_released_onto_free_gpus_hosts_a_later_one(models):
+    plan = decide([job(1, LIGHT), job(2, LIGHT2), job(3, LIGHT)], models)
+    assert plan[1].share_with is None
+    assert plan[2].share_with == 1
+    assert plan[3].share_with is None  # job 1's one slot is taken: 3 starts on free GPUs
+
+
+def test_without_free_gpus_a_pending_job_is_no_host(models):
+    plan = decide([job(1, LIGHT), job(2, LIGHT2)], models, free_nodes=0)
+    assert plan[2].share_with is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans(), st.booleans(), st.sampled_from((1, 2, 4))),
+                min_size=1, max_size=14),
+       st.integers(2, 3), st.sampled_from((1.1, 1.25, 1.5)))
+def test_limits_consent_and_bound_hold_on_random_queues(models, rows, limit, bound):
+    """Running jobs on n0..n3 (one each), pending jobs after them; every decided pair respects
+    the bound, both consented, and no job's GPUs hold more than ``limit`` jobs."""
+    jobs = []
+    for i, (name, share, running, gpus) in enumerate(rows, start=1):
+        if running and i <= 4:
+            jobs.append(job(i, name, share=share, state=JobState.RUNNING, gpus=gpus, node=f"n{i - 1}"))
+        else:
+            jobs.append(job(i, name, share=share, gpus=gpus, low=1, high=4))
+    by_id = {j.job_id: j for j in jobs}
+    plan = decide(jobs, models, free_nodes=6, share_limit=limit, slowdown_bound=bound)
+    per_host: dict[int, int] = {}
+    for d in plan.values():
+        if d.share_with is None:
+            continue
+        guest, host = by_id[d.job_id], by_id[d.share_with]
+        assert guest.is_pending and host.shards_per_node == 0
+        assert _accepts(guest) and _accepts(host)
+        assert max(models.colocated_slowdown(guest.name, host.name, None)) <= bound
+        assert plan.get(host.job_id) is None or plan[host.job_id].share_with is None  # a guest is no host
+        per_host[host.job_id] = per_host.get(host.job_id, 0) + 1
+    assert all(1 + n <= limit for n in per_host.values())
+
+
+def _accepts(j: Job) -> bool:
+    return "share=1" in j.admin_comment

@@ -12,6 +12,7 @@ from rich.progress import Progress
 from rich.table import Table
 
 from slurm_green.models import evaluation, profiles
+from slurm_green.models.colocation_error import colocation_holdouts
 from slurm_green.models.data_paths import has_perf_energy, perf_energy_dir
 from slurm_green.models.registry import FittedRegistry, default_registry
 
@@ -66,6 +67,7 @@ def build_report(perf: Path, registry: FittedRegistry, progress: Progress | None
         "pooled": [asdict(evaluation.pooled(holdouts, p)) for p in ("gavel", "pollux", "zeus", "h100")],
         "energy_optimal_cap": optima,
         "frequency_optimum": [asdict(o) for o in evaluation.frequency_optimum(perf)],
+        "colocation": [asdict(e) for e in colocation_holdouts(perf, registry)],
     }
 
 
@@ -110,6 +112,17 @@ def print_report(report: dict[str, object], console: Console) -> None:
     for o in report["frequency_optimum"]:  # type: ignore[union-attr]
         freq.add_row(o["gpu"], f"{o['best_setting']:.0f}", _pct(o["energy_saved"]), _pct(o["time_added"]))
     console.print(freq)
+
+    coloc = Table(title="Co-location load model on held-back pairs (MAPE); naive = the other pairs' median "
+                        "slowdown, the heavier job's power alone; optimistic = predicted > 5 % under measured; "
+                        "wrongly shared = predicted within 1.25, measured beyond")
+    for col in ("held back", "pairs", "slowdown", "naive", "optimistic", "wrongly shared", "power", "naive power"):
+        coloc.add_column(col, justify="left" if col == "held back" else "right", no_wrap=col == "held back")
+    for e in report["colocation"]:  # type: ignore[union-attr]
+        coloc.add_row(e["source"], str(e["pairs"]), _pct(e["slowdown_mape"]), _pct(e["slowdown_naive_mape"]),
+                      _pct(e["optimistic"]), str(e["wrongly_shared"]), _pct(e["power_mape"]),
+                      _pct(e["power_naive_mape"]))
+    console.print(coloc)
 
 
 @click.group("models")

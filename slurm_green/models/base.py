@@ -43,8 +43,17 @@ class ModelRegistry(Protocol):
 
 
 class ColocationModel(Protocol):
-    def colocated_slowdown(self, type_a: str | None, type_b: str | None) -> tuple[float, float]:
+    def colocated_slowdown(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
+                           mechanism: str = "timeslice") -> tuple[float, float]:
         """Time stretch (>= 1, ``inf`` if they do not fit) of each job when both share one GPU."""
+        ...
+
+    def colocation(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
+                   mechanism: str = "timeslice", power_a_w: float | None = None,
+                   power_b_w: float | None = None) -> tuple[float, float, float]:
+        """``(slow_a, slow_b, power_w)``: both slowdowns and the shared GPU's power (W) under
+        ``mechanism`` (``timeslice`` = gres/shard, ``mps`` = gres/mps); ``power_x_w`` a job's
+        measured power alone on one GPU (telemetry), the proxy for a type no table covers."""
         ...
 
 

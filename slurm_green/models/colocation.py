@@ -4,12 +4,18 @@ Read from Gavel's pair measurements: when ``a`` and ``b`` share a GPU, ``a`` run
 ``tput_a_shared`` steps/s instead of ``tput_a_alone``. The slowdown of ``a`` is
 ``tput_a_alone / tput_a_shared`` (>= 1 normally; ``inf`` when the pair does not fit
 in memory, which Gavel records as 0.0). EaCO co-locates when both are small.
+
+The H100 run measured the same pairs under both of Slurm's sharing mechanisms
+(time-slicing for ``gres/shard``, CUDA MPS for ``gres/mps``) with the board's power:
+it fits ``LoadModel``, which predicts a pair from each job's power alone (how GPU-heavy
+it is) for the jobs no table covers, and every pair's power.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -29,8 +35,64 @@ def pair_slowdowns(
     return out
 
 
-def conservative_default(pairs: Mapping[tuple[str, str], Pair], quantile: float = 0.75) -> float:
-    """A slowdown for pairs with an unmeasured member: a high quantile of the fitting pairs,
-    so EaCO does not co-locate unknown jobs on optimistic guesses."""
-    values = [s for pair in pairs.values() for s in pair if math.isfinite(s)]
-    return float(np.quantile(values, quantile)) if values else 2.0
+#: The sharing mechanisms a site can enable: ``timeslice`` (Slurm ``gres/shard``: two
+#: processes on one GPU, the driver's time-slicing) and ``mps`` (``gres/mps``, CUDA MPS).
+MECHANISMS = ("timeslice", "mps")
+
+
+@dataclass(frozen=True, slots=True)
+class LoadModel:
+    """Co-location from how GPU-heavy each job is, for pairs nobody measured.
+
+    A job's heaviness ``h`` is its dynamic power share on its board,
+    ``(P - idle) / (max - idle)`` (the job's measured power from telemetry, or its model's):
+    a light job leaves the GPU idle much of the time and slows its partner little. Each job's
+    slowdown is ``1 + k * h_partner**p``, fitted as an upper envelope (a high quantile) of
+    the measured pairs, so it over-states more often than it under-states; the job's own
+    heaviness is left out on purpose (a light job beside a heavy one is then over-stated).
+    The pair's power is ``idle + power_scale * (dyn_a / slow_a + dyn_b / slow_b)``, at most
+    the board's maximum: each job draws its dynamic power for the share of time it progresses.
+    """
+
+    k: float
+    p: float
+    power_scale: float
+
+    def slowdown(self, h_partner: np.ndarray | float) -> np.ndarray:
+        return 1.0 + self.k * np.clip(np.asarray(h_partner, dtype=float), 0.0, 1.0) ** self.p
+
+
+def heaviness(power_w: np.ndarray | float, idle_w: float, max_w: float) -> np.ndarray:
+    """The dynamic power share of one GPU, in [0, 1]."""
+    return np.clip((np.asarray(power_w, dtype=float) - idle_w) / (max_w - idle_w), 0.0, 1.0)
+
+
+def pair_power_w(power_a: np.ndarray | float, power_b: np.ndarray | float, slow_a: np.ndarray | float,
+                 slow_b: np.ndarray | float, idle_w: float, max_w: float, scale: float) -> np.ndarray:
+    """One shared GPU's power (W) from each job's power alone on it and their slowdowns."""
+    dyn = (np.maximum(np.asarray(power_a, dtype=float) - idle_w, 0.0) / np.asarray(slow_a, dtype=float)
+           + np.maximum(np.asarray(power_b, dtype=float) - idle_w, 0.0) / np.asarray(slow_b, dtype=float))
+    return np.clip(idle_w + scale * dyn, idle_w, max_w)
+
+
+def fit_load(h_partner: np.ndarray, slowdown: np.ndarray, quantile: float = 0.9) -> tuple[float, float]:
+    """``(k, p)``: for each exponent of a grid, ``k`` the ``quantile`` of ``(slow - 1) / h**p``
+    (so that share of the points lies under the curve); the exponent whose envelope is closest
+    to the points (mean absolute error) wins."""
+    h = np.clip(np.asarray(h_partner, dtype=float), 1e-3, 1.0)
+    excess = np.maximum(np.asarray(slowdown, dtype=float) - 1.0, 0.0)
+    best = (math.inf, 1.0, 1.0)
+    for p in np.arange(0.25, 2.01, 0.05):
+        k = float(np.quantile(excess / h**p, quantile))
+        error = float(np.abs(1.0 + k * h**p - 1.0 - excess).mean())
+        if error < best[0]:
+            best = (error, k, float(p))
+    return best[1], round(best[2], 2)
+
+
+def fit_power_scale(power_a: np.ndarray, power_b: np.ndarray, slow_a: np.ndarray, slow_b: np.ndarray,
+                    measured_w: np.ndarray, idle_w: float) -> float:
+    """Least-squares ``scale`` of the pairs' dynamic power (through the origin)."""
+    predicted = pair_power_w(power_a, power_b, slow_a, slow_b, idle_w, math.inf, 1.0) - idle_w
+    measured = np.asarray(measured_w, dtype=float) - idle_w
+    return float((predicted * measured).sum() / (predicted**2).sum())

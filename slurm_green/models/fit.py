@@ -17,7 +17,8 @@ type, a speed ratio and a cap response taken from the data that measured that GP
   and A40 curves scaled to their boards.
 * Scaling over GPUs and nodes: Gavel on each Gavel GPU, Pollux placements; other GPU
   types use the V100's (no multi-GPU measurement on them).
-* Co-location: Gavel's pairs on its GPUs; the H100's time-slicing pairs (by family).
+* Co-location: Gavel's pairs on its GPUs; the H100's time-slicing and MPS pairs (by
+  family); the load model (slowdown and power from each job's power alone) from the H100 pairs.
 
 Types with no multi-GPU data (A3C, CycleGAN, Recommendation) or no matching sweep get the
 conservative default's part they lack, never an optimistic one.
@@ -290,11 +291,11 @@ class _Fit:
         )
         return GpuTypeParams(self.gpus[gpu], jobs, default)
 
-    def colocation(self, gpu: str) -> dict[tuple[str, str], tuple[float, float]]:
-        """Gavel's pairs on its GPUs; on the H100 its time-slicing pairs, each Gavel type
-        standing for its family's workload (pairs of one family were not measured)."""
+    def colocation(self, gpu: str, mechanism: str = "timeslice") -> dict[tuple[str, str], tuple[float, float]]:
+        """Gavel's pairs on its GPUs; on the H100 its pairs under ``mechanism``, each Gavel
+        type standing for its family's workload (pairs of one family were not measured)."""
         if gpu == "h100":
-            alone, shared = profiles.h100_colocation(self.perf)
+            alone, shared = profiles.h100_colocation(self.perf, mechanism)
             pairs = colocation.pair_slowdowns(alone, shared)
             both = {**pairs, **{(b, a): (sb, sa) for (a, b), (sa, sb) in pairs.items()}}
             workload = {t: H100_WORKLOAD.get(gavel_family(t)[0]) for t in self.gavel_types}
@@ -303,16 +304,34 @@ class _Fit:
         alone = {j: float(self.gavel[gpu][(j, 1)]["null"]) for j in self.gavel_types}  # type: ignore[arg-type]
         return colocation.pair_slowdowns(alone, profiles.gavel_pairs(self.perf, gpu))
 
+    def load_model(self, mechanism: str, exclude: tuple[str, str] | None = None) -> colocation.LoadModel:
+        """The load model fitted on the H100 pairs under ``mechanism`` (without the pair ``exclude``)."""
+        return fit_load_model(profiles.h100_pairs(self.perf, mechanism), self.gpus["h100"], exclude)
+
+
+def fit_load_model(rows: list[profiles.PairRow], gpu: GpuPowerParams,
+                   exclude: tuple[str, str] | None = None) -> colocation.LoadModel:
+    """Slowdown envelope and power scale from measured pairs (both jobs of each pair are points)."""
+    rows = [r for r in rows if (r.a, r.b) != exclude]
+    h_a = colocation.heaviness(np.array([r.power_a_w for r in rows]), gpu.idle_w, gpu.tdp_w)
+    h_b = colocation.heaviness(np.array([r.power_b_w for r in rows]), gpu.idle_w, gpu.tdp_w)
+    slow_a = np.array([r.alone_a / r.shared_a for r in rows])
+    slow_b = np.array([r.alone_b / r.shared_b for r in rows])
+    k, p = colocation.fit_load(np.concatenate([h_b, h_a]), np.concatenate([slow_a, slow_b]))
+    scale = colocation.fit_power_scale(np.array([r.power_a_w for r in rows]), np.array([r.power_b_w for r in rows]),
+                                       slow_a, slow_b, np.array([r.pair_w for r in rows]), gpu.idle_w)
+    return colocation.LoadModel(k, p, scale)
+
 
 def fit_all(perf: Path) -> FittedParams:
     """Fit every job type on every GPU type of ``GPU_TYPES`` from ``perf`` (a ``perf_energy`` folder)."""
     fit = _Fit(perf)
-    pairs = {gpu: fit.colocation(gpu) for gpu in (*profiles.GAVEL_GPUS, "h100")}
     return FittedParams(
         types={gpu: fit.gpu_type(gpu) for gpu in GPU_TYPES},
         primary=PRIMARY,
-        colocation=pairs,
-        colocation_default={gpu: colocation.conservative_default(p) for gpu, p in pairs.items()},
+        colocation={gpu: fit.colocation(gpu) for gpu in (*profiles.GAVEL_GPUS, "h100")},
+        colocation_mps={"h100": fit.colocation("h100", "mps")},
+        colocation_load={m: fit.load_model(m) for m in colocation.MECHANISMS},
         colocation_proxy=dict(COLOCATION_PROXY),
         meta={"fitted_from": "perf_energy/ of PROVENANCE.md, section C", "data_sha256": profiles.data_sha256(perf)},
     )

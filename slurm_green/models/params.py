@@ -15,10 +15,11 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from slurm_green.models.colocation import LoadModel
 from slurm_green.models.power_cap import CapParams, GpuPowerParams
 from slurm_green.models.scaling import ScalingParams
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 #: The parameters every install carries (regenerate with ``slurm-green models fit --out`` this path).
 PACKAGED_PATH = Path(__file__).with_name("fitted_params.json")
 
@@ -64,15 +65,18 @@ def _job(d: dict) -> JobParams:  # type: ignore[type-arg]
 class FittedParams:
     """All GPU types' models; ``primary`` is the type a registry models when not told one.
 
-    ``colocation[gpu]``: Gavel's pair slowdowns measured on that GPU type (the types
-    Gavel did not measure use the primary's table); ``colocation_default[gpu]`` the
-    slowdown assumed for a pair with an unmeasured member.
+    ``colocation[gpu]``: the pair slowdowns measured on that GPU type by time-slicing
+    (Gavel's pairs; the H100's time-slicing run; other types use the primary's table);
+    ``colocation_mps[gpu]`` the same under CUDA MPS where measured (the H100);
+    ``colocation_load[mechanism]`` the ``LoadModel`` for pairs no table covers and for
+    every pair's power.
     """
 
     types: dict[str, GpuTypeParams]
     primary: str
     colocation: dict[str, dict[tuple[str, str], Pair]]
-    colocation_default: dict[str, float]
+    colocation_mps: dict[str, dict[tuple[str, str], Pair]]
+    colocation_load: dict[str, LoadModel]
     colocation_proxy: dict[str, str]
     meta: dict[str, str] = field(default_factory=dict)
 
@@ -84,7 +88,9 @@ class FittedParams:
             "types": {name: t.to_dict() for name, t in sorted(self.types.items())},
             "colocation": {gpu: [[a, b, sa, sb] for (a, b), (sa, sb) in sorted(table.items())]
                            for gpu, table in sorted(self.colocation.items())},
-            "colocation_default": self.colocation_default,
+            "colocation_mps": {gpu: [[a, b, sa, sb] for (a, b), (sa, sb) in sorted(table.items())]
+                               for gpu, table in sorted(self.colocation_mps.items())},
+            "colocation_load": {m: asdict(load) for m, load in sorted(self.colocation_load.items())},
             "colocation_proxy": self.colocation_proxy,
         }
 
@@ -97,7 +103,9 @@ class FittedParams:
             primary=str(data["primary"]),
             colocation={gpu: {(a, b): (float(sa), float(sb)) for a, b, sa, sb in rows}
                         for gpu, rows in data["colocation"].items()},
-            colocation_default={gpu: float(v) for gpu, v in data["colocation_default"].items()},
+            colocation_mps={gpu: {(a, b): (float(sa), float(sb)) for a, b, sa, sb in rows}
+                            for gpu, rows in data["colocation_mps"].items()},
+            colocation_load={m: LoadModel(**load) for m, load in data["colocation_load"].items()},
             colocation_proxy=dict(data["colocation_proxy"]),
             meta=dict(data.get("meta", {})),
         )

@@ -22,7 +22,7 @@ GAVEL_GPUS = ("v100", "p100", "k80")
 #: The files a fit reads, relative to ``perf_energy/`` (globs): their hash names the data in the parameters.
 FIT_INPUTS = ("gavel/simulation_throughputs.json", "zeus/summary_power_*.csv", "pollux/*/placements.csv",
               "pollux/*/scalability.csv", "perseus/stage_profile_*.csv", "h100/cap_sweep.csv",
-              "h100/colocate_timeslice.csv")
+              "h100/colocate_timeslice.csv", "h100/colocate_mps.csv")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,14 +187,41 @@ def h100_idle_w(perf: Path) -> float:
     return float(frame.loc[frame["mode"] == "idle", "avg_power_w"].iloc[0])
 
 
-def h100_colocation(perf: Path) -> tuple[dict[str, float], dict[tuple[str, str], tuple[float, float]]]:
-    """The H100 time-slicing run (what gres/shard gives): each workload's steps/s alone, and
-    ``(a, b) -> (a's, b's steps/s)`` when both share the GPU."""
-    frame = pd.read_csv(perf / "h100" / "colocate_timeslice.csv")
-    alone = {str(r.a): float(r.a_steps_per_s) for r in frame[frame["mode"] == "alone"].itertuples()}
-    shared = {(str(r.a), str(r.b)): (float(r.a_steps_per_s), float(r.b_steps_per_s))
-              for r in frame[frame["mode"] == "pair-timeslice"].itertuples()}
-    return alone, shared
+@dataclass(frozen=True, slots=True)
+class PairRow:
+    """One measured pair on the H100: steps/s and power (W) of each alone, both shared, the board's."""
+
+    a: str
+    b: str
+    alone_a: float
+    alone_b: float
+    power_a_w: float
+    power_b_w: float
+    shared_a: float
+    shared_b: float
+    pair_w: float
+
+
+H100_PAIR_FILES = {"timeslice": ("colocate_timeslice.csv", "pair-timeslice"), "mps": ("colocate_mps.csv", "pair-mps")}
+
+
+def h100_pairs(perf: Path, mechanism: str = "timeslice") -> list[PairRow]:
+    """The H100 pairs under ``mechanism`` (``timeslice``: what gres/shard gives; ``mps``), each
+    job's rate and power alone from the time-slicing run's ``alone`` rows (the MPS run has none)."""
+    solo = pd.read_csv(perf / "h100" / "colocate_timeslice.csv")
+    alone = {str(r.a): (float(r.a_steps_per_s), float(r.avg_power_w)) for r in solo[solo["mode"] == "alone"].itertuples()}
+    name, mode = H100_PAIR_FILES[mechanism]
+    frame = pd.read_csv(perf / "h100" / name)
+    return [PairRow(str(r.a), str(r.b), alone[str(r.a)][0], alone[str(r.b)][0], alone[str(r.a)][1], alone[str(r.b)][1],
+                    float(r.a_steps_per_s), float(r.b_steps_per_s), float(r.avg_power_w))
+            for r in frame[frame["mode"] == mode].itertuples()]
+
+
+def h100_colocation(perf: Path, mechanism: str = "timeslice") -> tuple[dict[str, float], dict[tuple[str, str], tuple[float, float]]]:
+    """Each workload's steps/s alone, and ``(a, b) -> (a's, b's steps/s)`` when both share the GPU."""
+    rows = h100_pairs(perf, mechanism)
+    alone = {r.a: r.alone_a for r in rows} | {r.b: r.alone_b for r in rows}
+    return alone, {(r.a, r.b): (r.shared_a, r.shared_b) for r in rows}
 
 
 def h100_steps_per_s(perf: Path) -> dict[str, float]:

@@ -168,8 +168,8 @@ def test_fitted_parameters_round_trip_through_json_with_their_id(perf, tmp_path)
 
 @pytest.mark.parametrize(("text", "message"), [
     ("{not json", "not a fitted-parameters file"),
-    (json.dumps({"format_version": 1}), "format 1, expected 2"),
-    (json.dumps({"format_version": 2, "types": {}}), "not a fitted-parameters file"),
+    (json.dumps({"format_version": 1}), "format 1, expected 3"),
+    (json.dumps({"format_version": 3, "types": {}}), "not a fitted-parameters file"),
 ])
 def test_a_bad_parameter_file_is_one_clear_error_naming_it(tmp_path, text: str, message: str) -> None:
     path = tmp_path / "bad.json"

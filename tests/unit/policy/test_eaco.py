@@ -38,11 +38,11 @@ def decide(jobs: list[Job], models, free_nodes: int = 2, **knobs):
     return {d.job_id: d for d in EaCoPolicy(**knobs)(snap, None, models, NOW).decisions}
 
 
-def test_a_light_pair_shares_the_running_jobs_gpus_and_takes_its_layout(models):
-    plan = decide([job(1, LIGHT, state=JobState.RUNNING, gpus=2, node="n0"), job(2, LIGHT2, low=1, high=2)], models)
+def test_a_light_pair_shares_the_running_jobs_gpu_on_its_node(models):
+    plan = decide([job(1, LIGHT, state=JobState.RUNNING, node="n1"), job(2, LIGHT2)], models)
     assert plan[2].share_with == 1
-    assert (plan[2].gpus_per_node, plan[2].num_nodes) == (2, 1)
-    assert "1.00x" in plan[2].reason
+    assert plan[2].nodes == ("n1",)
+    assert "1.00x" in plan[2].reason and 1 not in plan
 
 
 @pytest.mark.parametrize("host_share, guest_share", [(True, False), (False, True), (False, False)])
@@ -59,23 +59,27 @@ def test_a_pair_beyond_the_slowdown_bound_is_not_colocated_and_a_looser_bound_al
     assert decide(jobs, models, slowdown_bound=2.1)[2].share_with == 1
 
 
-def test_a_guest_outside_its_gpu_range_does_not_take_the_hosts_layout(models):
-    plan = decide([job(1, LIGHT, state=JobState.RUNNING, gpus=4, node="n0"), job(2, LIGHT2, gpus=1)], models)
+@pytest.mark.parametrize("host_gpus, guest_gpus", [(2, 1), (1, 2), (2, 2)])
+def test_only_one_gpu_jobs_share_a_gpu(models, host_gpus, guest_gpus):
+    plan = decide([job(1, LIGHT, state=JobState.RUNNING, gpus=host_gpus, node="n0"),
+                   job(2, LIGHT2, gpus=guest_gpus, low=1, high=4)], models)
     assert plan[2].share_with is None
 
 
 def test_the_share_limit_counts_the_guests_already_running(models):
-    jobs = [job(1, LIGHT, state=JobState.RUNNING, gpus=2, node="n0"),
-            job(2, LIGHT2, state=JobState.RUNNING, node="n0", shards=2), job(3, LIGHT2, gpus=2)]
+    jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0"),
+            job(2, LIGHT2, state=JobState.RUNNING, node="n0", shards=1), job(3, LIGHT2)]
     assert decide(jobs, models)[3].share_with is None
     assert decide(jobs, models, share_limit=3)[3].share_with == 1
 
 
-def test_a_pending_job_released_onto_free_gpus_hosts_a_later_one(models):
-    plan = decide([job(1, LIGHT), job(2, LIGHT2), job(3, LIGHT)], models)
-    assert plan[1].share_with is None
-    assert plan[2].share_with == 1
-    assert plan[3].share_with is None  # job 1's one slot is taken: 3 starts on free GPUs
+def test_a_pending_job_released_onto_a_free_gpu_hosts_a_later_one_both_pinned_to_one_node(models):
+    snap = ClusterSnapshot(taken_at=NOW, jobs=(job(1, LIGHT), job(2, LIGHT2), job(3, LIGHT)),
+                           nodes=nodes(2, used={1: (0, 1, 2)}))
+    plan = {d.job_id: d for d in EaCoPolicy()(snap, None, models, NOW).decisions}
+    assert plan[1].share_with is None and plan[1].nodes == ("n1",)  # the fullest node with a free GPU
+    assert plan[2].share_with == 1 and plan[2].nodes == ("n1",)
+    assert plan[3].share_with is None  # job 1's one slot is taken: 3 starts on a free GPU
 
 
 def test_without_free_gpus_a_pending_job_is_no_host(models):
@@ -94,6 +98,8 @@ def test_limits_consent_and_bound_hold_on_random_queues(models, rows, limit, bou
     for i, (name, share, running, gpus) in enumerate(rows, start=1):
         if running and i <= 4:
             jobs.append(job(i, name, share=share, state=JobState.RUNNING, gpus=gpus, node=f"n{i - 1}"))
+        elif running and i <= 8:  # a running guest (shards, no whole GPU) on n0..n3
+            jobs.append(job(i, name, share=True, state=JobState.RUNNING, node=f"n{i - 5}", shards=1))
         else:
             jobs.append(job(i, name, share=share, gpus=gpus, low=1, high=4))
     by_id = {j.job_id: j for j in jobs}
@@ -104,10 +110,16 @@ def test_limits_consent_and_bound_hold_on_random_queues(models, rows, limit, bou
             continue
         guest, host = by_id[d.job_id], by_id[d.share_with]
         assert guest.is_pending and host.shards_per_node == 0
+        assert guest.total_gpus == host.total_gpus == 1
         assert _accepts(guest) and _accepts(host)
         assert max(models.colocated_slowdown(guest.name, host.name, None)) <= bound
         assert plan.get(host.job_id) is None or plan[host.job_id].share_with is None  # a guest is no host
         per_host[host.job_id] = per_host.get(host.job_id, 0) + 1
+    for j in jobs:  # guests already running count against the host on their node
+        if j.shards_per_node and j.nodes:
+            host = next((h for h in jobs if h.nodes == j.nodes and h.shards_per_node == 0), None)
+            if host is not None and host.job_id in per_host:
+                per_host[host.job_id] += 1
     assert all(1 + n <= limit for n in per_host.values())
 
 

@@ -1,7 +1,7 @@
 import numpy as np
 
 from policy_literals import nodes, snapshot
-from slurm_green.policy.placement import FreeGpus, fragmentation
+from slurm_green.policy.placement.network import FreeGpus, fragmentation
 
 
 def test_buddy_block_is_aligned_on_the_fullest_node_that_has_one():

@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+
+from placement_literals import IDLE, state
+from slurm_green.core.cluster import ClusterSnapshot, Job, Node, NodeState
+from slurm_green.policy.placement.framework import Nodes, Options, Request, free_after, options_for, take, whole_slots
+
+
+def test_a_shard_request_is_its_share_of_one_gpu():
+    assert Request.from_job(Job(1, shards_per_node=2), shards_per_gpu=8) == Request(1, 250)
+    assert Request.from_job(Job(1, gpus_per_node=4), shards_per_gpu=8) == Request(4, 1000)
+    with pytest.raises(ValueError, match="do not fit one GPU"):
+        Request.from_job(Job(1, shards_per_node=9), shards_per_gpu=8)
+
+
+def test_a_request_is_whole_gpus_or_one_partial_gpu():
+    with pytest.raises(ValueError):
+        Request(2, 500)
+    assert Request(1, 300).partial and not Request(2).partial and Request(2).total_milli == 2000
+
+
+def test_a_snapshot_reads_whole_gpus_and_packs_shards_on_the_other_gpus():
+    node = Node("a", NodeState.MIXED, gpus_total=4, gpus_allocated=1, gpu_indices_allocated=(2,),
+                shards_total=16, shards_allocated=6, gpu_type="h100")
+    down = Node("b", NodeState.DOWN, gpus_total=4)
+    nodes = Nodes.from_snapshot(ClusterSnapshot(0.0, nodes=(node, down)))
+    assert nodes.names == ("a",)
+    # 4 shards per GPU: 6 shards fill GPU 0 and half of GPU 1; GPU 2 is allocated whole.
+    assert nodes.gpu_free.tolist() == [[0, 500, 0, 1000]]
+
+
+def test_options_are_one_per_node_for_whole_gpus_and_one_per_distinct_free_amount_for_a_share():
+    nodes = state([[1000, 400, 400, 1000], [200, 200, 200, 200]])
+    whole = options_for(nodes, Request(2), np.array([True, False]))
+    assert whole.node.tolist() == [0] and whole.gpu.tolist() == [-1]
+    share = options_for(nodes, Request(1, 300), np.array([True, True]))
+    assert list(zip(share.node.tolist(), share.gpu.tolist(), strict=True)) == [(0, 0), (0, 1)]
+
+
+def test_whole_gpus_take_an_aligned_block_when_a_node_has_one():
+    nodes = state([[0, 1000, 1000, 1000]])
+    assert whole_slots(nodes, 0, 2).tolist() == [2, 3]
+    assert whole_slots(nodes, 0, 3).tolist() == [1, 2, 3]
+
+
+def test_take_changes_exactly_the_request_and_refuses_what_does_not_fit():
+    nodes = state([IDLE, [600, 1000, 1000, 1000]], cpu=[8000, 8000])
+    assert take(nodes, Request(1, 500, cpu_milli=2000), 1, 0).tolist() == [0]
+    assert nodes.gpu_free[1].tolist() == [100, 1000, 1000, 1000] and nodes.cpu_free.tolist() == [8000, 6000]
+    with pytest.raises(ValueError, match="has 100/1000 free"):
+        take(nodes, Request(1, 500), 1, 0)
+    with pytest.raises(ValueError, match="has 3 free GPUs"):
+        take(nodes, Request(4), 1, -1)
+
+
+def test_free_after_is_the_state_each_option_would_leave():
+    nodes = state([[1000, 300, 1000, 1000]])
+    assert free_after(nodes, Request(2), Options(np.array([0]), np.array([-1]))).tolist() == [[0, 300, 0, 1000]]
+    assert free_after(nodes, Request(1, 200), Options(np.array([0]), np.array([1]))).tolist() == [[1000, 100, 1000, 1000]]

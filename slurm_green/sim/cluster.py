@@ -20,6 +20,8 @@ class ClusterSpec:
     gpu_type: str = "v100"
     #: Power of an idle GPU, watts: reported separately from the jobs' energy.
     idle_w_per_gpu: float = 30.0
+    #: How jobs share a GPU (``ShareGpus``): ``timeslice`` (gres/shard) or ``mps`` (gres/mps).
+    share_mechanism: str = "timeslice"
     name_prefix: str = "sim"
 
     @property

@@ -13,10 +13,13 @@
   and applies its power-cap fraction; a missing or bad token means full power.
 
 A job's runtime and power come from the models for its actual configuration (GPUs,
-nodes actually spanned, cap), so a policy's choice changes runtime and energy. The
-configuration is fixed while a job runs, so its end, energy and carbon are known
-at its start: events are arrivals, completions, begin times and controller ticks,
-and nothing is stepped in between.
+nodes actually spanned, cap), so a policy's choice changes runtime and energy. A job
+runs at one rate except while it shares its GPUs (``ShareGpus``): a job bound to a
+running partner starts on the partner's GPUs (same node, same indices, no free GPU
+taken), both run at the co-location model's rates and the GPUs draw the pair's power;
+when one ends the other returns to its solo rate, and its completion is moved (the
+work left at the new rate). Events are arrivals, completions, begin times and
+controller ticks, and nothing is stepped in between.
 
 Time limits: a trace job's time limit is its true runtime at the requested size
 times ``time_limit_factor`` (users overestimate), rounded up to a minute; limits
@@ -50,6 +53,7 @@ from slurm_green.core.actions import (
     SetNice,
     SetNodes,
     SetStartTime,
+    ShareGpus,
 )
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
@@ -75,6 +79,10 @@ class TraceOptions:
     #: Allowed GPU range: requested / gpu_range .. requested * gpu_range (``gpus=MIN-MAX``).
     gpu_range: float = 2.0
     accept_cap: bool = True
+    #: Share of trace jobs whose users allow a shared GPU (``share=yes``), each job drawn
+    #: at random with ``share_seed`` (the same jobs in every run of one workload).
+    accept_share: float = 0.0
+    share_seed: int = 0
     #: Time limit = true runtime at the requested size x this factor.
     time_limit_factor: float = 1.5
     managed: bool = True
@@ -94,11 +102,24 @@ def _replace_job(job: Job, changes: dict[str, object]) -> Job:
 
 @dataclass
 class _Running:
+    """A running job. ``alloc`` is empty for a guest on another job's GPUs (it frees none)."""
+
     gpus: int
     alloc: list[tuple[int, np.ndarray]]
     limit_end: float
-    #: What the job's telemetry will report when it ends (the simulated truth).
-    seen: Observation
+    #: What the job's telemetry will report when it ends (the simulated truth); None once it
+    #: shared its GPUs (their energy is not the job's alone).
+    seen: Observation | None
+    #: Its rate and power now, alone, and since when; its end at that rate.
+    throughput: float
+    power_w: float
+    solo_throughput: float
+    solo_power_w: float
+    since: float
+    end: float
+    work_left: float
+    #: The job sharing its GPUs, if any, and the GPUs of its allocation (for a guest's host).
+    partner: int | None = None
 
     def key(self, job_id: int) -> tuple[float, int, int]:
         return (self.limit_end, job_id, self.gpus)
@@ -159,6 +180,12 @@ class Simulator:
         #: With ``telemetry``, each finished job's true throughput and power, until handed over.
         self._telemetry = telemetry
         self._observations: list[Observation] = []
+        #: Pending jobs bound to a partner by ``ShareGpus``: (partner, GPUs per node, nodes asked).
+        self._share: dict[int, tuple[int, int, int]] = {}
+        self.shares = np.random.default_rng(options.share_seed).random(n) < options.accept_share
+        #: Running jobs' power now (W) and GPUs holding two jobs, kept up to date for the samples.
+        self._power_w = 0.0
+        self._shared_gpus = 0
 
     # -- sizes ---------------------------------------------------------------------------
 
@@ -240,10 +267,12 @@ class Simulator:
         if not 1 <= action.gpus_per_node <= self.spec.gpus_per_node or not 1 <= nodes <= self.spec.nodes:
             return f"{nodes} x {action.gpus_per_node} GPUs does not fit nodes of {self.spec.gpus_per_node}"
         model = self._model(job.name)
+        job = self._unbound(job)
         old = model.throughput(self._config(job.total_gpus, job.num_nodes))  # type: ignore[attr-defined]
         new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))  # type: ignore[attr-defined]
         limit = math.ceil((job.time_limit_s or 0.0) * old / new / 60.0) * 60.0
-        self._update(job, gpus_per_node=action.gpus_per_node, num_nodes=nodes, time_limit_s=limit)
+        self._share.pop(job.job_id, None)  # whole GPUs: no longer bound to a partner
+        self._update(job, gpus_per_node=action.gpus_per_node, shards_per_node=0, num_nodes=nodes, time_limit_s=limit)
         self._requeue(job.job_id)
         self._schedule_needed = True
         return None
@@ -278,8 +307,28 @@ class Simulator:
         self._update(job, nice=action.nice)
         return None
 
+    def _share_gpus(self, job: Job, action: ShareGpus) -> str | None:
+        """Bind the job to its partner: it starts on the partner's GPUs once the partner runs
+        (alone, as asked, if it can start before). Shown as shards of its GPUs, no whole GPU."""
+        if action.with_job == job.job_id or action.with_job not in self._jobs:
+            return f"job {action.with_job} is not another active job"
+        bound = self._share.get(job.job_id)
+        if bound is not None and bound[0] == action.with_job:
+            return None  # already in force
+        per_node, count = (bound[1], bound[2]) if bound is not None else (job.gpus_per_node, job.num_nodes)
+        self._share[job.job_id] = (action.with_job, per_node, count)
+        self._update(job, gpus_per_node=0, shards_per_node=per_node)
+        self._schedule_needed = True
+        return None
+
     _HANDLERS = {SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold,
-                 Release: _release, SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice}
+                 Release: _release, SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice,
+                 ShareGpus: _share_gpus}
+
+    def _unbound(self, job: Job) -> Job:
+        """A job bound to a partner, as it asked (its whole GPUs), to start alone."""
+        bound = self._share.get(job.job_id)
+        return job if bound is None else _replace_job(job, {"gpus_per_node": bound[1], "shards_per_node": 0})
 
     def _update(self, job: Job, **changes: object) -> Job:
         new = _replace_job(job, changes)
@@ -370,7 +419,8 @@ class Simulator:
             low = max(1, int(gpus / o.gpu_range))
             high = min(self.spec.gpus, int(gpus * o.gpu_range))
             green = GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
-                                 accept_cap=o.accept_cap, deadline=submit + o.flex_s)
+                                 accept_cap=o.accept_cap, accept_share=bool(self.shares[index]),
+                                 deadline=submit + o.flex_s)
             admin_comment = format_marker(green)
             begin = math.floor(submit + o.flex_s) if o.flex_s > 0 else None
         self._jobs[job_id] = Job(
@@ -405,8 +455,12 @@ class Simulator:
         end = now + runtime
         self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
         seen = Observation(job.name or None, config, throughput, power)
-        running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen)
+        running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
+                                                       throughput, power, throughput, power, now, end,
+                                                       float(self.work[index]))
         bisect.insort(self._limit_ends, running.key(job.job_id))
+        self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
+        self._power_w += power
         # Like Slurm, a running job's EndTime is its start plus its time limit, not the truth.
         self._jobs[job.job_id] = _replace_job(job, dict(
             state=JobState.RUNNING, start_time=now, end_time=now + (job.time_limit_s or runtime),
@@ -416,16 +470,91 @@ class Simulator:
 
     def _complete(self, job_id: int) -> None:
         running = self._running.pop(job_id)
-        if self._telemetry:
+        if self._telemetry and running.seen is not None:
             self._observations.append(running.seen)
         del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job_id))]
         self._schedule_needed = True
+        self._power_w -= running.power_w
+        del self._jobs[job_id]
+        self._snapshot = None
+        if running.partner is not None and self._unpair(running):
+            return  # the partner keeps the GPUs
         for i, slots in running.alloc:
             self.free[i, slots] = True
             self.free_count[i] += len(slots)
             self._free_total += len(slots)
             self._dirty_nodes.add(i)
-        del self._jobs[job_id]
+
+    def _unpair(self, ended: _Running) -> bool:
+        """The partner of a job that ended returns to its solo rate and holds the GPUs; True
+        when it took them over (the ended job was the host)."""
+        other = self._running[ended.partner]  # type: ignore[index]
+        other.partner = None
+        self._shared_gpus -= ended.gpus
+        self._set_rate(ended.partner, self.clock.now(), other.solo_throughput, other.solo_power_w)  # type: ignore[arg-type]
+        if ended.alloc and not other.alloc:
+            other.alloc = ended.alloc
+            return True
+        return False
+
+    def _set_rate(self, job_id: int, now: float, throughput: float, power_w: float) -> None:
+        """A running job's rate changes at ``now``: its work left, end, energy and completion follow."""
+        r = self._running[job_id]
+        r.work_left -= (now - r.since) * r.throughput
+        remaining = max(0.0, r.work_left) / throughput
+        index = job_id - 1
+        self.record.energy_j[index] += power_w * remaining - r.power_w * (r.end - now)
+        self._power_w += power_w - r.power_w
+        r.since, r.throughput, r.power_w, r.end = now, throughput, power_w, now + remaining
+        self.record.end[index] = r.end
+        heapq.heappush(self._completions, (r.end, job_id))  # the old entry goes stale
+
+    def _join(self, now: float) -> None:
+        """Start every bound, eligible job whose partner runs, on the partner's GPUs."""
+        for job_id in list(self._share):
+            job = self._jobs[job_id]
+            key = (job.submit_time, job_id)
+            at = bisect.bisect_left(self._queue, key)
+            if at < len(self._queue) and self._queue[at] == key and self._joinable(job_id):
+                del self._queue[at]
+                self._start_guest(job, now)
+
+    def _joinable(self, job_id: int) -> bool:
+        """The job's partner runs alone on whole GPUs in the job's layout (pairs only: the
+        co-location model is of pairs)."""
+        partner_id, per_node, count = self._share[job_id]
+        host = self._running.get(partner_id)
+        return (host is not None and host.partner is None and len(host.alloc) == count
+                and host.gpus == per_node * count)
+
+    def _start_guest(self, job: Job, now: float) -> None:
+        host_id, per_node, count = self._share.pop(job.job_id)
+        host, host_job = self._running[host_id], self._jobs[host_id]
+        index = job.job_id - 1
+        cap = self._prolog_cap(job)
+        config = self._config(host.gpus, count, cap)
+        model = self._model(job.name)
+        solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))  # type: ignore[attr-defined]
+        slow, slow_host, pair_w = self.models.colocation(  # type: ignore[attr-defined]
+            job.name or None, host_job.name or None, self.spec.gpu_type, self.spec.share_mechanism,
+            solo_power / host.gpus, host.solo_power_w / host.gpus)
+        pair_total = pair_w * host.gpus
+        power = pair_total * solo_power / (solo_power + host.solo_power_w)
+        throughput = solo_tput / slow
+        end = now + float(self.work[index]) / throughput
+        self.record.started(index, now, end, host.gpus, count, cap, power * (end - now))
+        running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
+                                                       throughput, power, solo_tput, solo_power, now, end,
+                                                       float(self.work[index]), partner=host_id)
+        bisect.insort(self._limit_ends, running.key(job.job_id))
+        self._jobs[job.job_id] = _replace_job(job, dict(
+            state=JobState.RUNNING, start_time=now, end_time=running.limit_end, nodes=host_job.nodes,
+            num_nodes=count, gpus_per_node=0, shards_per_node=per_node))
+        heapq.heappush(self._completions, (end, job.job_id))
+        self._power_w += power
+        self._shared_gpus += host.gpus
+        host.partner, host.seen = job.job_id, None
+        self._set_rate(host_id, now, host.solo_throughput / slow_host, pair_total - power)
         self._snapshot = None
 
     def _shadow(self, now: float, job: Job) -> _Reservation:
@@ -454,12 +583,20 @@ class Simulator:
         time limit, or if it takes only GPUs that the reserved job will not need on them.
         """
         self._schedule_needed = False
+        if self._share:
+            self._join(now)
         free = self._free_total
         reservation: _Reservation | None = None
         i = tested = 0
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
             job_id = self._queue[i][1]
             job = self._jobs[job_id]
+            if job_id in self._share:
+                if self._joinable(job_id):
+                    del self._queue[i]
+                    self._start_guest(job, now)
+                    continue
+                job = self._unbound(job)
             need = job.total_gpus
             tested += 1
             if need <= free:
@@ -500,7 +637,7 @@ class Simulator:
         done = 0
         stop_at = (float(submit[-1]) if n else 0.0) + drain_limit_s
         now = self.clock.now()
-        self.record.sample(now, self._busy(), self._fragmentation())
+        self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
         while True:
             arrival = float(submit[self._next_arrival]) if self._next_arrival < n else math.inf
             completion = self._completions[0][0] if self._completions else math.inf
@@ -516,7 +653,11 @@ class Simulator:
             self.clock.set(now)
             nodes_changed = False
             while self._completions and self._completions[0][0] <= now:
-                self._complete(heapq.heappop(self._completions)[1])
+                end, job_id = heapq.heappop(self._completions)
+                running = self._running.get(job_id)
+                if running is None or running.end != end:
+                    continue  # moved by a rate change
+                self._complete(job_id)
                 done += 1
                 changed = nodes_changed = True
             while self._next_arrival < n and submit[self._next_arrival] <= now:
@@ -534,7 +675,7 @@ class Simulator:
             if self._schedule_needed:
                 self._schedule(now)
             if nodes_changed or len(self._running) != started:
-                self.record.sample(now, self._busy(), self._fragmentation())
+                self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
             if on_progress is not None and nodes_changed:
                 on_progress(done)
         self.record.finish(self.signal, self.spec, now)

@@ -1,11 +1,16 @@
 """What a simulation measured: per-job outcomes and cluster samples, and their summary.
 
-Energy is the jobs' GPU energy from the models (``energy_kwh``); idle GPUs draw
-``idle_w_per_gpu`` and are reported apart (``idle_energy_kwh``), because idle
-energy depends on how long the accounting window is, which differs between runs.
+Energy is the jobs' GPU energy from the models (``energy_kwh``; a shared GPU's pair
+power split between its two jobs by their power alone); unallocated GPUs draw
+``idle_w_per_gpu`` (``idle_energy_kwh``, from the first arrival to the last end, so a
+run that ends later pays for more idle time). Both are reported apart and summed in
+``total_energy_kwh`` / ``total_carbon_kg``: a GPU that co-location leaves free still
+draws idle power, and a run that packs work onto fewer GPUs saves the difference.
 Carbon is energy times the true intensity over exactly when it was drawn.
 JCT is completion minus submission. Fragmentation is the time-weighted share of
-free GPUs that sit on partly used nodes.
+free GPUs that sit on partly used nodes. Over time: allocated GPUs (``gpu_utilisation``
+= allocated share, ``unallocated_share`` its complement), GPUs holding two jobs
+(``shared_share`` of the allocated ones) and the jobs' power (``mean_power_w``).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ class SimRecord:
     sample_t: list[float] = field(default_factory=list)
     sample_busy: list[int] = field(default_factory=list)
     sample_frag: list[float] = field(default_factory=list)
+    sample_power_w: list[float] = field(default_factory=list)
+    sample_shared: list[int] = field(default_factory=list)
     idle_energy_kwh: float = 0.0
     idle_carbon_kg: float = 0.0
     total_gpus: int = 0
@@ -45,13 +52,17 @@ class SimRecord:
         self.gpus[index], self.nodes[index], self.cap[index] = gpus, nodes, cap
         self.energy_j[index] = energy_j
 
-    def sample(self, t: float, busy: int, frag: float) -> None:
+    def sample(self, t: float, busy: int, frag: float, power_w: float = 0.0, shared: int = 0) -> None:
+        """The cluster from ``t`` on: allocated GPUs, fragmentation, jobs' power, GPUs holding two jobs."""
         if self.sample_t and self.sample_t[-1] == t:
             self.sample_busy[-1], self.sample_frag[-1] = busy, frag
+            self.sample_power_w[-1], self.sample_shared[-1] = power_w, shared
             return
         self.sample_t.append(t)
         self.sample_busy.append(busy)
         self.sample_frag.append(frag)
+        self.sample_power_w.append(power_w)
+        self.sample_shared.append(shared)
 
     def finish(self, signal: object, spec: object, now: float) -> None:
         """Close the samples at ``now``; account the jobs' intensity, idle energy and carbon."""
@@ -75,7 +86,10 @@ class SimRecord:
         dt = np.diff(t)
         span = float(dt.sum()) or 1.0
         busy_gpu_s = float((np.asarray(self.sample_busy) * dt).sum())
+        shared_gpu_s = float((np.asarray(self.sample_shared) * dt).sum())
         frag = float((np.asarray(self.sample_frag) * dt).sum() / span)
+        utilisation = busy_gpu_s / (self.total_gpus * span) if self.total_gpus else float("nan")
+        carbon_kg = float((energy_kwh * self.intensity[done]).sum() / 1000.0)
         return {
             "jobs": int(len(submit)),
             "finished": int(done.sum()),
@@ -85,10 +99,15 @@ class SimRecord:
             "avg_wait_s": float((self.start - submit)[done].mean()) if len(jct) else float("nan"),
             "makespan_s": float(self.end[done].max() - submit.min()) if len(jct) else float("nan"),
             "energy_kwh": float(energy_kwh.sum()),
-            "carbon_kg": float((energy_kwh * self.intensity[done]).sum() / 1000.0),
+            "carbon_kg": carbon_kg,
             "idle_energy_kwh": self.idle_energy_kwh,
             "idle_carbon_kg": self.idle_carbon_kg,
-            "gpu_utilisation": busy_gpu_s / (self.total_gpus * span) if self.total_gpus else float("nan"),
+            "total_energy_kwh": float(energy_kwh.sum()) + self.idle_energy_kwh,
+            "total_carbon_kg": carbon_kg + self.idle_carbon_kg,
+            "gpu_utilisation": utilisation,
+            "unallocated_share": 1.0 - utilisation,
+            "shared_share": shared_gpu_s / busy_gpu_s if busy_gpu_s else 0.0,
+            "mean_power_w": float((np.asarray(self.sample_power_w) * dt).sum() / span),
             "fragmentation": frag,
             "avg_gpus": float(self.gpus[done].mean()) if len(jct) else float("nan"),
             "avg_cap": float(self.cap[done].mean()) if len(jct) else float("nan"),

@@ -1,0 +1,148 @@
+"""Co-location in the simulator: a ShareGpus'd job runs on its partner's GPU at the pair's
+rates and power, and returns to its solo rate when the partner ends (through the controller)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sim_literals import HOUR, T0, LinearModel, flat_signal, workload
+from slurm_green.controller.tick import Controller
+from slurm_green.core import decision_token
+from slurm_green.core.actions import ShareGpus
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.policy.baselines import FifoPolicy
+from slurm_green.policy.eaco import EaCoPolicy
+from slurm_green.sim.carbon import SimCarbonFeed
+from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.sim.engine import Simulator, TraceOptions
+
+KEY = b"0123456789abcdef-sim-test-key"
+NODE = ClusterSpec(nodes=1, gpus_per_node=4, idle_w_per_gpu=20.0)
+SHARING = TraceOptions(flex_s=2 * HOUR, accept_share=1.0)
+GUEST_SLOW, HOST_SLOW, PAIR_W = 1.25, 1.5, 150.0
+
+
+class PairModels:
+    """The linear model (1 work unit per GPU-second, 100 W per GPU) and a literal pair: the
+    second job of a pair (the host) slowed 1.5x, the first 1.25x, the GPU at 150 W."""
+
+    slowdown: tuple[float, float] = (GUEST_SLOW, HOST_SLOW)
+
+    def for_job(self, job_type: str | None) -> LinearModel:
+        return LinearModel()
+
+    def colocated_slowdown(self, a, b, gpu=None, mechanism="timeslice"):
+        return self.slowdown
+
+    def colocation(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None):
+        return (*self.slowdown, PAIR_W)
+
+
+@dataclass
+class Pairing:
+    """Job 1 alone now; every later job shares job 1's GPU; remembers each snapshot."""
+
+    name: str = "pairing"
+    seen: list[ClusterSnapshot] = field(default_factory=list)
+
+    def __call__(self, snapshot, forecast, models, now):
+        self.seen.append(snapshot)
+        return Plan(tuple(JobDecision(j.job_id, start_at=now, nodes=("sim0000",),
+                                      share_with=None if j.job_id == 1 else 1)
+                          for j in snapshot.jobs if j.is_pending))
+
+
+def run(wl, policy, options=SHARING, models=None):
+    models = models or PairModels()
+    sim = Simulator(wl, NODE, models, flat_signal(), KEY, options)
+    controller = Controller(sim, policy, SimCarbonFeed(flat_signal(), "flat"), models,
+                            sign=functools.partial(decision_token.sign, KEY),
+                            verify=functools.partial(decision_token.verify, KEY))
+    return sim, sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
+
+
+def test_a_pair_shares_one_gpu_and_the_survivor_returns_to_its_solo_rate():
+    policy = Pairing()
+    # Job 3 arrives while the pair runs (so the policy sees it) and, the GPU holding a pair, runs alone.
+    sim, record = run(workload((0.0, 1, HOUR), (0.0, 1, 2 * HOUR), (1200.0, 1, 600.0)), policy)
+    host_end = T0 + HOUR * HOST_SLOW  # 5,400 s at 1/1.5 of its rate
+    guest_left = 2 * HOUR - HOUR * HOST_SLOW / GUEST_SLOW  # work the guest has left then
+    assert record.start.tolist() == [T0, T0, T0 + 1200.0]
+    assert record.end.tolist() == pytest.approx([host_end, host_end + guest_left, T0 + 1800.0])
+    half = PAIR_W / 2  # the pair's power split by the two jobs' power alone (equal here)
+    assert record.energy_j.tolist() == pytest.approx([half * HOUR * HOST_SLOW,
+                                                      half * HOUR * HOST_SLOW + 100.0 * guest_left, 100.0 * 600])
+    assert record.gpus.tolist() == [1, 1, 1]
+    assert max(record.sample_busy) == 2 and max(record.sample_shared) == 1
+    shared = next(s for s in policy.seen if len(s.running()) == 2)
+    host, guest = sorted(shared.running(), key=lambda j: j.job_id)
+    assert (guest.gpus_per_node, guest.shards_per_node, guest.nodes) == (0, 1, host.nodes)
+    assert shared.nodes[0].gpus_allocated == 1
+
+
+def test_the_guest_ending_first_returns_the_host_to_its_solo_rate():
+    _, record = run(workload((0.0, 1, 4 * HOUR), (0.0, 1, HOUR)), Pairing())
+    guest_end = T0 + HOUR * GUEST_SLOW
+    host_left = 4 * HOUR - HOUR * GUEST_SLOW / HOST_SLOW
+    assert record.end.tolist() == pytest.approx([guest_end + host_left, guest_end])
+
+
+def test_sharing_is_idempotent_and_a_second_guest_of_a_pair_starts_alone():
+    policy = Pairing()
+    _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR), (0.0, 1, HOUR)), policy)
+    assert max(record.sample_busy) == 2  # jobs 1+2 on one GPU, job 3 on its own
+    assert max(record.sample_shared) == 1
+
+
+def test_a_job_that_refuses_sharing_is_never_bound_and_runs_alone():
+    _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR)), Pairing(), options=TraceOptions(flex_s=2 * HOUR))
+    assert record.end.tolist() == [T0 + HOUR, T0 + HOUR] and max(record.sample_shared) == 0
+
+
+def test_share_gpus_names_an_active_partner():
+    sim = Simulator(workload((0.0, 1, HOUR)), NODE, PairModels(), flat_signal(), KEY, SHARING)
+    sim._arrive(0)
+    [result] = sim.apply([ShareGpus(1, 9)])
+    assert not result.ok and "not another active job" in result.message
+
+
+def test_idle_power_counts_in_the_total_and_a_freed_gpu_saves_its_busy_power():
+    wl = workload((0.0, 1, HOUR), (0.0, 1, HOUR))
+    _, alone = run(wl, FifoPolicy())
+    sim, paired = run(wl, Pairing())
+    s_alone, s_paired = alone.summary(wl.submit), paired.summary(wl.submit)
+    assert s_alone["total_energy_kwh"] == pytest.approx(s_alone["energy_kwh"] + s_alone["idle_energy_kwh"])
+    assert s_paired["shared_share"] > 0 and s_alone["shared_share"] == 0
+    assert s_paired["unallocated_share"] > s_alone["unallocated_share"]
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 7200), st.sampled_from((1, 1, 1, 2)), st.integers(600, 4 * 3600)),
+                min_size=2, max_size=12),
+       st.floats(0.0, 1.0), st.sampled_from((1.1, 1.25, 2.5)))
+def test_eaco_in_the_simulator_never_overcommits_and_every_job_finishes_its_work(rows, share, bound):
+    """EaCO through the controller: at most two jobs per GPU (allocated GPUs never exceed the
+    node), a job whose user refused sharing never shares, every job's work is done."""
+    rows = sorted(rows)
+    wl = workload(*[(float(t), g, float(w)) for t, g, w in rows])
+    models = PairModels()
+    options = TraceOptions(flex_s=2 * HOUR, accept_share=share, share_seed=3)
+    policy = EaCoPolicy(slowdown_bound=bound)
+    sim, record = run(wl, policy, options, models)
+    assert np.isfinite(record.end).all()
+    assert max(record.sample_busy) <= NODE.gpus and max(record.sample_shared) <= max(record.sample_busy)
+    shared_any = record.sample_shared and max(record.sample_shared) > 0
+    if bound < max(models.slowdown) or not sim.shares.any():
+        assert not shared_any
+    # Work done: solo-rate jobs took work / GPUs; shared ones longer, never shorter.
+    runtime = record.end - record.start
+    assert (runtime >= np.array([w for _, _, w in rows]) / record.gpus - 1e-6).all()
+    refused = ~sim.shares
+    assert (runtime[refused] == pytest.approx(np.array([w for _, _, w in rows])[refused] / record.gpus[refused]))

@@ -122,10 +122,11 @@ def _cluster(workload: Workload, nodes: int | None, gpus_per_node: int | None) -
     return spec
 
 
-def _options(flex_h: float, gpu_range: float, min_tick: float, max_tick: float, **more: float) -> TraceOptions:
+def _options(flex_h: float, gpu_range: float, min_tick: float, max_tick: float, share: float = 0.0,
+             **more: float) -> TraceOptions:
     if max_tick < min_tick:
         raise click.BadParameter(f"{max_tick:g} is below --min-tick {min_tick:g}", param_hint="--max-tick")
-    return TraceOptions(flex_s=flex_h * 3600.0, gpu_range=gpu_range, **more)
+    return TraceOptions(flex_s=flex_h * 3600.0, gpu_range=gpu_range, accept_share=share, **more)
 
 
 def _progress() -> Progress:
@@ -146,6 +147,8 @@ def _common(func):  # type: ignore[no-untyped-def]
                      help="Hours of start-time flexibility every trace job grants."),
         click.option("--gpu-range", type=click.FloatRange(min=1), default=2.0, show_default=True,
                      help="Jobs accept requested/R .. requested*R GPUs (1: exactly as requested)."),
+        click.option("--share", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+                     help="Share of jobs whose users allow a shared GPU (share=yes; drawn at random, seed 0)."),
         click.option("--min-tick", type=click.FloatRange(min=0, min_open=True), default=300.0, show_default=True,
                      help="Controller ticks at events, at most this often (sim seconds)."),
         click.option("--max-tick", type=click.FloatRange(min=0, min_open=True), default=900.0, show_default=True,
@@ -212,13 +215,14 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
 @_common
 def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, true_gpu: str | None,
              learn: bool, nodes: int | None, gpus_per_node: int | None, flex_h: float, gpu_range: float,
+             share: float,
              min_tick: float, max_tick: float, limit: int | None, json_out: str | None, plot_out: str | None) -> None:
     """Replay a trace through the controller with one policy and report JCT, energy and carbon."""
     from slurm_green.sim.bench import make_policy
     from slurm_green.sim.runner import simulate as run
 
     policy = make_policy(policy_name, budget)
-    options = _options(flex_h, gpu_range, min_tick, max_tick)
+    options = _options(flex_h, gpu_range, min_tick, max_tick, share)
     workload = _load(trace, limit)
     spec = _cluster(workload, nodes, gpus_per_node)
     signal = _signal(carbon_spec, workload)
@@ -276,10 +280,10 @@ def _speedup_lines(result) -> list[str]:  # type: ignore[no-untyped-def]
               help="Sweep each policy's budget/tolerance to trace the JCT-carbon frontier.")
 @_common
 def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, gpus_per_node: int | None,
-          flex_h: float, gpu_range: float, min_tick: float, max_tick: float, limit: int | None,
+          flex_h: float, gpu_range: float, share: float, min_tick: float, max_tick: float, limit: int | None,
           json_out: str | None, plot_out: str | None) -> None:
     """Every policy on the same trace and carbon: JCT, energy and carbon vs carbon-agnostic FIFO."""
-    options = _options(flex_h, gpu_range, min_tick, max_tick)
+    options = _options(flex_h, gpu_range, min_tick, max_tick, share)
     workload = _load(trace, limit)
     spec = _cluster(workload, nodes, gpus_per_node)
     result = _run_bench(workload, spec, carbon_spec, options, sweep, min_tick, max_tick)
@@ -309,7 +313,7 @@ def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, g
               help="Time zone of sacct's timestamps (--parsable2 only; --json carries UTC times).")
 @_common
 def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_per_node: int | None,
-           flex_h: float, gpu_range: float, min_tick: float, max_tick: float, limit: int | None,
+           flex_h: float, gpu_range: float, share: float, min_tick: float, max_tick: float, limit: int | None,
            json_out: str | None, plot_out: str | None) -> None:
     """Replay your own sacct history: the carbon and JCT each policy would have given."""
     from slurm_green.sim.sacct import load_sacct
@@ -323,7 +327,7 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
     if not len(history.workload):
         raise click.ClickException(f"{sacct_path}: no finished or running GPU jobs to replay")
     factor = history.time_limit_factor()
-    options = _options(flex_h, gpu_range, min_tick, max_tick,
+    options = _options(flex_h, gpu_range, min_tick, max_tick, share,
                        **({} if factor is None else {"time_limit_factor": factor}))
     workload = history.workload.head(limit) if limit else history.workload
     spec = _cluster(workload, nodes, gpus_per_node)

@@ -17,7 +17,10 @@ simulator enact pairs, i.e. 2).
 
 What the snapshot says about sharing: a running guest is a job with ``shards_per_node``
 > 0 and no whole GPU, on its host's node (the simulator and Slurm's ``gres/shard`` report
-it so); it is counted against a sharing host on the same node.
+it so). It is counted against the host its decision token names (``share``, written by
+the controller into the job's Comment; read without the key, which a policy does not
+hold: a forged token can only make a host look full, never over-commit a GPU), else
+against a sharing host on the same node.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+from slurm_green.core import decision_token
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.pending import _parse_marker, pending_jobs
@@ -132,11 +136,24 @@ def _running_hosts(snapshot: ClusterSnapshot, share_limit: int) -> list[_Host]:
         options = _parse_marker(job.admin_comment)
         if options is not None and options.accept_share and job.total_gpus == 1 and share_limit > 1:
             hosts.append(_Host(job.job_id, job.name, job.gpu_type, share_limit - 1, True, job.nodes))
+    by_id = {host.job_id: host for host in hosts}
     by_node: dict[tuple[str, ...], list[_Host]] = {}
     for host in hosts:
         by_node.setdefault(host.nodes, []).append(host)
     for guest in guests:
-        host = next((h for h in by_node.get(guest.nodes, ()) if h.slots > 0), None)
+        host = by_id.get(_named_partner(guest))  # type: ignore[arg-type]
+        if host is None or host.nodes != guest.nodes:
+            host = next((h for h in by_node.get(guest.nodes, ()) if h.slots > 0), None)
         if host is not None:
             host.slots -= 1
     return hosts
+
+
+def _named_partner(job: Job) -> int | None:
+    """The partner the job's decision token names, if any."""
+    token = decision_token.find_token(job.comment)
+    try:
+        partner = decision_token.unverified_payload(token).get("share") if token else None
+    except decision_token.InvalidToken:
+        return None
+    return partner if isinstance(partner, int) and not isinstance(partner, bool) else None

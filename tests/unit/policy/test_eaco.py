@@ -125,3 +125,16 @@ def test_limits_consent_and_bound_hold_on_random_queues(models, rows, limit, bou
 
 def _accepts(j: Job) -> bool:
     return "share=1" in j.admin_comment
+
+
+def test_a_running_guest_counts_against_the_host_its_token_names(models):
+    """Two sharing hosts on n0 and one guest there: the guest's token says whose GPU it shares."""
+    from dataclasses import replace
+
+    from slurm_green.core import decision_token
+
+    guest = replace(job(3, LIGHT2, state=JobState.RUNNING, node="n0", shards=1),
+                    comment=decision_token.sign(b"k" * 16, 3, {"share": 2}))
+    jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0"), job(2, LIGHT, state=JobState.RUNNING, node="n0"),
+            guest, job(4, LIGHT2)]
+    assert decide(jobs, models)[4].share_with == 1

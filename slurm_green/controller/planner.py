@@ -3,17 +3,29 @@
 Planning is a diff against the snapshot, which is what makes a tick idempotent: a
 controller killed after enacting half a plan finds those changes already in force
 at its next tick and does not repeat them.
+
+Co-location (``JobDecision.share_with``) is enacted with Slurm's ``gres/shard``: both jobs
+of a pair ask for shards of one GPU on one node (docs/enactment.md, "Co-location"). What
+the planner checks before it sends anything: both jobs allowed sharing (``share=yes``),
+both run or will run on one node (the decision's pin, else the partner's node), and they
+agree on one power cap, the loosest of the two (``pair_caps``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
 
 from slurm_green.core import decision_token, gpu_freq
-from slurm_green.core.actions import Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime
+from slurm_green.core.actions import Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, ShareGpus
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
+
+log = logging.getLogger(__name__)
 
 #: A start time closer than this to the one already set is left alone (no churn).
 START_TOLERANCE_S = 60.0
@@ -74,6 +86,148 @@ def _size_actions(job: Job, decision: JobDecision) -> list[Action]:
     return actions
 
 
+def sharing_allowed(job: Job | None) -> bool:
+    """Marked by job_submit.lua as managed with ``share=yes``: the only jobs the controller co-locates."""
+    options = parse_marker(job.admin_comment) if job is not None else None
+    return bool(options and options.managed and options.accept_share)
+
+
+@dataclass(frozen=True, slots=True)
+class Sharing:
+    """A co-location the planner can enact: the partner, the one node of the pair."""
+
+    partner: Job
+    node: tuple[str, ...]
+
+
+def _single_gpu(job: Job, decision: JobDecision | None) -> bool:
+    gpus = decision.gpus_per_node if decision is not None and decision.gpus_per_node is not None else job.gpus_per_node
+    nodes = decision.num_nodes if decision is not None and decision.num_nodes is not None else job.num_nodes
+    return nodes == 1 and (gpus <= 1 or job.shards_per_node > 0)
+
+
+def _promised_cap(job: Job, decision: JobDecision | None,
+                  verify: Callable[[int, str], dict[str, object]] | None) -> float | None:
+    """The cap a job of a pair was promised: its decision's, or, running, the one its token carries."""
+    if decision is not None:
+        return decision.power_cap_fraction
+    cap = (_current_payload(job, verify) or {}).get("cap")
+    return float(cap) if isinstance(cap, (int, float)) and not isinstance(cap, bool) else None
+
+
+def colocate(plan: Plan, snapshot: ClusterSnapshot,
+             verify: Callable[[int, str], dict[str, object]] | None = None) -> tuple[Plan, dict[int, Sharing]]:
+    """The plan with only the co-locations that can be enacted, each pair under one cap.
+
+    A share is dropped (logged; the job is then decided alone) unless both jobs allow
+    sharing, each is in at most one pair, both use one GPU on one node, the partner is
+    still pending or running, a pending partner is decided too (its token must carry the
+    pair's cap) and one node is known for the pair: the decision's pin, else the partner's
+    node, else (a pending pair no one placed) a node with a whole GPU free (``_free_gpu_node``).
+    The pair's cap is the loosest of the two promised (no cap if either has none): a GPU
+    runs at the loosest wish of its jobs (the Prolog's rule), so each token then names
+    the cap in force and neither job runs slower than it was promised.
+    """
+    decided = {d.job_id: d for d in plan.decisions}
+    sharing: dict[int, Sharing] = {}
+    caps: dict[int, float | None] = {}
+    placed: dict[str, int] = {}  # GPUs this plan's pending pairs take, per node
+    for decision in plan.decisions:
+        if decision.share_with is None or decision.job_id in caps:
+            continue
+        job, partner = snapshot.job(decision.job_id), snapshot.job(decision.share_with)
+        other = decided.get(decision.share_with)
+        why = _refusal(job, partner, decision, other, caps.keys())
+        if why is None and not _whole_gpus_become_shards(snapshot.slurm_version) and (
+                job.gpus_per_node or (partner.is_pending and partner.gpus_per_node)):
+            why = f"Slurm {snapshot.slurm_version} cannot turn a job's whole GPUs into shards"
+        node = decision.nodes or (other.nodes if other is not None and other.nodes else None) or (
+            partner.nodes if partner is not None else ()) or (_free_gpu_node(snapshot, placed) if why is None else ())
+        if why is None and not node:
+            why = "no node has a free GPU with shards for the pair"
+        if why is not None or job is None or partner is None:
+            log.warning("job %s: not co-located with job %s: %s", decision.job_id, decision.share_with, why)
+            continue
+        cap = _loosest(_promised_cap(job, decision, verify), _promised_cap(partner, other, verify))
+        sharing[job.job_id] = Sharing(partner, tuple(node))
+        caps[job.job_id] = caps[partner.job_id] = cap
+        if other is not None:
+            sharing[partner.job_id] = Sharing(job, tuple(node))
+    decisions = []
+    for decision in plan.decisions:
+        if decision.job_id in sharing:
+            decision = dataclasses.replace(decision, share_with=sharing[decision.job_id].partner.job_id,
+                                           power_cap_fraction=caps[decision.job_id])
+        elif decision.share_with is not None:
+            decision = dataclasses.replace(decision, share_with=None)
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions)), sharing
+
+
+def _free_gpu_node(snapshot: ClusterSnapshot, placed: dict[str, int]) -> tuple[str, ...]:
+    """For a pending pair that no one pinned: a node with a whole GPU free and no shard in
+    use, the fewest free GPUs first (best fit keeps whole nodes for whole-node jobs);
+    ``placed`` counts the GPUs this plan's earlier pairs took.
+
+    No shard in use, because Slurm gives a job's shards from the lowest-numbered GPU that
+    has enough free (seen on 22.05, 24.11, 26.05): on such a node both jobs of the pair
+    get the first free GPU, while a GPU partly used by a third job's shards would take
+    the first of the pair and leave the second to the next GPU."""
+    fits = [(node.gpus_free - placed.get(node.name, 0), node.name) for node in snapshot.nodes
+            if node.shards_total and not node.shards_allocated and node.gpus_free - placed.get(node.name, 0) >= 1]
+    if not fits:
+        return ()
+    name = min(fits)[1]
+    placed[name] = placed.get(name, 0) + 1
+    return (name,)
+
+
+def _refusal(job: Job | None, partner: Job | None, decision: JobDecision, other: JobDecision | None,
+             paired: Collection[int]) -> str | None:
+    if job is None or partner is None or not partner.state.is_active or partner.job_id == job.job_id:
+        return "the partner is not an active job"
+    if not (sharing_allowed(job) and sharing_allowed(partner)):
+        return "sharing needs share=yes from both jobs"
+    if partner.job_id in paired or (other is not None and other.share_with not in (None, job.job_id)):
+        return "the partner is in another pair (one pair per GPU)"
+    if not (_single_gpu(job, decision) and _single_gpu(partner, other)):
+        return "only jobs of one GPU on one node can share a GPU"
+    if partner.is_pending and other is None:
+        return "the pending partner has no decision of its own"
+    return None
+
+
+def _whole_gpus_become_shards(version: str) -> bool:
+    """Whether this Slurm turns a pending job's ``gpu`` request into shards (``Gres=shard:K``).
+
+    24.11 and 26.05 do. 22.05 refuses ("Invalid generic resource (gres) specification"),
+    and its ``TresPerNode=gres/shard:K`` answers success, shows the shards and still
+    allocates the whole GPU (seen on the Docker cluster): there a pair of jobs that asked
+    whole GPUs would wait for a start that can never be enacted, so it is not formed.
+    Versions between were not tried and count as unable; a backend that names no Slurm
+    version (the simulator) can."""
+    try:
+        major, minor = (int(part) for part in version.split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) >= (24, 11)
+
+
+def _loosest(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None else max(a, b)
+
+
+def _share_actions(job: Job, sharing: Sharing) -> list[Action]:
+    """Shards of one GPU on the pair's node, as far as not yet in force (``ShareGpus`` is
+    enacted as a shard request; the pin travels beside it, merged into one update)."""
+    actions: list[Action] = []
+    if job.gpus_per_node or not job.shards_per_node:
+        actions.append(ShareGpus(job.job_id, sharing.partner.job_id))
+    if sorted(sharing.node) != sorted(job.nodes):
+        actions.append(SetNodes(job.job_id, sharing.node))
+    return actions
+
+
 def job_actions(
     job: Job,
     decision: JobDecision,
@@ -81,9 +235,11 @@ def job_actions(
     sign: Signer | None,
     verify: Callable[[int, str], dict[str, object]] | None,
     enact: Enactment = "power_cap",
+    sharing: Sharing | None = None,
 ) -> list[Action]:
     """Actions for one pending job, ordered so that a job never starts before its
-    decision token, GPU clocks and final GPU count are in place: the start comes last."""
+    decision token, GPU clocks, final GPU count and shared GPU are in place: the start comes last.
+    ``decision`` is one ``colocate`` kept (its ``share_with`` enacted through ``sharing``)."""
     actions: list[Action] = []
     payload = decision_payload(decision, enact)
     if sign is not None and payload and payload != _current_payload(job, verify):
@@ -92,7 +248,7 @@ def job_actions(
         wanted = gpu_freq.tres_freq(decision.power_cap_fraction)
         if gpu_freq.level_of(job.tres_freq) != gpu_freq.level_of(wanted):
             actions.append(SetGpuFreq(job.job_id, wanted))
-    actions.extend(_size_actions(job, decision))
+    actions.extend(_share_actions(job, sharing) if sharing is not None else _size_actions(job, decision))
     actions.extend(_start_actions(job, decision, now))
     return actions
 
@@ -105,11 +261,13 @@ def plan_actions(
     verify: Callable[[int, str], dict[str, object]] | None = None,
     enact: Enactment = "power_cap",
 ) -> list[Action]:
-    """All actions the plan needs; decisions for jobs no longer pending are dropped."""
+    """All actions the plan needs; decisions for jobs no longer pending are dropped, and
+    co-locations that cannot be enacted too (``colocate``)."""
+    plan, sharing = colocate(plan, snapshot, verify)
     actions: list[Action] = []
     for decision in plan.decisions:
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
-        actions.extend(job_actions(job, decision, now, sign, verify, enact))
+        actions.extend(job_actions(job, decision, now, sign, verify, enact, sharing.get(job.job_id)))
     return actions

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from slurm_green.carbon.failures import FailureLog
 from slurm_green.controller.enactment import enact
-from slurm_green.controller.planner import plan_actions
+from slurm_green.controller.planner import colocate, plan_actions
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
@@ -120,7 +120,9 @@ class Controller:
         snapshot = self.backend.snapshot()
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
-        report.plan = stamped(self.policy(snapshot, forecast, self.models, now), self.models)
+        # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
+        report.plan, _ = colocate(stamped(self.policy(snapshot, forecast, self.models, now), self.models),
+                                  snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
         return report, snapshot

@@ -1,11 +1,16 @@
-from slurm_green.controller.planner import START_TOLERANCE_S, plan_actions
+import dataclasses
+
+from slurm_green.controller.planner import START_TOLERANCE_S, colocate, plan_actions
 from slurm_green.core import decision_token as dt
-from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, ShareGpus
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
 
 KEY = b"s" * 32
 NOW = 1_700_000_000.0
+SHARING = format_marker(GreenOptions(max_delay_s=3600, accept_share=True))
+ALONE = format_marker(GreenOptions(max_delay_s=3600, accept_share=False))
 
 
 def sign(job_id, payload):
@@ -77,14 +82,16 @@ def test_no_token_without_a_signer():
 
 def test_gpu_freq_sites_get_the_cap_as_tres_freq_and_no_cap_in_the_token():
     job = Job(7, gpus_per_node=1, comment="green:flex=6h", eligible_time=NOW)
+    partner = Job(3, state=JobState.RUNNING, shards_per_node=2, nodes=("node1",), admin_comment=SHARING,
+                  comment=sign(3, {"cap": 0.7}))
+    job = dataclasses.replace(job, admin_comment=SHARING, gpus_per_node=0, shards_per_node=2, nodes=("node1",))
     plan = Plan((JobDecision(7, start_at=NOW, power_cap_fraction=0.7, share_with=3),))
-    actions = plan_actions(snapshot(job), plan, NOW, sign, verify, enact="gpu_freq")
+    actions = plan_actions(snapshot(job, partner), plan, NOW, sign, verify, enact="gpu_freq")
     assert [type(a) for a in actions] == [SetDecision, SetGpuFreq]
     assert dt.verify(KEY, 7, actions[0].token) == {"share": 3}
     assert actions[1] == SetGpuFreq(7, "gpu:medium")
-    in_force = Job(7, gpus_per_node=1, comment=f"green:flex=6h {actions[0].token}", eligible_time=NOW,
-                   tres_freq="gpu:medium")
-    assert plan_actions(snapshot(in_force), plan, NOW, sign, verify, enact="gpu_freq") == []
+    in_force = dataclasses.replace(job, comment=f"green:flex=6h {actions[0].token}", tres_freq="gpu:medium")
+    assert plan_actions(snapshot(in_force, partner), plan, NOW, sign, verify, enact="gpu_freq") == []
 
 
 def test_greenflows_resize_pin_and_release_of_an_elastic_job():
@@ -113,3 +120,108 @@ def test_an_empty_node_list_clears_a_pin_and_none_leaves_it():
     assert plan_actions(snapshot(pinned), Plan((JobDecision(5),)), NOW) == []
     free = Job(6, gpus_per_node=2, eligible_time=NOW)
     assert plan_actions(snapshot(free), Plan((JobDecision(6, nodes=()),)), NOW) == []
+
+
+# -- co-location (share_with) ----------------------------------------------------------
+
+def pending(job_id, marker=SHARING, **kw):
+    return Job(job_id, gpus_per_node=1, eligible_time=NOW + 3600, admin_comment=marker, **kw)
+
+
+def running_on_shards(job_id, node="node2", comment="", marker=SHARING):
+    return Job(job_id, state=JobState.RUNNING, shards_per_node=2, nodes=(node,), comment=comment,
+               admin_comment=marker)
+
+
+def test_a_job_joining_a_running_shard_job_asks_shards_on_its_node_before_it_starts():
+    partner = running_on_shards(1, comment=sign(1, {"cap": 0.6}))
+    plan = Plan((JobDecision(2, start_at=NOW, power_cap_fraction=0.6, share_with=1),))
+    actions = plan_actions(snapshot(pending(2), partner), plan, NOW, sign, verify)
+    assert [type(a) for a in actions] == [SetDecision, ShareGpus, SetNodes, SetStartTime]
+    assert actions[1:3] == [ShareGpus(2, 1), SetNodes(2, ("node2",))]
+    assert dt.verify(KEY, 2, actions[0].token) == {"cap": 0.6, "share": 1}
+    # in force: a shard job pinned there with its token; only the start is left
+    in_force = dataclasses.replace(pending(2), gpus_per_node=0, shards_per_node=2, nodes=("node2",),
+                                   comment=actions[0].token)
+    assert plan_actions(snapshot(in_force, partner), plan, NOW, sign, verify) == [SetStartTime(2, NOW)]
+
+
+def test_a_pending_pair_is_pinned_to_one_node_and_both_become_shard_jobs():
+    plan = Plan((JobDecision(1, start_at=NOW, nodes=("node3",), share_with=2, power_cap_fraction=0.5),
+                 JobDecision(2, start_at=NOW, share_with=1, power_cap_fraction=0.8)))
+    actions = plan_actions(snapshot(pending(1), pending(2)), plan, NOW, sign, verify)
+    assert [a for a in actions if not isinstance(a, SetDecision)] == [
+        ShareGpus(1, 2), SetNodes(1, ("node3",)), SetStartTime(1, NOW),
+        ShareGpus(2, 1), SetNodes(2, ("node3",)), SetStartTime(2, NOW)]
+    tokens = {a.job_id: dt.verify(KEY, a.job_id, a.token) for a in actions if isinstance(a, SetDecision)}
+    assert tokens == {1: {"cap": 0.8, "share": 2}, 2: {"cap": 0.8, "share": 1}}  # one cap, the loosest
+
+
+def test_the_pair_runs_uncapped_when_either_was_promised_no_cap():
+    partner = running_on_shards(1, comment=sign(1, {}))  # a token without cap: no cap
+    plan = Plan((JobDecision(2, start_at=NOW, power_cap_fraction=0.5, share_with=1),))
+    shared, _ = colocate(plan, snapshot(pending(2), partner), verify)
+    assert shared.decisions[0].power_cap_fraction is None and shared.decisions[0].share_with == 1
+
+
+def test_a_job_that_refuses_sharing_is_never_co_located():
+    for mine, theirs in ((ALONE, SHARING), (SHARING, ALONE), (SHARING, "")):
+        partner = running_on_shards(1, marker=theirs)
+        plan = Plan((JobDecision(2, start_at=NOW, power_cap_fraction=0.6, share_with=1),))
+        actions = plan_actions(snapshot(pending(2, marker=mine), partner), plan, NOW, sign, verify)
+        assert not any(isinstance(a, (ShareGpus, SetNodes)) for a in actions), (mine, theirs)
+        [token] = [a for a in actions if isinstance(a, SetDecision)]
+        assert dt.verify(KEY, 2, token.token) == {"cap": 0.6}  # decided alone, its own cap
+
+
+def test_shares_that_cannot_be_enacted_are_dropped():
+    two_gpus = dataclasses.replace(pending(2), gpus_per_node=2)
+    cases = [
+        (snapshot(two_gpus, running_on_shards(1)), Plan((JobDecision(2, share_with=1),))),  # two GPUs
+        (snapshot(pending(2), pending(1)), Plan((JobDecision(2, nodes=("node1",), share_with=1),))),  # undecided
+        (snapshot(pending(2), pending(1)), Plan((JobDecision(2, share_with=1), JobDecision(1, share_with=2)))),
+        (snapshot(pending(2)), Plan((JobDecision(2, share_with=9),))),  # gone
+        (snapshot(pending(2), pending(3), running_on_shards(1)),  # job 1 is in two pairs
+         Plan((JobDecision(2, share_with=1), JobDecision(3, share_with=1)))),
+    ]
+    for snap, plan in cases[:4]:
+        shared, sharing = colocate(plan, snap, verify)
+        assert sharing == {} and all(d.share_with is None for d in shared.decisions), plan
+    snap, plan = cases[4]
+    shared, sharing = colocate(plan, snap, verify)
+    assert set(sharing) == {2} and [d.share_with for d in shared.decisions] == [1, None]
+
+
+def test_a_partner_on_whole_gpus_is_left_for_the_backend_to_refuse():
+    """Shards cannot join a GPU allocated whole; the backend says so and the start waits."""
+    whole = Job(1, state=JobState.RUNNING, gpus_per_node=1, nodes=("node2",), admin_comment=SHARING)
+    plan = Plan((JobDecision(2, start_at=NOW, share_with=1),))
+    actions = plan_actions(snapshot(pending(2), whole), plan, NOW)
+    assert actions == [ShareGpus(2, 1), SetNodes(2, ("node2",)), SetStartTime(2, NOW)]
+
+
+def test_a_share_never_turns_back_into_whole_gpus():
+    """A decided GPU count must not undo the shard request of a shared decision."""
+    in_force = dataclasses.replace(pending(2), gpus_per_node=0, shards_per_node=2, nodes=("node2",))
+    plan = Plan((JobDecision(2, start_at=NOW, gpus_per_node=1, share_with=1),))
+    assert plan_actions(snapshot(in_force, running_on_shards(1)), plan, NOW) == [SetStartTime(2, NOW)]
+
+
+def test_a_pending_pair_no_one_placed_goes_where_a_whole_gpu_is_free_and_no_shard_is_used():
+    nodes = (Node("node1", gpus_total=4, shards_total=16), Node("node2", gpus_total=4, gpus_allocated=3, shards_total=16),
+             Node("node3", gpus_total=4, gpus_allocated=4, shards_total=16), Node("cpu1"),
+             Node("node0", gpus_total=4, gpus_allocated=3, shards_total=16, shards_allocated=2))  # a stranger's shards
+    plan = Plan(tuple(JobDecision(j, start_at=NOW, share_with=j + 1 if j % 2 else j - 1) for j in (1, 2, 3, 4)))
+    snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(pending(j) for j in (1, 2, 3, 4)), nodes=nodes)
+    _, sharing = colocate(plan, snap)
+    assert {j: s.node for j, s in sharing.items()} == {1: ("node2",), 2: ("node2",), 3: ("node1",), 4: ("node1",)}
+
+
+def test_slurm_2205_cannot_turn_whole_gpus_into_shards_so_no_such_pair_is_formed():
+    plan = Plan((JobDecision(2, start_at=NOW, share_with=1),))
+    for version, formed in (("22.05.8", False), ("23.11.1", False), ("24.11.5", True), ("26.05.5", True), ("", True)):
+        snap = ClusterSnapshot(taken_at=NOW, slurm_version=version, jobs=(pending(2), running_on_shards(1)))
+        assert bool(colocate(plan, snap)[1]) is formed, version
+    already_shards = dataclasses.replace(pending(2), gpus_per_node=0, shards_per_node=2)  # asked shards at submit
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="22.05.8", jobs=(already_shards, running_on_shards(1)))
+    assert plan_actions(snap, plan, NOW) == [SetNodes(2, ("node2",)), SetStartTime(2, NOW)]

@@ -25,9 +25,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetGpus
+from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetGpus, SetNodes, ShareGpus
 from slurm_green.core.clock import Clock, SystemClock
-from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
+from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
 from slurm_green.core.decision_token import replace_token
 from slurm_green.slurm import commands, schema, squeue_text
 from slurm_green.slurm.errors import SlurmError, classify
@@ -197,7 +197,10 @@ class CliBackend:
         results: dict[int, ActionResult] = {}
         known: dict[int, Job | None] = {}
         runnable: list[tuple[int, Action]] = []
+        shares = self._shares(actions, results)
         for index, action in enumerate(actions):
+            if index in results:
+                continue
             if isinstance(action, (SetDecision, SetGpus)):
                 # Both rewrite a field from its current value (comment, GPU type).
                 if action.job_id not in known:
@@ -208,13 +211,36 @@ class CliBackend:
             runnable.append((index, action))
         now = self.clock.now()
         planned = commands.plan(
-            runnable, lambda job_id: known.get(job_id) or self._job_cached(job_id), now, self.batch_jobs
+            runnable, lambda job_id: known.get(job_id) or self._job_cached(job_id), now, self.batch_jobs,
+            lambda action: shares[action.job_id],
         )
         unreachable: str | None = None
         for command in planned:
             unreachable = self._execute(command, actions, results, unreachable)
         self._remember_comments(actions, results)
         return [results[index] for index in range(len(actions))]
+
+    def _shares(self, actions: Sequence[Action], results: dict[int, ActionResult]) -> dict[int, str]:
+        """The ``Gres`` of each ``ShareGpus`` (``commands.share_gres``); one Slurm cannot enact is
+        answered INVALID here, so the job's start waits (``controller.enactment``)."""
+        pins = {a.job_id: a.nodes for a in actions if isinstance(a, SetNodes) and a.nodes}
+        shares: dict[int, str] = {}
+        for index, action in enumerate(actions):
+            if not isinstance(action, ShareGpus):
+                continue
+            partner = self._job_info(action.with_job)
+            job = self._job_cached(action.job_id)
+            names = pins.get(action.job_id) or (job.nodes if job else ()) or (partner.nodes if partner else ())
+            try:
+                shares[action.job_id] = commands.share_gres(partner, self._node(names[0] if names else None))
+            except commands.ShareRefused as exc:
+                results[index] = ActionResult(action, ActionError.INVALID, f"cannot share a GPU: {exc}")
+        return shares
+
+    def _node(self, name: str | None) -> Node | None:
+        """The node as last seen; without a name, any node with shards (their count per GPU is the site's)."""
+        nodes = self._last.nodes if self._last else ()
+        return next((n for n in nodes if n.name == name or (name is None and n.shards_total)), None)
 
     def _job_cached(self, job_id: int) -> Job | None:
         return self._last.job(job_id) if self._last else None

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from slurm_green.core.actions import (Action, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes,
-                                      SetStartTime)
-from slurm_green.core.cluster import Job
+                                      SetStartTime, ShareGpus)
+from slurm_green.core.cluster import Job, Node
 from slurm_green.core.decision_token import replace_token
 
 SCONTROL_ENV = {"TZ": "UTC0"}
@@ -71,7 +71,34 @@ def req_node_list(nodes: Sequence[str]) -> str:
     return ",".join(nodes)
 
 
-def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[str, str]:
+class ShareRefused(ValueError):
+    """A co-location Slurm cannot enact with shards (the message says why)."""
+
+
+def share_gres(partner: Job | None, node: Node | None) -> str:
+    """``Gres`` of a job that is to share one GPU with ``partner`` on ``node``: ``shard:K``.
+
+    Slurm gives each job's shards of a node from one GPU, and never shards of a GPU that
+    is allocated whole (seen on 22.05, 24.11 and 26.05), so a partner running on whole
+    GPUs cannot be joined. ``K`` fills what the partner leaves of one GPU (half a GPU's
+    shards beside a pending partner, which gets the other half): the pair then holds the
+    whole GPU and no third shard job lands on it.
+    """
+    if partner is None:
+        raise ShareRefused("the partner job is gone")
+    if not partner.is_pending and partner.gpus_per_node:
+        raise ShareRefused(f"job {partner.job_id} runs on whole GPUs: shards cannot join a GPU allocated whole")
+    if node is None or not node.shards_total or not node.gpus_total:
+        raise ShareRefused(f"node {node.name if node else '?'} has no gres/shard (GresTypes=gpu,shard, gres.conf)")
+    per_gpu = node.shards_total // node.gpus_total
+    count = per_gpu - partner.shards_per_node if not partner.is_pending and partner.shards_per_node else per_gpu // 2
+    if count < 1:
+        raise ShareRefused(f"job {partner.job_id} holds all {per_gpu} shards of its GPU")
+    return f"shard:{count}"
+
+
+def _fields(action: Action, job: Job | None, now: float, comment: str,
+            share: Callable[[ShareGpus], str] | None = None) -> dict[str, str]:
     if isinstance(action, SetStartTime):
         return {"StartTime": format_start_time(action.start, now)}
     if isinstance(action, SetGpus):
@@ -87,6 +114,8 @@ def _fields(action: Action, job: Job | None, now: float, comment: str) -> dict[s
         return {"TresFreq": action.tres_freq}
     if isinstance(action, SetNice):
         return {"Nice": str(action.nice)}
+    if isinstance(action, ShareGpus) and share is not None:
+        return {"Gres": share(action)}
     raise TypeError(f"not an update action: {action!r}")
 
 
@@ -96,14 +125,15 @@ def update_argv(job_ids: Sequence[int], fields: dict[str, str]) -> tuple[str, ..
 
 
 def _plan_updates(
-    indexed: list[tuple[int, Action]], job_info: Callable[[int], Job | None], now: float, batch_jobs: bool
+    indexed: list[tuple[int, Action]], job_info: Callable[[int], Job | None], now: float, batch_jobs: bool,
+    share: Callable[[ShareGpus], str] | None,
 ) -> list[Command]:
     per_job: dict[int, list[tuple[int, dict[str, str]]]] = {}
     comments: dict[int, str] = {}
     for index, action in indexed:
         job = job_info(action.job_id)
         comment = comments.get(action.job_id, job.comment if job else "")
-        fields = _fields(action, job, now, comment)
+        fields = _fields(action, job, now, comment, share)
         if "Comment" in fields:
             comments[action.job_id] = fields["Comment"]
         per_job.setdefault(action.job_id, []).append((index, fields))
@@ -154,12 +184,14 @@ def plan(
     job_info: Callable[[int], Job | None],
     now: float,
     batch_jobs: bool = True,
+    share: Callable[[ShareGpus], str] | None = None,
 ) -> list[Command]:
     """Commands for ``(index, action)`` pairs, in an order that respects the actions' order.
 
     Runs of consecutive updates are merged; a hold or release ends a run, so
     "hold, then change, then release" keeps its meaning. ``job_info`` gives the last
-    known state of a job (its comment, to keep the user's words, and its GPU type).
+    known state of a job (its comment, to keep the user's words, and its GPU type);
+    ``share`` the ``Gres`` of a ``ShareGpus`` (``share_gres``, the backend knows the nodes).
     """
     planned: list[Command] = []
     run: list[tuple[int, Action]] = []
@@ -169,7 +201,7 @@ def plan(
         if not run:
             return
         if kind == "update":
-            planned.extend(_plan_updates(run, job_info, now, batch_jobs))
+            planned.extend(_plan_updates(run, job_info, now, batch_jobs, share))
         else:
             planned.extend(_plan_hold(kind or "hold", run, batch_jobs))
         run.clear()

@@ -44,6 +44,7 @@ from slurm_green.core.actions import (
     SetNice,
     SetNodes,
     SetStartTime,
+    ShareGpus,
 )
 from slurm_green.core.clock import Clock, SystemClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
@@ -183,7 +184,28 @@ class PyslurmBackend:
             return {"comment": replace_token(job.comment if job else "", action.token)}
         if isinstance(action, SetNice):
             return {"nice": action.nice}
+        if isinstance(action, ShareGpus):
+            return {"gres_per_node": self._share_gres(action)}
         raise TypeError(f"unknown action {action!r}")
+
+    def _share_gres(self, action: ShareGpus) -> str:
+        """As the CLI backend: shards of one GPU beside the partner (``commands.share_gres``).
+        The node pin travels as its own ``SetNodes``, which the planner sends with it."""
+        job, partner = self._job(action.job_id), self._job(action.with_job)
+        names = (job.nodes if job else ()) or (partner.nodes if partner else ())
+        nodes = self._last.nodes if self._last else ()
+        node = next((n for n in nodes if (n.name == names[0] if names else n.shards_total)), None)
+        return commands.share_gres(partner, node)
+
+    def _refused(self, action: Action) -> ActionResult | None:
+        """A ``ShareGpus`` Slurm cannot enact, answered INVALID before anything is sent."""
+        if not isinstance(action, ShareGpus):
+            return None
+        try:
+            self._share_gres(action)
+        except commands.ShareRefused as exc:
+            return ActionResult(action, ActionError.INVALID, f"cannot share a GPU: {exc}")
+        return None
 
     def _apply_one(self, action: Action, now: float) -> ActionResult:
         if isinstance(action, SetGpuFreq):  # no documented JobSubmitDescription field to check it against
@@ -191,6 +213,8 @@ class PyslurmBackend:
                                 "use [slurm] backend = \"cli\" with gpu.enact = \"gpu_freq\"")
         if isinstance(action, SetDecision) and self._job(action.job_id) is None:
             return ActionResult(action, ActionError.JOB_GONE, "job not in the last snapshot; comment unknown")
+        if (refused := self._refused(action)) is not None:
+            return refused
         try:
             job = self.pyslurm.Job(action.job_id)
             if isinstance(action, Hold):
@@ -206,9 +230,11 @@ class PyslurmBackend:
     def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
         now = self.clock.now()
         if self.dry_run:
-            planned = commands.plan(list(enumerate(actions)), self._job, now)
+            answers = [self._refused(action) or ActionResult(action, None, "dry-run") for action in actions]
+            sent = [(i, a) for i, (a, r) in enumerate(zip(actions, answers)) if r.ok]
+            planned = commands.plan(sent, self._job, now, share=self._share_gres)
             self.recorded.extend(command.argv for command in planned)
-            return [ActionResult(action, None, "dry-run") for action in actions]
+            return answers
         results: list[ActionResult] = []
         for action in actions:
             if results and results[-1].error is ActionError.UNREACHABLE:

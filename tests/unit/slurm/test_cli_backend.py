@@ -9,7 +9,8 @@ from collections.abc import Callable, Mapping, Sequence
 import pytest
 from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 
-from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import (ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetNodes, SetStartTime,
+                                      ShareGpus)
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import JobState
 from slurm_green.slurm.cli_backend import CliBackend
@@ -302,3 +303,45 @@ def test_a_write_prefix_runs_only_the_changes():
     runner.calls.clear()
     assert all(r.ok for r in cli.apply([SetStartTime(5, NOW)]))
     assert runner.calls == [("sudo", "-n", "scontrol", "update", "JobId=5", "StartTime=now")]
+
+
+# -- co-location: ShareGpus becomes shards of one GPU beside the partner ------------------
+
+NODES_WITH_SHARDS = json.dumps({"nodes": [
+    {"name": f"node{i}", "state": ["MIXED"], "gres": "gpu:a100:4(S:0-1),shard:16(S:0-1)", "gres_used": ""}
+    for i in (1, 2)]})
+PARTNER_ON_SHARDS = {"job_id": 4, "job_state": ["RUNNING"], "tres_per_node": "gres/shard:2", "nodes": "node2"}
+PARTNER_WHOLE = {"job_id": 4, "job_state": ["RUNNING"], "tres_per_node": "gres/gpu:1", "nodes": "node2"}
+
+
+def test_a_share_is_a_shard_request_filling_the_partners_gpu_pinned_in_one_update():
+    cli, runner = backend(reads(squeue_document(JOB_5, PARTNER_ON_SHARDS), NODES_WITH_SHARDS))
+    cli.snapshot()
+    runner.calls.clear()
+    results = cli.apply([ShareGpus(5, 4), SetNodes(5, ("node2",)), SetStartTime(5, NOW)])
+    assert all(result.ok for result in results), results
+    assert runner.calls == [("scontrol", "update", "JobId=5", "Gres=shard:2", "ReqNodeList=node2", "StartTime=now")]
+
+
+def test_a_pending_pair_takes_half_a_gpu_each():
+    partner = {**PARTNER_ON_SHARDS, "job_state": ["PENDING"], "nodes": "", "tres_per_node": "gres/gpu:1"}
+    cli, runner = backend(reads(squeue_document(JOB_5, partner), NODES_WITH_SHARDS))
+    cli.snapshot()
+    runner.calls.clear()
+    assert all(r.ok for r in cli.apply([ShareGpus(5, 4), SetNodes(5, ("node1",)), ShareGpus(4, 5),
+                                        SetNodes(4, ("node1",))]))
+    assert runner.calls == [("scontrol", "update", "JobId=5,4", "Gres=shard:2", "ReqNodeList=node1")]
+
+
+@pytest.mark.parametrize("partner, nodes, why", [
+    (PARTNER_WHOLE, NODES_WITH_SHARDS, "runs on whole GPUs"),
+    ({**PARTNER_ON_SHARDS, "tres_per_node": "gres/shard:4"}, NODES_WITH_SHARDS, "holds all 4 shards"),
+    (PARTNER_ON_SHARDS, json.dumps({"nodes": [{"name": "node2", "gres": "gpu:a100:4"}]}), "has no gres/shard"),
+])
+def test_a_share_slurm_cannot_enact_is_invalid_and_nothing_is_sent(partner, nodes, why):
+    cli, runner = backend(reads(squeue_document(JOB_5, partner), nodes))
+    cli.snapshot()
+    runner.calls.clear()
+    share, pin = cli.apply([ShareGpus(5, 4), SetNodes(5, ("node2",))])
+    assert share.error is ActionError.INVALID and why in share.message
+    assert pin.ok and runner.calls == [("scontrol", "update", "JobId=5", "ReqNodeList=node2")]

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import (ActionError, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime,
+                                      ShareGpus)
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import JobState, NodeState
 from slurm_green.slurm.pyslurm_backend import PyslurmBackend, gres_text
@@ -155,3 +156,15 @@ def test_gres_text_round_trip():
         gres_text({"gpu:a100": {"count": 2, "indexes": "0-1"}, "shard:a100": 0}) == "gpu:a100:2(IDX:0-1),shard:a100:0"
     )
     assert gres_text(None) == "" and gres_text("gres/gpu:1") == "gres/gpu:1"
+
+
+def test_a_share_beside_a_job_on_whole_gpus_is_refused_and_beside_a_pending_one_is_shards():
+    fake = FakePyslurm()
+    backend = PyslurmBackend(fake, clock=ManualClock(NOW))
+    backend.snapshot()
+    [refused] = backend.apply([ShareGpus(5, 6)])  # job 6 runs on 4 whole GPUs
+    assert refused.error is ActionError.INVALID and "whole GPUs" in refused.message and fake.calls == []
+    dry = PyslurmBackend(FakePyslurm(), clock=ManualClock(NOW), dry_run=True)
+    dry.snapshot()
+    assert [r.error for r in dry.apply([ShareGpus(5, 6), Hold(5)])] == [ActionError.INVALID, None]
+    assert dry.recorded == [("scontrol", "hold", "5")]

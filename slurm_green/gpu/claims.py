@@ -50,9 +50,14 @@ class GpuClaim:
 
 @dataclass(slots=True)
 class JobClaims:
+    """``energy_mark_j``: each GPU's energy counter when its holders last changed;
+    ``energy_j``: what the GPU drew for this job up to that mark (``split_energy``). A GPU
+    missing from ``energy_mark_j`` had a counter that could not be read: its energy is unknown."""
+
     job_id: int
     gpus: dict[int, GpuClaim] = field(default_factory=dict)
-    energy_start_j: dict[int, float] = field(default_factory=dict)
+    energy_mark_j: dict[int, float] = field(default_factory=dict)
+    energy_j: dict[int, float] = field(default_factory=dict)
     boot: str = field(default_factory=boot_id)
     #: When the Prolog claimed the GPUs, and whether another job has held one of them since
     #: (set by this Prolog, or by a later job's Prolog on a shared GPU).
@@ -64,7 +69,8 @@ class JobClaims:
             "job_id": self.job_id,
             "boot": self.boot,
             "gpus": {str(m): {"baseline_w": c.baseline_w, "want_w": c.want_w} for m, c in self.gpus.items()},
-            "energy_start_j": {str(m): e for m, e in self.energy_start_j.items()},
+            "energy_mark_j": {str(m): e for m, e in self.energy_mark_j.items()},
+            "energy_j": {str(m): e for m, e in self.energy_j.items()},
             "started_at": self.started_at,
             "shared": self.shared,
         }, sort_keys=True)
@@ -75,11 +81,32 @@ class JobClaims:
         return cls(
             job_id=int(data["job_id"]),
             gpus={int(m): GpuClaim(float(c["baseline_w"]), float(c["want_w"])) for m, c in data["gpus"].items()},
-            energy_start_j={int(m): float(e) for m, e in data.get("energy_start_j", {}).items()},
+            # "energy_start_j": a record of an earlier version, written before any split
+            energy_mark_j={int(m): float(e) for m, e in data.get("energy_mark_j", data.get("energy_start_j", {})).items()},
+            energy_j={int(m): float(e) for m, e in data.get("energy_j", {}).items()},
             boot=str(data.get("boot", "")),
             started_at=float(data["started_at"]) if data.get("started_at") is not None else None,
             shared=bool(data.get("shared", False)),
         )
+
+
+def split_energy(holders: list[JobClaims], minor: int, reading: float | None) -> None:
+    """Share out what GPU ``minor`` drew since its holders last changed, equally between them.
+
+    Called whenever a job joins or leaves a GPU, with the counter read then, so each
+    interval's energy goes to exactly the jobs that held the GPU in it and the parts add
+    up to the counter. Equal parts, not parts by shards: shards are Slurm's bookkeeping,
+    not a limit (time-slicing gives each context the GPU in turn whatever its shard count).
+    A counter that cannot be read, or went backwards, makes the GPU's energy unknown to
+    every holder from then on (better none than a wrong part).
+    """
+    for holder in holders:
+        mark = holder.energy_mark_j.pop(minor, None)
+        if reading is None or mark is None or reading < mark:
+            holder.energy_j.pop(minor, None)
+            continue
+        holder.energy_j[minor] = holder.energy_j.get(minor, 0.0) + (reading - mark) / len(holders)
+        holder.energy_mark_j[minor] = reading
 
 
 def _alive(pid: str) -> bool:

@@ -4,7 +4,10 @@ Rule for GPUs shared by several jobs (gres/shard): a GPU runs at the *loosest* l
 any of its current jobs asks for (a job without a cap asks for the GPU's baseline), so
 one job's cap never slows another job that was promised full power. When a job ends,
 its GPUs go to the loosest wish of the jobs still on them; the last job to leave
-restores the baseline, the limit found before the first of them started.
+restores the baseline, the limit found before the first of them started. The
+controller gives both jobs of a pair it co-locates the same cap (controller/planner.py),
+so the loosest wish is the cap each was promised. The energy a shared GPU draws is split
+between its jobs by time overlap (``claims.split_energy``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from slurm_green.core import decision_token
 from slurm_green.core.telemetry import NodeEnergy
-from slurm_green.gpu.claims import ClaimStore, GpuClaim, JobClaims
+from slurm_green.gpu.claims import ClaimStore, GpuClaim, JobClaims, split_energy
 from slurm_green.gpu.power import BoardLimits, GpuError, PowerBackend, cap_watts
 
 Log = Callable[[str], None]
@@ -144,9 +147,10 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
                 baselines.setdefault(minor, baseline)
                 want = cap_watts(fraction, limits) if fraction is not None else baseline
                 claims.gpus[minor] = GpuClaim(baseline, want)
-                energy = backend.energy_j(minor)
-                if energy is not None:
-                    claims.energy_start_j[minor] = energy
+                reading = _reading(backend, minor)
+                split_energy([r for r in others if minor in r.gpus], minor, reading)  # theirs, up to now
+                if reading is not None:
+                    claims.energy_mark_j[minor], claims.energy_j[minor] = reading, 0.0
                 target = max([want, *(c.want_w for c in held)])
                 if target != limits.current_w:
                     store.save_baselines(baselines)  # known before the limit changes
@@ -156,7 +160,7 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
             except GpuError as exc:
                 log(f"gpu {minor}: error, limit left as is: {exc}")
         for other in others:  # they now share a GPU with this job: their energy is not theirs alone
-            if not other.shared and other.gpus.keys() & set(minors):
+            if other.gpus.keys() & set(minors):
                 other.shared = True
                 store.save(other)
         store.save(claims)
@@ -167,6 +171,10 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
 def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: str, log: Log,
                  minors: list[int] | None = None) -> NodeEnergy | None:
     """Epilog: give the job's GPUs the loosest wish of the jobs still on them, else their baseline.
+
+    The energy returned is the job's part of what its GPUs drew: on a GPU shared with
+    other jobs, each stretch between two changes of its holders is split equally among
+    the jobs that held it then (``claims.split_energy``).
 
     Without a readable record of the job, ``minors`` (SLURM_JOB_GPUS) and the kept
     baselines say what to restore. Returns the GPU energy the job drew here since its
@@ -188,10 +196,14 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
         shared = claims.shared
         board: BoardLimits | None = None  # the node's board range, for the models
         for minor, claim in sorted(claims.gpus.items()):
-            held = [r.gpus[minor] for r in others if minor in r.gpus]
+            holders = [r for r in others if minor in r.gpus]
+            held = [r.gpus[minor] for r in holders]
             shared = shared or bool(held)
             target = max(c.want_w for c in held) if held else baselines.get(minor, claim.baseline_w)
-            energy = _energy_since_start(backend, claims, minor)
+            split_energy([claims, *holders], minor, _reading(backend, minor))
+            for holder in holders:
+                store.save(holder)  # their part so far, and the new mark
+            energy = claims.energy_j.get(minor) if minor in claims.energy_mark_j else None
             energies.append(energy)
             drawn = f", {energy:.0f} J since job start" if energy is not None else ""
             try:
@@ -215,10 +227,9 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
                       *((board.min_w, board.max_w, board.default_w) if board else ()))
 
 
-def _energy_since_start(backend: PowerBackend, claims: JobClaims, minor: int) -> float | None:
-    start = claims.energy_start_j.get(minor)
+def _reading(backend: PowerBackend, minor: int) -> float | None:
+    """The GPU's energy counter now; None when it cannot be read."""
     try:
-        end = backend.energy_j(minor) if start is not None else None
+        return backend.energy_j(minor)
     except GpuError:
         return None
-    return end - start if end is not None and start is not None and end >= start else None

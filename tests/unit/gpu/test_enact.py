@@ -9,6 +9,7 @@ from slurm_green.gpu import claims as claims_module
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.emulated import EmulatedBackend
 from slurm_green.gpu.enact import apply_caps, array_job_of, decided_cap, job_gpus, restore_caps
+from slurm_green.gpu.power import GpuError
 
 KEY = b"site-key-of-32-bytes-for-tests!!"
 
@@ -303,3 +304,44 @@ def test_the_energy_record_carries_the_boards_limits_for_the_models(node, tmp_pa
     assert telemetry.read(telemetry.write(tmp_path / "old", older)).board_max_w is None
     with pytest.raises(ValueError, match="not a board"):
         telemetry.NodeEnergy(4, "node1", 2, 10.0, 1.0, board_min_w=300.0, board_max_w=200.0, board_default_w=250.0)
+
+
+def test_energy_of_a_shared_gpu_is_split_by_time_overlap_and_adds_up(tmp_path) -> None:
+    """Emulated boards draw their limit: 200 W (cap 0.5 of 400 W) from t=0 to t=40 is 8000 J on the
+    counter. Job 1 holds the GPU alone for 0-10 and 30-40, with job 2 for 10-30: equal halves there."""
+    now = [1000.0]
+    backend, store = EmulatedBackend(tmp_path / "gpus.json", clock=lambda: now[0]), ClaimStore(tmp_path / "jobs")
+    apply_caps(backend, store, 1, [0], 0.5, print)
+    now[0] += 10
+    apply_caps(backend, store, 2, [0], 0.5, print)
+    now[0] += 20
+    second = restore_caps(backend, store, 2, "node1", print)
+    now[0] += 10
+    first = restore_caps(backend, store, 1, "node1", print)
+    assert second is not None and first is not None and first.shared and second.shared
+    assert second.energy_j == pytest.approx(20 * 200 / 2)
+    assert first.energy_j == pytest.approx(10 * 200 + 20 * 200 / 2 + 10 * 200)
+    assert first.energy_j + second.energy_j == pytest.approx(backend.energy_j(0))
+
+
+class CounterFails(EmulatedBackend):
+    """An emulated board whose energy counter fails while ``broken``; its limits still work."""
+
+    broken = False
+
+    def energy_j(self, minor: int) -> float | None:
+        if self.broken:
+            raise GpuError("counter unreadable")
+        return super().energy_j(minor)
+
+
+def test_a_counter_unreadable_while_shared_leaves_every_holder_without_energy(tmp_path) -> None:
+    backend, store = CounterFails(tmp_path / "gpus.json"), ClaimStore(tmp_path / "jobs")
+    apply_caps(backend, store, 1, [0], 0.5, print)
+    backend.broken = True
+    apply_caps(backend, store, 2, [0], 0.5, print)  # the counter fails as job 2 joins: job 1's part is lost
+    backend.broken = False
+    apply_caps(backend, store, 3, [1], 0.5, print)
+    assert restore_caps(backend, store, 2, "node1", print) is None
+    assert restore_caps(backend, store, 1, "node1", print) is None
+    assert restore_caps(backend, store, 3, "node1", print) is not None  # another GPU: unaffected

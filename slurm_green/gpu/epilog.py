@@ -1,5 +1,6 @@
 """Epilog (root, on every node of a job): give the job's GPUs back their earlier limits.
 
+The node's last MPS job quits the MPS daemon where the site enables it (mps.py).
 Restores what the Prolog recorded, except on GPUs other jobs still hold (see enact.py),
 and removes the job's record; with the record lost, the baselines kept apart say what
 to restore (claims.py). With ``SLURM_GREEN_TELEMETRY_DIR`` set it also leaves the
@@ -14,6 +15,7 @@ import sys
 from collections.abc import Mapping
 
 from slurm_green.core import telemetry
+from slurm_green.gpu import mps
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.enact import Log, job_gpus, restore_caps
 from slurm_green.gpu.hook import run_hook
@@ -21,6 +23,10 @@ from slurm_green.gpu.settings import GpuSettings, open_backend
 
 
 def epilog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: Log) -> None:
+    try:
+        mps.epilog(settings, job_id, environ, log)
+    except Exception as exc:  # noqa: BLE001 - MPS trouble must not keep the GPUs' limits from coming back
+        log(f"mps: failed, left as it is: {type(exc).__name__}: {exc}")
     store = ClaimStore(settings.jobs_dir)
     minors = job_gpus(environ.get("SLURM_JOB_GPUS"))
     claims = store.load(job_id)

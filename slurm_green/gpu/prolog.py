@@ -1,5 +1,6 @@
 """Prolog (PrologFlags=Alloc, root, on every node of a job): cap the job's GPUs.
 
+Where the site enables MPS, it first starts the MPS daemon for a gres/mps job (mps.py).
 Reads SLURM_JOB_ID, SLURM_JOB_GPUS and SLURM_JOB_COMMENT; the cap comes from the
 controller's signed decision token in the comment (verified with the site key; for a
 task of a job array, also its array's, asked of slurmctld), or the site default.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Mapping
 
+from slurm_green.gpu import mps
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.enact import Log, apply_caps, array_job_of, decided_cap, job_gpus
 from slurm_green.gpu.hook import run_hook
@@ -18,6 +20,10 @@ from slurm_green.gpu.settings import GpuSettings, open_backend
 
 
 def prolog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: Log) -> None:
+    try:
+        mps.prolog(settings, job_id, environ, log)
+    except Exception as exc:  # noqa: BLE001 - MPS trouble must not keep the job's caps from being set
+        log(f"mps: failed, left as it is: {type(exc).__name__}: {exc}")
     minors = job_gpus(environ.get("SLURM_JOB_GPUS"))
     if not minors:
         return

@@ -12,6 +12,8 @@ names as the environment, so a site can write either::
     SLURM_GREEN_TELEMETRY_DIR=none        # or a directory the controller also reads (shared
                                           # filesystem): the Epilog leaves each job's metered
                                           # GPU energy there (slurm_green.core.telemetry)
+    SLURM_GREEN_MPS_CONTROL=none          # or /usr/bin/nvidia-cuda-mps-control where the site
+                                          # enables gres/mps: the hooks start and stop MPS (mps.py)
 
 ``auto`` uses NVML when it initialises, else the emulated backend only if
 SLURM_GREEN_GPU_EMULATED_STATE is set explicitly, else nothing (and says so).
@@ -42,6 +44,7 @@ class GpuSettings:
     default_cap: float | None = None
     enactment: str = "power_cap"
     telemetry_dir: Path | None = None
+    mps_control: Path | None = None
 
     @property
     def jobs_dir(self) -> Path:
@@ -87,6 +90,7 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
         default_cap=default_cap,
         enactment=enactment,
         telemetry_dir=_optional_path(values.get("SLURM_GREEN_TELEMETRY_DIR", "none")),
+        mps_control=_optional_path(values.get("SLURM_GREEN_MPS_CONTROL", "none")),
     )
 
 

@@ -122,7 +122,8 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
     A share is dropped (logged; the job is then decided alone) unless both jobs allow
     sharing, each is in at most one pair, both use one GPU on one node, the partner is
     still pending or running, a pending partner is decided too (its token must carry the
-    pair's cap) and one node is known for the pair: the decision's pin, else the partner's
+    pair's cap), the snapshot's Slurm can enact it (``_slurm_cannot``) and one node is known
+    for the pair: the decision's pin, else the partner's
     node, else (a pending pair no one placed) a node with a whole GPU free (``_free_gpu_node``).
     The pair's cap is the loosest of the two promised (no cap if either has none): a GPU
     runs at the loosest wish of its jobs (the Prolog's rule), so each token then names
@@ -132,15 +133,15 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
     sharing: dict[int, Sharing] = {}
     caps: dict[int, float | None] = {}
     placed: dict[str, int] = {}  # GPUs this plan's pending pairs take, per node
+    release = _slurm_release(snapshot.slurm_version)
     for decision in plan.decisions:
         if decision.share_with is None or decision.job_id in caps:
             continue
         job, partner = snapshot.job(decision.job_id), snapshot.job(decision.share_with)
         other = decided.get(decision.share_with)
         why = _refusal(job, partner, decision, other, caps.keys())
-        if why is None and not _whole_gpus_become_shards(snapshot.slurm_version) and (
-                job.gpus_per_node or (partner.is_pending and partner.gpus_per_node)):
-            why = f"Slurm {snapshot.slurm_version} cannot turn a job's whole GPUs into shards"
+        if why is None and job is not None and partner is not None:
+            why = _slurm_cannot(job, partner, release)
         node = decision.nodes or (other.nodes if other is not None and other.nodes else None) or (
             partner.nodes if partner is not None else ()) or (_free_gpu_node(snapshot, placed) if why is None else ())
         if why is None and not node:
@@ -197,20 +198,33 @@ def _refusal(job: Job | None, partner: Job | None, decision: JobDecision, other:
     return None
 
 
-def _whole_gpus_become_shards(version: str) -> bool:
-    """Whether this Slurm turns a pending job's ``gpu`` request into shards (``Gres=shard:K``).
-
-    24.11 and 26.05 do. 22.05 refuses ("Invalid generic resource (gres) specification"),
-    and its ``TresPerNode=gres/shard:K`` answers success, shows the shards and still
-    allocates the whole GPU (seen on the Docker cluster): there a pair of jobs that asked
-    whole GPUs would wait for a start that can never be enacted, so it is not formed.
-    Versions between were not tried and count as unable; a backend that names no Slurm
-    version (the simulator) can."""
+def _slurm_release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of the Slurm the snapshot came from; None for a backend that names no
+    Slurm version (the simulator, which models sharing without Slurm's limits)."""
     try:
         major, minor = (int(part) for part in version.split(".")[:2])
     except ValueError:
-        return True
-    return (major, minor) >= (24, 11)
+        return None
+    return major, minor
+
+
+def _slurm_cannot(job: Job, partner: Job, release: tuple[int, int] | None) -> str | None:
+    """Why Slurm (this release) cannot enact the pair with shards, if it cannot.
+
+    A GPU allocated whole has no shards to give (22.05, 24.11, 26.05), so a partner running
+    on whole GPUs cannot be joined: the job would wait, blocked, until its deadline. 24.11
+    and 26.05 turn a pending job's ``gpu`` request into shards (``Gres=shard:K``); 22.05
+    refuses ("Invalid generic resource (gres) specification"), and its
+    ``TresPerNode=gres/shard:K`` answers success, shows the shards and still allocates the
+    whole GPU (all seen on the Docker cluster). Releases between were not tried and count
+    as unable."""
+    if release is None:
+        return None
+    if not partner.is_pending and partner.gpus_per_node:
+        return f"job {partner.job_id} runs on whole GPUs, and Slurm gives no shards of a GPU allocated whole"
+    if release < (24, 11) and (job.gpus_per_node or (partner.is_pending and partner.gpus_per_node)):
+        return f"Slurm {'.'.join(map(str, release))} cannot turn a job's whole GPUs into shards"
+    return None
 
 
 def _loosest(a: float | None, b: float | None) -> float | None:

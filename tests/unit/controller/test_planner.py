@@ -192,12 +192,15 @@ def test_shares_that_cannot_be_enacted_are_dropped():
     assert set(sharing) == {2} and [d.share_with for d in shared.decisions] == [1, None]
 
 
-def test_a_partner_on_whole_gpus_is_left_for_the_backend_to_refuse():
-    """Shards cannot join a GPU allocated whole; the backend says so and the start waits."""
+def test_a_partner_on_whole_gpus_is_never_joined_on_slurm():
+    """Slurm gives no shards of a GPU allocated whole: the job is decided alone rather than
+    blocked until its deadline. A backend without Slurm's limits (the simulator) may join it."""
     whole = Job(1, state=JobState.RUNNING, gpus_per_node=1, nodes=("node2",), admin_comment=SHARING)
     plan = Plan((JobDecision(2, start_at=NOW, share_with=1),))
-    actions = plan_actions(snapshot(pending(2), whole), plan, NOW)
-    assert actions == [ShareGpus(2, 1), SetNodes(2, ("node2",)), SetStartTime(2, NOW)]
+    on_slurm = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(pending(2), whole))
+    assert plan_actions(on_slurm, plan, NOW) == [SetStartTime(2, NOW)]
+    assert plan_actions(snapshot(pending(2), whole), plan, NOW) == [ShareGpus(2, 1), SetNodes(2, ("node2",)),
+                                                                      SetStartTime(2, NOW)]
 
 
 def test_a_share_never_turns_back_into_whole_gpus():

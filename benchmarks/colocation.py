@@ -21,10 +21,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from policy_comparison import parse_trace  # benchmarks/ is the script's folder: on sys.path
 from rich.console import Console
 from rich.table import Table
 
-from slurm_green.carbon.datasets import shared_data_dir
 from slurm_green.cli.sim import _signal
 from slurm_green.models.registry import default_registry
 from slurm_green.policy.baselines import FifoPolicy
@@ -38,12 +38,6 @@ from slurm_green.sim.traces import load_trace
 DEFAULT_TRACES = "gavel_philly_ee9e8c_seed0.trace,pollux_workloads/workload-1.csv"
 KEYS = ("avg_jct_s", "total_energy_kwh", "total_carbon_kg", "energy_kwh", "idle_energy_kwh", "gpu_utilisation",
         "shared_share", "mean_power_w", "finished", "jobs")
-
-
-def parse_trace(item: str) -> tuple[Path, int | None]:
-    path, _, limit = item.partition(":")
-    full = Path(path) if Path(path).is_absolute() else shared_data_dir() / "job_traces" / path
-    return full, int(limit) if limit else None
 
 
 def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mechanism: str) -> list[dict[str, object]]:

@@ -12,7 +12,7 @@ import datetime as dt
 import json
 import time
 
-from cluster import CLUSTER_SCRIPT, Cluster
+from cluster import CLUSTER_SCRIPT, NODES, Cluster
 
 HOST_DIR = CLUSTER_SCRIPT.parent / ".build" / "itest-controller"
 IN_CONTAINER = "/opt/slurm-green/docker/.build/itest-controller"
@@ -86,3 +86,28 @@ def store_rows(c: Cluster, name: str, query: str) -> list[list]:
     script = "import json, sqlite3, sys; print(json.dumps(sqlite3.connect(sys.argv[1]).execute(sys.argv[2]).fetchall()))"
     out = c.exec("controller", "python3", "-c", script, f"{STATE}/{name}.db", query, user="sgreen").stdout
     return json.loads(out)
+
+
+def run_once(c: Cluster, name: str, policy: str) -> None:
+    """One tick of the controller as a site runs it (`run --once` as sgreen) with ``[policy] name
+    = policy``, over a flat (high) carbon series: no cleaner hour to wait for."""
+    carbon = write_carbon(0.0, 0.0, name=f"carbon-{name}")
+    (HOST_DIR / f"{name}.toml").write_text(
+        f'[controller]\nstate_db = "{STATE}/{name}.db"\ndecision_key_file = "/etc/slurm-green/decision.key"\n'
+        f'[carbon]\nsources = ["{carbon}"]\ncache_dir = "{STATE}/cache-{name}"\n'
+        f'[policy]\nname = "{policy}"\n')
+    c.exec("controller", "slurm-green", "run", "--once", "--config", f"{IN_CONTAINER}/{name}.toml", user="sgreen",
+           timeout=180)
+
+
+def job_report(c: Cluster, path: str, job: int, timeout: float = 60) -> dict[str, str]:
+    """The ``key=value`` words a job script wrote to ``path`` (``$SLURM_JOB_ID`` in it) on its batch node."""
+    def read() -> str | None:
+        for node in NODES:
+            text = c.sh(node, f"cat {path.replace('$SLURM_JOB_ID', str(job))}", check=False).stdout.strip()
+            if text:
+                return text
+        return None
+
+    text = c.wait_for(read, timeout, message=f"job {job} wrote what it got")
+    return dict(item.split("=", 1) for item in text.split())

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 from cluster import Cluster
-from controller_site import DONE, HOST_DIR, IN_CONTAINER, STATE, prepare, state_of, store_rows, write_carbon
+from controller_site import DONE, job_report, prepare, run_once, state_of, store_rows
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
@@ -28,31 +28,6 @@ SCRIPT = (f'echo "gpus=$SLURM_JOB_GPUS nodes=$SLURM_JOB_NODELIST num=$SLURM_JOB_
 def site(cluster: Cluster):
     prepare(cluster)
     yield cluster
-
-
-def run_once(c: Cluster, name: str, policy: str) -> None:
-    """One tick of the controller as a site runs it, over a flat (high) carbon series: the only
-    reasons to resize are speed and the budget, not a cleaner hour to wait for."""
-    carbon = write_carbon(0.0, 0.0, name=f"carbon-{name}")
-    (HOST_DIR / f"{name}.toml").write_text(
-        f'[controller]\nstate_db = "{STATE}/{name}.db"\ndecision_key_file = "/etc/slurm-green/decision.key"\n'
-        f'[carbon]\nsources = ["{carbon}"]\ncache_dir = "{STATE}/cache-{name}"\n'
-        f'[policy]\nname = "{policy}"\n')
-    c.exec("controller", "slurm-green", "run", "--once", "--config", f"{IN_CONTAINER}/{name}.toml", user="sgreen",
-           timeout=180)
-
-
-def recorded(c: Cluster, job: int) -> dict[str, str]:
-    """What the job script wrote on its batch node."""
-    def read() -> str | None:
-        for node in ("node1", "node2", "node3", "node4"):
-            text = c.sh(node, f"cat {REPORT.replace('$SLURM_JOB_ID', str(job))}", check=False).stdout.strip()
-            if text:
-                return text
-        return None
-
-    text = c.wait_for(read, 60, message=f"job {job} wrote what it got")
-    return dict(item.split("=", 1) for item in text.split())
 
 
 @pytest.mark.parametrize("policy, gpus", [("greenflow", "1-4"), ("greenflow", "1-8"), ("powerflow", "1-8")])
@@ -81,7 +56,7 @@ def test_the_controller_resizes_and_places_an_elastic_job_and_it_runs_as_decided
     assert "node1" not in decided
 
     state_of(c, job, {"RUNNING", *DONE}, 60)
-    got = recorded(c, job)
+    got = job_report(c, REPORT, job)
     assert len(got["gpus"].split(",")) == per_node, got
     allocated = c.exec("controller", "scontrol", "show", "hostnames", got["nodes"]).stdout.split()
     assert int(got["num"]) == count and sorted(allocated) == sorted(decided) and got["host"] in decided, (got, decided)

@@ -19,7 +19,7 @@ import json
 
 import pytest
 from cluster import CLUSTER_SCRIPT, NODES, Cluster
-from controller_site import DONE, HOST_DIR, IN_CONTAINER, STATE, prepare, state_of, store_rows, write_carbon
+from controller_site import DONE, job_report, prepare, run_once, state_of, store_rows
 
 from slurm_green.core import decision_token
 
@@ -44,29 +44,6 @@ def site(cluster: Cluster):
         cluster.sh(node, f"rm -f /etc/slurm-green/gpu.conf; rm -rf {NODE_STATE}", check=False)
 
 
-def run_once(c: Cluster, name: str) -> None:
-    carbon = write_carbon(0.0, 0.0, name=f"carbon-{name}")
-    (HOST_DIR / f"{name}.toml").write_text(
-        f'[controller]\nstate_db = "{STATE}/{name}.db"\ndecision_key_file = "/etc/slurm-green/decision.key"\n'
-        f'[carbon]\nsources = ["{carbon}"]\ncache_dir = "{STATE}/cache-{name}"\n'
-        '[policy]\nname = "eaco"\n')
-    c.exec("controller", "slurm-green", "run", "--once", "--config", f"{IN_CONTAINER}/{name}.toml", user="sgreen",
-           timeout=180)
-
-
-def seen(c: Cluster, job: int) -> dict[str, str]:
-    """What the job script wrote on its batch node."""
-    def read() -> str | None:
-        for node in NODES:
-            text = c.sh(node, f"cat {REPORT.replace('$SLURM_JOB_ID', str(job))}", check=False).stdout.strip()
-            if text:
-                return text
-        return None
-
-    text = c.wait_for(read, 90, message=f"job {job} wrote what it got")
-    return dict(item.split("=", 1) for item in text.split())
-
-
 def token_payload(c: Cluster, key: bytes, job: int) -> dict[str, object]:
     comment = c.exec("controller", "squeue", "-h", "-t", "all", "-j", str(job), "-O", "Comment:500").stdout
     token = decision_token.find_token(comment)
@@ -81,7 +58,7 @@ def test_the_controller_co_locates_two_jobs_that_accept_sharing_on_one_gpu_and_n
     host = c.sbatch("alice", [*submit, "-J", LIGHT, "--comment", "green:flex=20m,share=yes"], SCRIPT)
     guest = c.sbatch("alice", [*submit, "-J", LIGHT2, "--comment", "green:flex=20m,share=yes"], SCRIPT)
     alone = c.sbatch("alice", [*submit, "-J", LIGHT, "--comment", "green:flex=20m,share=no"], SCRIPT)
-    run_once(c, "eaco-coloc")
+    run_once(c, "eaco-coloc", "eaco")
 
     decided = dict(store_rows(c, "eaco-coloc", "SELECT job_id, share_with FROM decisions"))
     if c.version_tuple < (24, 11):
@@ -96,7 +73,7 @@ def test_the_controller_co_locates_two_jobs_that_accept_sharing_on_one_gpu_and_n
 
     for job in (host, guest, alone):
         assert state_of(c, job, DONE, 120) == "COMPLETED"
-    got = {job: seen(c, job) for job in (host, guest, alone)}
+    got = {job: job_report(c, REPORT, job, 90) for job in (host, guest, alone)}
     assert got[host] == got[guest], got  # one node, one GPU: SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, host
     assert got[host]["gpus"] == got[host]["cvd"] and got[host]["gpus"].isdigit(), got
     assert (got[alone]["host"], got[alone]["gpus"]) != (got[host]["host"], got[host]["gpus"]), got
@@ -135,5 +112,5 @@ def assert_no_pair_on_2205(c: Cluster, decided: dict[int, int | None], jobs: tup
     assert all(ok for *_, ok in actions) and "ShareGpus" not in {kind for _, kind, _ in actions}, actions
     for job in jobs:
         assert state_of(c, job, DONE, 120) == "COMPLETED"
-    places = {(got["host"], got["gpus"]) for got in (seen(c, job) for job in jobs)}
+    places = {(got["host"], got["gpus"]) for got in (job_report(c, REPORT, job, 90) for job in jobs)}
     assert len(places) == len(jobs), places

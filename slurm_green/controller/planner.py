@@ -120,11 +120,12 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
     """The plan with only the co-locations that can be enacted, each pair under one cap.
 
     A share is dropped (logged; the job is then decided alone) unless both jobs allow
-    sharing, each is in at most one pair, both use one GPU on one node, the partner is
+    sharing, each is in at most one pair, the partner is
     still pending or running, a pending partner is decided too (its token must carry the
-    pair's cap), the snapshot's Slurm can enact it (``_slurm_cannot``) and one node is known
-    for the pair: the decision's pin, else the partner's
-    node, else (a pending pair no one placed) a node with a whole GPU free (``_free_gpu_node``).
+    pair's cap), the snapshot's Slurm can enact it (``_slurm_cannot``) and, on Slurm, one
+    node is known for the pair: the decision's pin, else the partner's node, else (a
+    pending pair no one placed) a node with a whole GPU free (``_free_gpu_node``). A
+    snapshot that names no Slurm version (the simulator) skips the Slurm-only conditions.
     The pair's cap is the loosest of the two promised (no cap if either has none): a GPU
     runs at the loosest wish of its jobs (the Prolog's rule), so each token then names
     the cap in force and neither job runs slower than it was promised.
@@ -141,10 +142,11 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
         other = decided.get(decision.share_with)
         why = _refusal(job, partner, decision, other, caps.keys())
         if why is None and job is not None and partner is not None:
-            why = _slurm_cannot(job, partner, release)
+            why = _slurm_cannot(job, decision, partner, other, release)
         node = decision.nodes or (other.nodes if other is not None and other.nodes else None) or (
-            partner.nodes if partner is not None else ()) or (_free_gpu_node(snapshot, placed) if why is None else ())
-        if why is None and not node:
+            partner.nodes if partner is not None else ()) or (
+            _free_gpu_node(snapshot, placed) if why is None and release is not None else ())
+        if why is None and not node and release is not None:
             why = "no node has a free GPU with shards for the pair"
         if why is not None or job is None or partner is None:
             log.warning("job %s: not co-located with job %s: %s", decision.job_id, decision.share_with, why)
@@ -191,8 +193,6 @@ def _refusal(job: Job | None, partner: Job | None, decision: JobDecision, other:
         return "sharing needs share=yes from both jobs"
     if partner.job_id in paired or (other is not None and other.share_with not in (None, job.job_id)):
         return "the partner is in another pair (one pair per GPU)"
-    if not (_single_gpu(job, decision) and _single_gpu(partner, other)):
-        return "only jobs of one GPU on one node can share a GPU"
     if partner.is_pending and other is None:
         return "the pending partner has no decision of its own"
     return None
@@ -208,10 +208,12 @@ def _slurm_release(version: str) -> tuple[int, int] | None:
     return major, minor
 
 
-def _slurm_cannot(job: Job, partner: Job, release: tuple[int, int] | None) -> str | None:
+def _slurm_cannot(job: Job, decision: JobDecision, partner: Job, other: JobDecision | None,
+                  release: tuple[int, int] | None) -> str | None:
     """Why Slurm (this release) cannot enact the pair with shards, if it cannot.
 
-    A GPU allocated whole has no shards to give (22.05, 24.11, 26.05), so a partner running
+    Slurm gives a job's shards of a node from one GPU, so only jobs of one GPU on one node
+    pair up. A GPU allocated whole has no shards to give (22.05, 24.11, 26.05), so a partner running
     on whole GPUs cannot be joined: the job would wait, blocked, until its deadline. 24.11
     and 26.05 turn a pending job's ``gpu`` request into shards (``Gres=shard:K``); 22.05
     refuses ("Invalid generic resource (gres) specification"), and its
@@ -220,6 +222,8 @@ def _slurm_cannot(job: Job, partner: Job, release: tuple[int, int] | None) -> st
     as unable."""
     if release is None:
         return None
+    if not (_single_gpu(job, decision) and _single_gpu(partner, other)):
+        return "only jobs of one GPU on one node can share a GPU"
     if not partner.is_pending and partner.gpus_per_node:
         return f"job {partner.job_id} runs on whole GPUs, and Slurm gives no shards of a GPU allocated whole"
     if release < (24, 11) and (job.gpus_per_node or (partner.is_pending and partner.gpus_per_node)):

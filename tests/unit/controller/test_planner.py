@@ -21,8 +21,8 @@ def verify(job_id, token):
     return dt.verify(KEY, job_id, token)
 
 
-def snapshot(*jobs):
-    return ClusterSnapshot(taken_at=NOW, jobs=jobs)
+def snapshot(*jobs, version="24.11.5"):
+    return ClusterSnapshot(taken_at=NOW, slurm_version=version, jobs=jobs)
 
 
 def test_deferral_comes_after_token_and_gpu_change():
@@ -197,10 +197,9 @@ def test_a_partner_on_whole_gpus_is_never_joined_on_slurm():
     blocked until its deadline. A backend without Slurm's limits (the simulator) may join it."""
     whole = Job(1, state=JobState.RUNNING, gpus_per_node=1, nodes=("node2",), admin_comment=SHARING)
     plan = Plan((JobDecision(2, start_at=NOW, share_with=1),))
-    on_slurm = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(pending(2), whole))
-    assert plan_actions(on_slurm, plan, NOW) == [SetStartTime(2, NOW)]
-    assert plan_actions(snapshot(pending(2), whole), plan, NOW) == [ShareGpus(2, 1), SetNodes(2, ("node2",)),
-                                                                      SetStartTime(2, NOW)]
+    assert plan_actions(snapshot(pending(2), whole), plan, NOW) == [SetStartTime(2, NOW)]
+    simulated = snapshot(pending(2), whole, version="sim")
+    assert plan_actions(simulated, plan, NOW) == [ShareGpus(2, 1), SetNodes(2, ("node2",)), SetStartTime(2, NOW)]
 
 
 def test_a_share_never_turns_back_into_whole_gpus():
@@ -215,9 +214,15 @@ def test_a_pending_pair_no_one_placed_goes_where_a_whole_gpu_is_free_and_no_shar
              Node("node3", gpus_total=4, gpus_allocated=4, shards_total=16), Node("cpu1"),
              Node("node0", gpus_total=4, gpus_allocated=3, shards_total=16, shards_allocated=2))  # a stranger's shards
     plan = Plan(tuple(JobDecision(j, start_at=NOW, share_with=j + 1 if j % 2 else j - 1) for j in (1, 2, 3, 4)))
-    snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(pending(j) for j in (1, 2, 3, 4)), nodes=nodes)
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="26.05.5", jobs=tuple(pending(j) for j in (1, 2, 3, 4)),
+                           nodes=nodes)
     _, sharing = colocate(plan, snap)
     assert {j: s.node for j, s in sharing.items()} == {1: ("node2",), 2: ("node2",), 3: ("node1",), 4: ("node1",)}
+    # the simulator (no Slurm version) places pairs itself: no pin, and pairs of more GPUs too
+    wide = dataclasses.replace(snap, slurm_version="sim", jobs=tuple(
+        dataclasses.replace(job, gpus_per_node=2) for job in snap.jobs), _job_index={})
+    _, sharing = colocate(plan, wide)
+    assert {j: s.node for j, s in sharing.items()} == dict.fromkeys((1, 2, 3, 4), ())
 
 
 def test_slurm_2205_cannot_turn_whole_gpus_into_shards_so_no_such_pair_is_formed():

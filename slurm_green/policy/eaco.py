@@ -61,9 +61,10 @@ class EaCoPolicy:
     def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
         jobs = pending_jobs(snapshot, self.default_runtime_s)
         hosts: dict[tuple[str, str | None], list[_Host]] = {}
-        for host in _running_hosts(snapshot, self.share_limit):
+        sharing = any(options.accept_share for options in jobs.options)  # else: FIFO, nothing to look up
+        for host in _running_hosts(snapshot, self.share_limit) if sharing else ():
             hosts.setdefault((host.job_type, host.gpu), []).append(host)
-        free = {node.name: node.gpus_free for node in snapshot.nodes if node.gpus_free > 0}
+        free = _free_gpus(snapshot)
         cache: dict[tuple[str, str, str | None], tuple[float, float]] = {}
         decisions: dict[int, JobDecision] = {}
         for job, options, runtime in zip(jobs.jobs, jobs.options, jobs.runtime_s.tolist()):
@@ -123,19 +124,48 @@ def _take(free: dict[str, int], gpus: int) -> str | None:
     return name
 
 
+#: The last snapshot's node tuple and its free GPUs per node (the simulator keeps the same tuple
+#: while no node changes), and each running job's role by job id, for the very same Job object
+#: (held here, so the identity check is sound): a tick re-reads only what changed.
+_FREE: list[object] = [None, {}]
+_ROLES: dict[int, tuple[Job, str | None]] = {}
+
+
+def _free_gpus(snapshot: ClusterSnapshot) -> dict[str, int]:
+    if _FREE[0] is not snapshot.nodes:
+        _FREE[:] = [snapshot.nodes, {node.name: node.gpus_free for node in snapshot.nodes if node.gpus_free > 0}]
+    return dict(_FREE[1])  # type: ignore[call-overload]
+
+
+def _role(job: Job) -> str | None:
+    """``guest`` (running on shards of another job's GPU), ``host`` (a running one-GPU job that
+    accepts sharing) or None."""
+    if job.shards_per_node > 0 and job.gpus_per_node == 0:
+        return "guest"
+    if job.total_gpus != 1:
+        return None
+    options = _parse_marker(job.admin_comment)
+    return "host" if options is not None and options.accept_share else None
+
+
 def _running_hosts(snapshot: ClusterSnapshot, share_limit: int) -> list[_Host]:
     """Running one-GPU jobs that accept sharing, less the guests already on their GPUs."""
+    global _ROLES
+    last, kept = _ROLES, {}
     hosts: list[_Host] = []
     guests: list[Job] = []
+    running = JobState.RUNNING
     for job in snapshot.jobs:
-        if job.state is not JobState.RUNNING:
+        if job.state is not running:
             continue
-        if job.shards_per_node > 0 and job.gpus_per_node == 0:
+        hit = last.get(job.job_id)
+        role = hit[1] if hit is not None and hit[0] is job else _role(job)
+        kept[job.job_id] = (job, role)
+        if role == "guest":
             guests.append(job)
-            continue
-        options = _parse_marker(job.admin_comment)
-        if options is not None and options.accept_share and job.total_gpus == 1 and share_limit > 1:
+        elif role == "host" and share_limit > 1:
             hosts.append(_Host(job.job_id, job.name, job.gpu_type, share_limit - 1, True, job.nodes))
+    _ROLES = kept
     by_id = {host.job_id: host for host in hosts}
     by_node: dict[tuple[str, ...], list[_Host]] = {}
     for host in hosts:

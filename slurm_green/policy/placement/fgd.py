@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slurm_green.policy.placement.framework import Nodes, Options, Request, free_after
+from slurm_green.policy.placement.framework import MILLI, Nodes, Options, Request, free_after
 
 
 @dataclass(frozen=True)
@@ -74,10 +74,18 @@ def _distinct_fragmentation(workload: Workload, gpu_free: np.ndarray, cpu_free: 
 
 
 class Fgd:
-    """Minus the increase of the node's expected fragmentation (higher is better)."""
+    """Minus the increase of the node's expected fragmentation, on the authors' integer scale.
 
-    def __init__(self, workload: Workload) -> None:
+    The authors' plugin scores ``int(100 * sigmoid(-increase / 1000))``: increases within
+    one step of that scale (about 40 milli near zero) tie, and ties go to node order. On
+    the openb trace this matters: with the exact increase FGD left 5.6 % of the GPUs
+    unallocated at 100 % arrived, on the integer scale 4.7-4.9 % (the authors' published
+    figure, docs/placement.md); ``levels=None`` scores the exact increase.
+    """
+
+    def __init__(self, workload: Workload, levels: int | None = 100) -> None:
         self.workload = workload
+        self.levels = levels
 
     def score(self, nodes: Nodes, request: Request, options: Options) -> np.ndarray:
         rows = options.node
@@ -85,5 +93,8 @@ class Fgd:
         after = free_after(nodes, request, options)
         both = _distinct_fragmentation(self.workload, np.concatenate([free, after]),
                                        np.concatenate([cpu, cpu - request.cpu_milli]), np.concatenate([model, model]))
-        return both[:len(rows)] - both[len(rows):]
+        decrease = both[:len(rows)] - both[len(rows):]
+        if self.levels is None:
+            return decrease
+        return np.floor(self.levels / (1.0 + np.exp(-decrease / MILLI)))
 

@@ -22,8 +22,18 @@ def test_fgd_shares_the_gpu_whose_leftover_fragments_least():
     nodes = state([[1000, 600]])
     # On GPU 0 -> [500, 600]: the whole-GPU task no longer fits, F = 0.5 * 1100 = 550 (+250).
     # On GPU 1 -> [1000, 100]: F = 0.5 * 100 + 0.5 * 100 = 100 (-200).
-    scores = Fgd(WORKLOAD).score(nodes, Request(1, 500), Options(np.array([0, 0]), np.array([0, 1])))
-    assert scores.tolist() == [-250.0, 200.0]
+    options = Options(np.array([0, 0]), np.array([0, 1]))
+    assert Fgd(WORKLOAD, levels=None).score(nodes, Request(1, 500), options).tolist() == [-250.0, 200.0]
+    # The authors' integer scale: int(100 * sigmoid(decrease / 1000)).
+    assert Fgd(WORKLOAD).score(nodes, Request(1, 500), options).tolist() == [43.0, 54.0]
+
+
+def test_on_the_integer_scale_nearly_equal_increases_tie():
+    nodes = state([[1000, 700], [1000, 690]])  # decreases 150 and 155 milli: both 53
+    options = Options(np.array([0, 1]), np.array([1, 1]))
+    exact = Fgd(WORKLOAD, levels=None).score(nodes, Request(1, 500), options)
+    assert exact[0] != exact[1]
+    assert len(set(Fgd(WORKLOAD).score(nodes, Request(1, 500), options).tolist())) == 1
 
 
 def test_identical_nodes_score_identically():

@@ -1,9 +1,12 @@
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from placement_literals import IDLE, state
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node, NodeState
 from slurm_green.policy.placement.framework import Nodes, Options, Request, free_after, options_for, take, whole_slots
+from slurm_green.policy.placement.scorer import Context, Scorer
 
 
 def test_a_shard_request_is_its_share_of_one_gpu():
@@ -57,3 +60,21 @@ def test_free_after_is_the_state_each_option_would_leave():
     nodes = state([[1000, 300, 1000, 1000]])
     assert free_after(nodes, Request(2), Options(np.array([0]), np.array([-1]))).tolist() == [[0, 300, 0, 1000]]
     assert free_after(nodes, Request(1, 200), Options(np.array([0]), np.array([1]))).tolist() == [[1000, 100, 1000, 1000]]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=30))
+def test_shard_jobs_never_overcommit_a_gpus_shards(shards):
+    # Two nodes of 2 GPUs with 4 shards each, one GPU of n0 allocated whole.
+    snapshot = ClusterSnapshot(0.0, nodes=(
+        Node("n0", NodeState.MIXED, gpus_total=2, gpus_allocated=1, gpu_indices_allocated=(0,), shards_total=8),
+        Node("n1", NodeState.IDLE, gpus_total=2, shards_total=8)))
+    nodes = Nodes.from_snapshot(snapshot)
+    scorer = Scorer.from_weights({"packing": 1.0}, Context(nodes))
+    placed = 0
+    for i, count in enumerate(shards):
+        if scorer.place(nodes, Request.from_job(Job(i, shards_per_node=count), shards_per_gpu=4)) is not None:
+            placed += count
+    used_shards = nodes.gpu_used * 4 // 1000
+    assert (nodes.gpu_used % 250 == 0).all() and (used_shards <= 4).all()
+    assert used_shards.sum() == placed + 4  # plus the whole GPU, 4 shards' worth

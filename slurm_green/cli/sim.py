@@ -180,7 +180,8 @@ def _load(trace: str | None, limit: int | None) -> Workload:
 def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str | None,
                    lower_bound_kg: float | None = None) -> Table:
     table = Table(title=title)
-    for col in ("policy", "avg JCT h", "p50 h", "p99 h", "energy kWh", "carbon kg", "util", "frag"):
+    for col in ("policy", "avg JCT h", "p50 h", "p99 h", "energy kWh", "carbon kg", "+ idle kWh", "util", "shared",
+                "frag"):
         table.add_column(col, justify="right")
     if reference:
         for col in ("JCT x", "energy x", "carbon x"):
@@ -190,8 +191,8 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
     ref = rows.get(reference) if reference else None
     for name, s in rows.items():
         cells = [name, _hours(s["avg_jct_s"]), _hours(s["p50_jct_s"]), _hours(s["p99_jct_s"]),
-                 f"{s['energy_kwh']:.1f}", f"{s['carbon_kg']:.2f}", f"{s['gpu_utilisation']:.2f}",
-                 f"{s['fragmentation']:.2f}"]
+                 f"{s['energy_kwh']:.1f}", f"{s['carbon_kg']:.2f}", f"{s['idle_energy_kwh']:.1f}",
+                 f"{s['gpu_utilisation']:.2f}", f"{s['shared_share']:.2f}", f"{s['fragmentation']:.2f}"]
         if ref:
             cells += [f"{s['avg_jct_s'] / ref['avg_jct_s']:.3f}", f"{s['energy_kwh'] / ref['energy_kwh']:.3f}",
                       f"{s['carbon_kg'] / ref['carbon_kg']:.3f}"]

@@ -107,6 +107,8 @@ class Nodes:
 
 
 def _spread_shards(free: np.ndarray, used: int, total: int, gpus: int) -> None:
+    """Take ``used`` of the node's ``total`` shards (``total / gpus`` per GPU) from its fully free
+    GPUs in ``free`` (one node's row, changed in place), filling each GPU before the next."""
     if used <= 0 or total <= 0:
         return
     per_gpu = total // gpus

@@ -28,4 +28,5 @@ class Packing:
         on_gpu = free[np.arange(len(options)), options.gpu]
         shared = on_gpu < MILLI
         shared_tier = np.maximum(100.0 - on_gpu * 100 // MILLI / 10.0, 50.0)
-        return np.where(idle_node, idle_tier, np.where(shared, shared_tier, 49.0))
+        one_free_gpu_tier = max(50.0 - 1, 33.0)  # a share on a fully free GPU of a used node
+        return np.where(idle_node, idle_tier, np.where(shared, shared_tier, one_free_gpu_tier))

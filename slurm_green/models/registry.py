@@ -27,7 +27,7 @@ from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conserv
 from slurm_green.models.names import NameResolver, normalise
 from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
 from slurm_green.models.power_cap import GpuPowerParams, scaled_to_board
-from slurm_green.models.refine import Corrections
+from slurm_green.models.refine import Corrections, type_key
 
 PARAMS_ENV = "SLURM_GREEN_MODEL_PARAMS"
 #: A reported board within this share of the fitted one is the fitted board.
@@ -339,14 +339,20 @@ class FittedRegistry:
 
     def _solo_power(self, types: Sequence[str | None], gpu: str, board: GpuPowerParams,
                     measured: Sequence[float] | np.ndarray | None) -> np.ndarray:
-        """Each job's power alone on one GPU: measured where given, its model's for a known type,
-        the board's maximum for an unknown one."""
-        model = np.array([self.for_job(t, gpu).power_w(Config(1)) if self.resolve(t) is not None else board.tdp_w
+        """Each job's power alone on one GPU: measured where given; else its model's for a known
+        type, or for an unknown one whose power telemetry has measured (the corrected default
+        model); else the board's maximum."""
+        model = np.array([self.for_job(t, gpu).power_w(Config(1)) if self._power_known(t, gpu) else board.tdp_w
                           for t in types], dtype=float)
         if measured is None:
             return model
         given = np.asarray(measured, dtype=float)
         return np.where(np.isnan(given), model, given)
+
+    def _power_known(self, job_type: str | None, gpu: str) -> bool:
+        if self.resolve(job_type) is not None:
+            return True
+        return type_key(self.for_job(job_type, gpu)._key) in self.corrections.tracks["power_w"]
 
     def _colocation_type(self, job_type: str | None) -> str | None:
         canonical = self.resolve(job_type)

@@ -116,3 +116,14 @@ def test_arrays_agree_with_single_pairs(registry: FittedRegistry) -> None:
     for i, (a, b) in enumerate(zip(types_a, types_b)):
         one = registry.colocation(a, b, "v100", power_a_w=120.0 if i == 1 else None)
         assert one == pytest.approx(tuple(float(x[i]) for x in arrays))
+
+
+def test_an_unknown_jobs_power_measured_by_telemetry_replaces_the_board_maximum(registry: FittedRegistry) -> None:
+    """The Epilog's metered power of a job nobody profiled (observe) is its heaviness from then on."""
+    from slurm_green.models.base import Config
+
+    before = registry.colocation("my-train.sh", "ResNet-50 (batch size 64)", "v100")
+    registry.observe("my-train.sh", Config(1), measured_power_w=60.0)  # a light job on a 250 W board
+    after = registry.colocation("my-train.sh", "ResNet-50 (batch size 64)", "v100")
+    assert after[1] < before[1]  # its partner is slowed less
+    assert after[2] < before[2]  # and the pair draws less

@@ -9,7 +9,7 @@ unallocated GPU's idle power from the first arrival to the last end (the simulat
 leaves free counts at its idle power. Ratios are to FIFO of the same cell.
 
 Usage: python benchmarks/colocation.py [--traces gavel_philly_ee9e8c_seed0.trace,pollux_workloads/workload-1.csv]
-       [--regions DE-LU,GB,US-CAL-CISO] [--shares 0.5,1] [--gpu h100 --mechanism mps] [--json OUT]
+       [--regions DE-LU,GB,US-CAL-CISO] [--shares 0.5,1] [--gpu h100 --mechanism mps] [--max-gpus 16] [--json OUT]
 A trace is a path (relative ones are under the shared data's job_traces/), optionally ``:N`` for its first N jobs.
 """
 
@@ -40,7 +40,8 @@ KEYS = ("avg_jct_s", "total_energy_kwh", "total_carbon_kg", "energy_kwh", "idle_
         "shared_share", "mean_power_w", "finished", "jobs")
 
 
-def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mechanism: str) -> list[dict[str, object]]:
+def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mechanism: str,
+             max_gpus: int) -> list[dict[str, object]]:
     path, limit = parse_trace(trace)
     workload = load_trace(path)
     workload = workload.head(limit) if limit else workload
@@ -50,7 +51,8 @@ def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mech
     spec = replace(spec, gpu_type=gpu or spec.gpu_type, share_mechanism=mechanism, idle_w_per_gpu=idle_w)
     signal = _signal(region, workload)
     runs = [("fifo", FifoPolicy(), 0.0), ("greenflow", GreenFlowPolicy(budget_fraction=1.0), 0.0)]
-    runs += [(f"eaco share={s:g}", EaCoPolicy(mechanism=mechanism), s) for s in shares]
+    label = "" if max_gpus == 1 else f", pairs <= {max_gpus} GPUs"
+    runs += [(f"eaco share={s:g}{label}", EaCoPolicy(mechanism=mechanism, max_gpus=max_gpus), s) for s in shares]
     rows = []
     for name, policy, share in runs:
         result = simulate(workload, spec, policy, signal, models, region, TraceOptions(accept_share=share))
@@ -85,12 +87,14 @@ def main() -> None:
     parser.add_argument("--shares", default="0.5,1", help="shares of jobs that allow a shared GPU (EaCO rows)")
     parser.add_argument("--gpu", default=None, help="the cluster's GPU type (default: the trace's, V100 models)")
     parser.add_argument("--mechanism", default="timeslice", choices=("timeslice", "mps"))
+    parser.add_argument("--max-gpus", type=int, default=1,
+                        help="EaCO pairs jobs of up to this many GPUs (1: what Slurm's shards enact; more: simulator only)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     began = time.perf_counter()
     shares = [float(s) for s in args.shares.split(",")]
     rows = [row for trace in args.traces.split(",") for region in args.regions.split(",")
-            for row in run_cell(trace, region, shares, args.gpu, args.mechanism)]
+            for row in run_cell(trace, region, shares, args.gpu, args.mechanism, args.max_gpus)]
     Console(width=160).print(table(rows))
     print(f"GPU {args.gpu or 'per trace'}, mechanism {args.mechanism}, {time.perf_counter() - began:.0f} s")
     if args.json:

@@ -66,6 +66,13 @@ def test_only_one_gpu_jobs_share_a_gpu(models, host_gpus, guest_gpus):
     assert plan[2].share_with is None
 
 
+def test_with_a_larger_max_gpus_jobs_of_one_layout_pair_gpu_by_gpu(models):
+    jobs = [job(1, LIGHT, state=JobState.RUNNING, gpus=2, node="n0"), job(2, LIGHT2, gpus=2), job(3, LIGHT2, gpus=1)]
+    plan = decide(jobs, models, max_gpus=4)
+    assert plan[2].share_with == 1 and plan[2].nodes == ("n0",)
+    assert plan[3].share_with is None  # one GPU beside a two-GPU job: not the same layout
+
+
 def test_the_share_limit_counts_the_guests_already_running(models):
     jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0"),
             job(2, LIGHT2, state=JobState.RUNNING, node="n0", shards=1), job(3, LIGHT2)]

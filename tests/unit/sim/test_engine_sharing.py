@@ -126,15 +126,15 @@ def test_idle_power_counts_in_the_total_and_a_freed_gpu_saves_its_busy_power():
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 7200), st.sampled_from((1, 1, 1, 2)), st.integers(600, 4 * 3600)),
                 min_size=2, max_size=12),
-       st.floats(0.0, 1.0), st.sampled_from((1.1, 1.25, 2.5)))
-def test_eaco_in_the_simulator_never_overcommits_and_every_job_finishes_its_work(rows, share, bound):
+       st.floats(0.0, 1.0), st.sampled_from((1.1, 1.25, 2.5)), st.sampled_from((1, 4)))
+def test_eaco_in_the_simulator_never_overcommits_and_every_job_finishes_its_work(rows, share, bound, max_gpus):
     """EaCO through the controller: at most two jobs per GPU (allocated GPUs never exceed the
     node), a job whose user refused sharing never shares, every job's work is done."""
     rows = sorted(rows)
     wl = workload(*[(float(t), g, float(w)) for t, g, w in rows])
     models = PairModels()
     options = TraceOptions(flex_s=2 * HOUR, accept_share=share, share_seed=3)
-    policy = EaCoPolicy(slowdown_bound=bound)
+    policy = EaCoPolicy(slowdown_bound=bound, max_gpus=max_gpus)
     sim, record = run(wl, policy, options, models)
     assert np.isfinite(record.end).all()
     assert max(record.sample_busy) <= NODE.gpus and max(record.sample_shared) <= max(record.sample_busy)
@@ -146,3 +146,10 @@ def test_eaco_in_the_simulator_never_overcommits_and_every_job_finishes_its_work
     assert (runtime >= np.array([w for _, _, w in rows]) / record.gpus - 1e-6).all()
     refused = ~sim.shares
     assert (runtime[refused] == pytest.approx(np.array([w for _, _, w in rows])[refused] / record.gpus[refused]))
+
+
+def test_a_two_gpu_pair_shares_both_gpus_of_its_host():
+    _, record = run(workload((0.0, 2, 2 * HOUR), (0.0, 2, 4 * HOUR)), Pairing())
+    assert max(record.sample_busy) == 2 and max(record.sample_shared) == 2
+    assert record.end.tolist() == pytest.approx([T0 + HOUR * HOST_SLOW, T0 + HOUR * HOST_SLOW + 2 * HOUR
+                                                 - HOUR * HOST_SLOW / GUEST_SLOW])

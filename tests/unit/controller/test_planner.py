@@ -1,6 +1,9 @@
 import dataclasses
 
-from slurm_green.controller.planner import START_TOLERANCE_S, colocate, plan_actions
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from slurm_green.controller.planner import START_TOLERANCE_S, colocate, plan_actions, sharing_allowed
 from slurm_green.core import decision_token as dt
 from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, ShareGpus
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
@@ -233,3 +236,29 @@ def test_slurm_2205_cannot_turn_whole_gpus_into_shards_so_no_such_pair_is_formed
     already_shards = dataclasses.replace(pending(2), gpus_per_node=0, shards_per_node=2)  # asked shards at submit
     snap = ClusterSnapshot(taken_at=NOW, slurm_version="22.05.8", jobs=(already_shards, running_on_shards(1)))
     assert plan_actions(snap, plan, NOW) == [SetNodes(2, ("node2",)), SetStartTime(2, NOW)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.booleans(), st.sampled_from([0, 1, 2]), st.integers(1, 8)),
+                min_size=2, max_size=8),
+       st.sampled_from(["22.05.8", "24.11.5", "sim"]))
+def test_colocate_never_pairs_a_refusing_job_nor_a_job_twice(jobs, version):
+    """Random jobs (share?, running on shards?, GPUs, whom the decision pairs it with)."""
+    snap_jobs = []
+    for i, (share, running, gpus, _) in enumerate(jobs, start=1):
+        marker = SHARING if share else ALONE
+        if running:
+            snap_jobs.append(running_on_shards(i, node=f"node{i % 3}", marker=marker))
+        else:
+            snap_jobs.append(dataclasses.replace(pending(i, marker=marker), gpus_per_node=gpus))
+    nodes = tuple(Node(f"node{n}", gpus_total=4, shards_total=16) for n in range(3))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version=version, jobs=tuple(snap_jobs), nodes=nodes)
+    plan = Plan(tuple(JobDecision(i, start_at=NOW, share_with=partner)
+                      for i, (_, running, _, partner) in enumerate(jobs, start=1) if not running))
+    shared, sharing = colocate(plan, snap)
+    partners = {j: s.partner.job_id for j, s in sharing.items()}
+    for job_id, partner in partners.items():
+        assert sharing_allowed(snap.job(job_id)) and sharing_allowed(snap.job(partner))
+        assert partner != job_id and partners.get(partner, job_id) == job_id  # pairs, each job in one
+    assert len(set(partners.values())) == len(partners)  # no job is the partner of two
+    assert {d.job_id for d in shared.decisions if d.share_with is not None} == set(partners)

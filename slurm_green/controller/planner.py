@@ -126,7 +126,8 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
     node is known for the pair: the decision's pin, else the partner's node, else (a
     pending pair no one placed) a node with a whole GPU free (``_free_gpu_node``). A
     snapshot that names no Slurm version (the simulator) skips the Slurm-only conditions.
-    The pair's cap is the loosest of the two promised (no cap if either has none): a GPU
+    The kept decisions name the pair's node, so planning the returned plan again gives the
+    same pairs. The pair's cap is the loosest of the two promised (no cap if either has none): a GPU
     runs at the loosest wish of its jobs (the Prolog's rule), so each token then names
     the cap in force and neither job runs slower than it was promised.
     """
@@ -159,7 +160,8 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
     decisions = []
     for decision in plan.decisions:
         if decision.job_id in sharing:
-            decision = dataclasses.replace(decision, share_with=sharing[decision.job_id].partner.job_id,
+            pair = sharing[decision.job_id]
+            decision = dataclasses.replace(decision, share_with=pair.partner.job_id, nodes=pair.node or decision.nodes,
                                            power_cap_fraction=caps[decision.job_id])
         elif decision.share_with is not None:
             decision = dataclasses.replace(decision, share_with=None)

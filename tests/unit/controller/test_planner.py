@@ -158,6 +158,10 @@ def test_a_pending_pair_is_pinned_to_one_node_and_both_become_shard_jobs():
         ShareGpus(2, 1), SetNodes(2, ("node3",)), SetStartTime(2, NOW)]
     tokens = {a.job_id: dt.verify(KEY, a.job_id, a.token) for a in actions if isinstance(a, SetDecision)}
     assert tokens == {1: {"cap": 0.8, "share": 2}, 2: {"cap": 0.8, "share": 1}}  # one cap, the loosest
+    shared, _ = colocate(plan, snapshot(pending(1), pending(2)), verify)  # what the tick stores
+    assert [(d.share_with, d.nodes, d.power_cap_fraction) for d in shared.decisions] == [
+        (2, ("node3",), 0.8), (1, ("node3",), 0.8)]
+    assert colocate(shared, snapshot(pending(1), pending(2)), verify)[0] == shared
 
 
 def test_the_pair_runs_uncapped_when_either_was_promised_no_cap():

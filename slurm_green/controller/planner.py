@@ -5,10 +5,10 @@ controller killed after enacting half a plan finds those changes already in forc
 at its next tick and does not repeat them.
 
 Co-location (``JobDecision.share_with``) is enacted with Slurm's ``gres/shard``: both jobs
-of a pair ask for shards of one GPU on one node (docs/enactment.md, "Co-location"). What
-the planner checks before it sends anything: both jobs allowed sharing (``share=yes``),
-both run or will run on one node (the decision's pin, else the partner's node), and they
-agree on one power cap, the loosest of the two (``pair_caps``).
+of a pair ask for shards of one GPU on one node (docs/enactment.md, "Co-location"). Before
+anything is sent, ``colocate`` keeps only the pairs that can be enacted (both jobs allowed
+sharing with ``share=yes``, and Slurm's own limits) and gives each pair one power cap,
+the loosest of the two.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from slurm_green.slurm.runner import CommandRunner, CommandTimeout, CommandUnava
 #: Job ids per sacct call: well under any command-line limit.
 SACCT_CHUNK = 500
 CSV_COLUMNS = ("job_id", "user", "account", "name", "state", "submit_time", "actual_start", "end_time",
-               "decided_start", "cap_fraction", "energy_kwh", "energy_method", "run_carbon_kg",
+               "decided_start", "gpu_type", "cap_fraction", "energy_kwh", "energy_method", "run_carbon_kg",
                "expected_carbon_kg", "carbon_if_now_kg", "reason")
 
 
@@ -101,14 +101,15 @@ def _table(rows: list[dict[str, object]], groups: dict[str, list[dict[str, objec
            title: str) -> None:
     console = Console()
     table = Table(title=title)
-    for column in ("job", "user", "account", "submit", "decided start", "actual start", "cap", "kWh", "kgCO2 (run)",
+    for column in ("job", "user", "account", "submit", "decided start", "actual start", "GPU", "cap", "kWh",
+                   "kgCO2 (run)",
                    "kgCO2 (decided)", "kgCO2 (at once)"):
         table.add_column(column)
     for row in rows:
         kwh = "-" if row["energy_kwh"] is None else f"{row['energy_kwh']:.4f} {row['energy_method']}"
         table.add_row(str(row["job_id"]), str(row["user"] or "-"), str(row["account"] or "unknown"),
                       stamp(row["submit_time"], local), stamp(row["decided_start"], local),  # type: ignore[arg-type]
-                      stamp(row["actual_start"], local),  # type: ignore[arg-type]
+                      stamp(row["actual_start"], local), str(row.get("gpu_type") or "-"),  # type: ignore[arg-type]
                       "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}", kwh,
                       _amount(row["run_carbon_kg"]), _amount(row["expected_carbon_kg"]),
                       _amount(row["carbon_if_now_kg"]))

@@ -134,7 +134,8 @@ def plan(config_path: Path, as_json: bool) -> None:
             "notes": report.notes,
             "decisions": [{
                 "job_id": d.job_id, "start_at": d.start_at, "gpus_per_node": d.gpus_per_node,
-                "num_nodes": d.num_nodes, "power_cap_fraction": d.power_cap_fraction, "reason": d.reason,
+                "num_nodes": d.num_nodes, "power_cap_fraction": d.power_cap_fraction, "gpu_type": d.gpu_type,
+                "reason": d.reason,
                 "expected_carbon_kg": d.expected_carbon_kg, "carbon_if_now_kg": d.carbon_if_now_kg,
                 "actions": actions.get(d.job_id, []),
             } for d in report.plan.decisions],

@@ -124,6 +124,7 @@ def explain(config: Config, job_id: int, now: float) -> dict[str, Any]:
         "num_nodes": (last.get("num_nodes") or (job.num_nodes if job else None)),
         "cap_enacted": record.get("cap") if record.get("cap_enacted") else None,
         "cap_decided": last.get("cap_fraction"),
+        "gpu_type": last.get("gpu_type"),
         "reason": last.get("reason"),
         "decided_at": last.get("decided_at"),
         "decisions": len(decisions),
@@ -141,7 +142,8 @@ def explain(config: Config, job_id: int, now: float) -> dict[str, Any]:
 
 def _gpus(out: dict[str, Any]) -> str:
     per_node, nodes = out["gpus_per_node"], out["num_nodes"] or 1
-    return "-" if not per_node else f"{per_node * nodes} ({nodes} node(s) x {per_node})"
+    planned = f", planned as {out['gpu_type']}" if out.get("gpu_type") else ""
+    return "-" if not per_node else f"{per_node * nodes} ({nodes} node(s) x {per_node}){planned}"
 
 
 def _cap(out: dict[str, Any]) -> str:

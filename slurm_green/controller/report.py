@@ -76,6 +76,7 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
             "state": seen.get("state"),
             "cap_fraction": caps.get(job_id),
             "decided_cap_fraction": last["cap_fraction"],
+            "gpu_type": last.get("gpu_type"),
             "reason": last["reason"],
             "expected_energy_kwh": last["expected_energy_kwh"],
             "expected_carbon_kg": last["expected_carbon_kg"],

@@ -84,6 +84,7 @@ _ADDED_COLUMNS = (
     ("jobs", "metered_energy_kwh", "REAL"),
     ("decisions", "model_params", "TEXT"),
     ("decisions", "energy_as_asked_kwh", "REAL"),
+    ("decisions", "gpu_type", "TEXT"),
 )
 
 
@@ -96,8 +97,8 @@ def same_choice(decision: JobDecision, row: dict[str, object]) -> bool:
     if decision.start_at is not None and abs(decision.start_at - float(start)) >= START_TOLERANCE_S:  # type: ignore[arg-type]
         return False
     return (decision.gpus_per_node, decision.num_nodes, _nodes_text(decision), decision.power_cap_fraction,
-            decision.share_with) == (row["gpus_per_node"], row["num_nodes"], row["nodes"], row["cap_fraction"],
-                                     row["share_with"])
+            decision.share_with, decision.gpu_type) == (row["gpus_per_node"], row["num_nodes"], row["nodes"],
+                                                        row["cap_fraction"], row["share_with"], row["gpu_type"])
 
 
 def _nodes_text(decision: JobDecision) -> str | None:
@@ -152,13 +153,14 @@ class StateStore:
                 self._db.execute(
                     "INSERT INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes, nodes,"
                     " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
-                    " carbon_if_now_kg, expected_runtime_s, model_params, energy_as_asked_kwh)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " carbon_if_now_kg, expected_runtime_s, model_params, energy_as_asked_kwh, gpu_type)"
+                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (decision.job_id, decided_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
                      _nodes_text(decision),
                      decision.power_cap_fraction, decision.share_with, decision.reason,
                      decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg,
-                     decision.expected_runtime_s, decision.model_params, decision.energy_as_asked_kwh),
+                     decision.expected_runtime_s, decision.model_params, decision.energy_as_asked_kwh,
+                     decision.gpu_type),
                 )
                 new += 1
         return new

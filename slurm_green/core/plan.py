@@ -27,6 +27,8 @@ class JobDecision:
     ``params_id``), so a stored decision can be traced to the models behind it.
     ``energy_as_asked_kwh`` is the job's energy as the user asked (requested GPUs, no cap):
     what the decided configuration's ``expected_energy_kwh`` saves is measured against it.
+    ``gpu_type`` is the GPU type the decision was planned for (its models and caps);
+    ``None``: the registry's own type, on nodes that report no type.
     """
 
     job_id: int
@@ -43,6 +45,7 @@ class JobDecision:
     carbon_if_now_kg: float | None = None
     model_params: str | None = None
     energy_as_asked_kwh: float | None = None
+    gpu_type: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

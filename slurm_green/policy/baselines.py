@@ -5,7 +5,8 @@
 - ``window`` / ``window+cap``: carbon-aware start times ("Let's Wait Awhile", CATS),
   i.e. :class:`~slurm_green.policy.window.WindowPolicy` with the cap disabled or enabled.
 - ``zeus``: start at once as requested, under a per-job-type power cap chosen like
-  Zeus (NSDI'23) to minimise ``eta * energy + (1 - eta) * max_power * time``.
+  Zeus (NSDI'23) to minimise ``eta * energy + (1 - eta) * max_power * time``, on the
+  models of the GPU type the job will run on and among the caps that type allows.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import numpy as np
 
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.policy.config_table import config_table
-from slurm_green.policy.pending import gpus_per_node_of, pending_jobs
+from slurm_green.policy.config_table import cap_choices, config_table
+from slurm_green.policy.gpu_types import job_gpu_types
+from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.window import WindowPolicy
 
 
@@ -36,31 +38,51 @@ class FifoPolicy:
 
 @dataclass(frozen=True)
 class ZeusCapPolicy:
-    """Start now, as requested, at the energy-time optimal cap of the job's type (Zeus)."""
+    """Start now, as requested, at the energy-time optimal cap of the job's type (Zeus).
+
+    Its cap set is the GPU type's allowed caps from ``floor`` (Zeus's own grid: half the
+    board, every 10 %), so a board whose minimum is higher is never asked for less.
+    ``typed=False`` plans every job with the registry's own type (the type-blind
+    baseline of a mixed cluster), as this policy did before clusters had types.
+    """
 
     name: str = "zeus"
     #: Zeus' knob: 1 weighs only energy, 0 only time.
     eta: float = 0.5
-    caps: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+    floor: float = 0.5
+    step: float = 0.1
+    typed: bool = True
 
     def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
         jobs = pending_jobs(snapshot, 0.0)
         if not len(jobs):
             return Plan()
-        caps = tuple(sorted(set(self.caps) | {1.0}))
-        table = config_table(models, set(jobs.job_type), set(jobs.gpus.tolist()), caps,
-                             gpus_per_node_of(snapshot))
-        types = np.fromiter((table.type_index[t] for t in jobs.job_type), dtype=np.int64, count=len(jobs))
-        cols = np.searchsorted(table.gpus, jobs.gpus)
+        gpu_types = job_gpu_types(snapshot, jobs.jobs) if self.typed else (None,) * len(jobs)
+        gpn = gpus_per_node_of(snapshot)
+        best = np.ones(len(jobs))
+        for gpu in set(gpu_types):
+            rows = np.fromiter((t == gpu for t in gpu_types), dtype=bool, count=len(jobs))
+            best[rows] = self._best_caps(jobs, rows, models, gpu, gpn)
+        return Plan(decisions=tuple(
+            JobDecision(int(j), start_at=now, power_cap_fraction=float(c) if ok else None,
+                        reason=f"Zeus cap {c:.0%} (eta {self.eta:g}){f' on {g}' if g else ''}, start now",
+                        gpu_type=g)
+            for j, c, ok, g in zip(jobs.job_id, best, jobs.accept_cap, gpu_types)))
+
+    def _best_caps(self, jobs: PendingJobs, rows: np.ndarray, models: object, gpu: str | None,
+                   gpn: int) -> np.ndarray:
+        """The Zeus cap of each job in ``rows``, all planned on ``gpu``."""
+        job_type = [t for t, row in zip(jobs.job_type, rows) if row]
+        gpus = jobs.gpus[rows]
+        caps = cap_choices(models, gpu, floor=self.floor, step=self.step)
+        table = config_table(models, set(job_type), set(gpus.tolist()), caps, gpn, gpu)
+        types = np.fromiter((table.type_index[t] for t in job_type), dtype=np.int64, count=len(job_type))
+        cols = np.searchsorted(table.gpus, gpus)
         tput = table.throughput[types, cols]  # [N, C]
         power = table.power_w[types, cols]
         max_power = power[:, -1:]
         cost = (self.eta * power + (1.0 - self.eta) * max_power) / tput  # per unit of work
-        best = table.caps[np.argmin(cost, axis=1)]
-        return Plan(decisions=tuple(
-            JobDecision(int(j), start_at=now, power_cap_fraction=float(c) if ok else None,
-                        reason=f"Zeus cap {c:.0%} (eta {self.eta:g}), start now")
-            for j, c, ok in zip(jobs.job_id, best, jobs.accept_cap)))
+        return table.caps[np.argmin(cost, axis=1)]
 
 
 def window_baseline(cap: bool) -> WindowPolicy:

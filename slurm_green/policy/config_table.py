@@ -6,6 +6,12 @@ so the models are asked once per type and candidate configuration and the answer
 are kept in arrays indexed ``[type, gpu_option, cap_option]``. The answers depend
 only on the (immutable) registry, so they are memoised per registry object; this
 does not make a policy stateful, it only avoids asking the same question twice.
+
+A job's speed and power depend on the GPU it runs on, so a table answers for one GPU
+type (``gpu_type``; ``None``: the registry's own type, what every table was before
+clusters had types) and the memo keeps one table per type. A policy deciding for a
+mixed cluster asks one table per GPU type its jobs can run on (``policy/gpu_types.py``)
+and the caps that type allows (``cap_choices``).
 """
 
 from __future__ import annotations
@@ -54,7 +60,8 @@ class ConfigTable:
     """Throughput (work/s) and power (W) of each job type in each candidate configuration.
 
     ``gpus`` and ``caps`` are the candidate axes; ``throughput[t, g, c]`` and
-    ``power_w[t, g, c]`` answer for type index ``t`` (see ``type_index``).
+    ``power_w[t, g, c]`` answer for type index ``t`` (see ``type_index``) on GPUs of
+    ``gpu_type`` (``None``: the registry's own type).
     """
 
     gpus: np.ndarray
@@ -63,18 +70,27 @@ class ConfigTable:
     throughput: np.ndarray
     power_w: np.ndarray
     gpus_per_node: int
+    gpu_type: str | None = None
 
 
 _CACHE: "weakref.WeakKeyDictionary[object, dict[tuple, ConfigTable]]" = weakref.WeakKeyDictionary()
 
 
+def cap_choices(models: object, gpu_type: str | None, *, floor: float, step: float) -> tuple[float, ...]:
+    """The caps a policy may choose on ``gpu_type`` (the registry's ``allowed_caps``, from the
+    board's minimum or ``floor`` if higher, every ``step``); 1.0 is always among them."""
+    return models.allowed_caps(gpu_type, accept_cap=True, floor=floor, step=step)  # type: ignore[attr-defined]
+
+
 def _build(models: object, job_types: tuple[str | None, ...], gpus: tuple[int, ...], caps: tuple[float, ...],
-           gpus_per_node: int) -> ConfigTable:
+           gpus_per_node: int, gpu_type: str | None) -> ConfigTable:
     shape = (len(job_types), len(gpus), len(caps))
     tput = np.zeros(shape)
     power = np.zeros(shape)
     for t, job_type in enumerate(job_types):
-        model = models.for_job(job_type)  # type: ignore[attr-defined]
+        # Untyped tables ask as before, so a registry without GPU types still serves them.
+        model = (models.for_job(job_type) if gpu_type is None  # type: ignore[attr-defined]
+                 else models.for_job(job_type, gpu_type))  # type: ignore[attr-defined]
         for g, count in enumerate(gpus):
             nodes = layout(count, gpus_per_node)
             n = nodes[1] if nodes else math.ceil(count / gpus_per_node)
@@ -83,12 +99,13 @@ def _build(models: object, job_types: tuple[str | None, ...], gpus: tuple[int, .
                 tput[t, g, c] = model.throughput(config)
                 power[t, g, c] = model.power_w(config)
     return ConfigTable(np.asarray(gpus), np.asarray(caps), {jt: i for i, jt in enumerate(job_types)},
-                       tput, power, gpus_per_node)
+                       tput, power, gpus_per_node, gpu_type)
 
 
 def config_table(models: object, job_types: set[str | None], gpus: set[int], caps: tuple[float, ...],
-                 gpus_per_node: int) -> ConfigTable:
-    """A table covering these types and candidate counts, memoised per registry (weakly).
+                 gpus_per_node: int, gpu_type: str | None = None) -> ConfigTable:
+    """A table covering these types and candidate counts on ``gpu_type`` (``None``: the
+    registry's own type), memoised per registry (weakly) and GPU type.
 
     The memo grows to the union of what was asked, so a simulation that sees a few
     more types or counts over time rebuilds only a handful of times.
@@ -96,8 +113,8 @@ def config_table(models: object, job_types: set[str | None], gpus: set[int], cap
     try:
         per_registry = _CACHE.setdefault(models, {})
     except TypeError:  # a registry that cannot be weakly referenced is simply not memoised
-        return _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node)
-    key = (tuple(caps), gpus_per_node)
+        return _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node, gpu_type)
+    key = (gpu_type, tuple(caps), gpus_per_node)
     table = per_registry.get(key)
     if table is not None and job_types <= table.type_index.keys() and gpus <= set(table.gpus.tolist()):
         return table
@@ -105,7 +122,7 @@ def config_table(models: object, job_types: set[str | None], gpus: set[int], cap
         job_types = job_types | table.type_index.keys()
         gpus = gpus | set(table.gpus.tolist())
     table = per_registry[key] = _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps),
-                                       gpus_per_node)
+                                       gpus_per_node, gpu_type)
     return table
 
 

@@ -4,7 +4,9 @@ Each managed job starts in the lowest-carbon window its flexibility allows and n
 after its deadline; a job whose best window is now is released at once. This is the
 "Let's Wait Awhile" / CATS idea. It also gives each job that accepts one a fixed,
 energy-efficient GPU power cap (Zeus finds the energy-optimal cap near 60-80 % of
-the board limit for most models).
+the board limit for most models). Runtime and energy come from the models of the GPU
+type the job will run on; a cap the type's board cannot set is raised to the lowest
+one it can (``allowed_caps``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.models.base import Config
+from slurm_green.policy.gpu_types import cluster_gpu_types
 from slurm_green.policy.managed import deadline_of, managed_pending
 
 
@@ -29,9 +32,17 @@ class WindowPolicy:
     def _runtime(self, job: Job) -> float:
         return job.time_limit_s if job.time_limit_s else self.default_runtime_s
 
-    def _decide(self, job: Job, options: GreenOptions, forecast: object | None, models: object, now: float) -> JobDecision:
-        cap = self.cap_fraction if options.accept_cap else None
-        model = models.for_job(job.name)  # type: ignore[attr-defined]
+    def _cap(self, models: object, gpu: str | None) -> float | None:
+        """The fixed cap on ``gpu``: ``cap_fraction``, or the board's lowest if that is higher."""
+        if self.cap_fraction is None:
+            return None
+        allowed = models.allowed_caps(gpu, accept_cap=True, floor=self.cap_fraction)  # type: ignore[attr-defined]
+        return min(allowed)
+
+    def _decide(self, job: Job, options: GreenOptions, forecast: object | None, models: object, now: float,
+                gpu: str | None) -> JobDecision:
+        cap = self._cap(models, gpu) if options.accept_cap else None
+        model = models.for_job(job.name) if gpu is None else models.for_job(job.name, gpu)  # type: ignore[attr-defined]
         config = Config(gpus=max(1, job.total_gpus), nodes=job.num_nodes, cap_fraction=cap or 1.0)
         full = Config(gpus=config.gpus, nodes=config.nodes)
         runtime = self._runtime(job) * model.throughput(full) / model.throughput(config)
@@ -42,7 +53,7 @@ class WindowPolicy:
             return JobDecision(job.job_id, start_at=now, power_cap_fraction=cap,
                                reason="no carbon forecast: start now (carbon-agnostic)",
                                expected_runtime_s=runtime, expected_energy_kwh=energy_kwh,
-                               energy_as_asked_kwh=as_asked_kwh)
+                               energy_as_asked_kwh=as_asked_kwh, gpu_type=gpu)
         start = float(forecast.best_start(now, latest, runtime))  # type: ignore[attr-defined]
         intensity = float(forecast.mean_over(start, start + runtime))  # type: ignore[attr-defined]
         intensity_now = float(forecast.mean_over(now, now + runtime))  # type: ignore[attr-defined]
@@ -56,11 +67,12 @@ class WindowPolicy:
             expected_runtime_s=runtime, expected_energy_kwh=energy_kwh,
             expected_carbon_kg=energy_kwh * intensity / 1000.0,
             carbon_if_now_kg=energy_kwh * intensity_now / 1000.0,
-            energy_as_asked_kwh=as_asked_kwh,
+            energy_as_asked_kwh=as_asked_kwh, gpu_type=gpu,
         )
 
     def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        decisions = tuple(self._decide(job, options, forecast, models, now)
+        types = cluster_gpu_types(snapshot)
+        decisions = tuple(self._decide(job, options, forecast, models, now, types.of(job))
                           for job, options in managed_pending(snapshot))
         notes = () if forecast is not None else ("carbon-agnostic: every managed job is released",)
         return Plan(decisions=decisions, notes=notes)

@@ -27,7 +27,7 @@ def store_with_jobs(tmp_path):
         t = T0 + day * DAY
         store.record_decisions(t, [JobDecision(job_id, start_at=t + 3600, reason="deferred", expected_runtime_s=3600,
                                                expected_energy_kwh=1.0, expected_carbon_kg=0.1,
-                                               carbon_if_now_kg=0.4)])
+                                               carbon_if_now_kg=0.4, gpu_type="a40" if day else "h100")])
         job = Job(job_id, user=user, submit_time=t, start_time=t + 3600, end_time=t + 7200, state=JobState.COMPLETED)
         store.observe_jobs(t + 7300, [job])
         store.account_usage(t + 7300, [job], None)  # 1 kWh modelled; no carbon signal, no carbon
@@ -67,8 +67,8 @@ def test_per_account_csv_and_plot(tmp_path):
     result = report(tmp_path, "--account", "physics", "--csv", "--plot", str(plot))
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.output)))
-    assert [(r["job_id"], r["user"], r["account"], r["energy_method"]) for r in rows] == [
-        ("1", "alice", "physics", "metered"), ("3", "alice", "physics", "modelled")]
+    assert [(r["job_id"], r["user"], r["account"], r["energy_method"], r["gpu_type"]) for r in rows] == [
+        ("1", "alice", "physics", "metered", "h100"), ("3", "alice", "physics", "modelled", "a40")]
     assert rows[0]["actual_start"].endswith("+00:00")
     assert plot.stat().st_size > 1000
 

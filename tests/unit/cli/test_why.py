@@ -29,7 +29,7 @@ def site(tmp_path, *, refused: bool = False):
     store.record_decisions(NOW - 60, [JobDecision(42, start_at=start, power_cap_fraction=0.7, gpus_per_node=2,
                                                   num_nodes=1, reason="deferred 2.9 h to a 60 g/kWh window",
                                                   expected_runtime_s=3600, expected_carbon_kg=0.05,
-                                                  carbon_if_now_kg=0.4)])
+                                                  carbon_if_now_kg=0.4, gpu_type="h100")])
     token = decision_token.sign(KEY, 42, {"cap": 0.7})
     action = SetDecision(42, token)
     ids = store.record_intents(NOW - 60, [action])
@@ -54,7 +54,7 @@ def test_why_shows_start_deadline_gpus_cap_carbon_and_reason(tmp_path):
     out = result.output
     assert "job 42 (alice, resnet50): PENDING, managed by slurm-green, may wait 6.0 h" in out
     assert "decided start:" in out and "(in 2." in out
-    assert "GPUs:           2 (1 node(s) x 2)" in out
+    assert "GPUs:           2 (1 node(s) x 2), planned as h100" in out
     assert "power cap:      70% enacted (decided: 70%)" in out
     assert "60 gCO2eq/kWh at the decided start vs 450 now (87% less" in out
     assert "reason:         deferred 2.9 h to a 60 g/kWh window" in out
@@ -67,7 +67,7 @@ def test_why_json_carries_the_same_and_a_refused_cap_is_not_claimed(tmp_path):
     result = CliRunner().invoke(main, ["why", "42", "--json", "--config", str(config)], env=env)
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
-    assert out["cap_enacted"] is None and out["cap_decided"] == 0.7
+    assert out["cap_enacted"] is None and out["cap_decided"] == 0.7 and out["gpu_type"] == "h100"
     assert out["now_g_per_kwh"] == 450.0 and out["at_start_g_per_kwh"] == 60.0
     assert out["decided_start"].endswith("+00:00") and out["token_in_comment"] is True
 

@@ -28,6 +28,15 @@ def test_same_decision_recorded_once_across_ticks_and_restarts(tmp_path):
     assert store.latest_decisions()[1]["start_at"] == NOW + 7200
 
 
+def test_the_same_choice_made_for_another_gpu_type_is_news_and_names_its_type(tmp_path):
+    store = StateStore(tmp_path / "state.db")
+    decision = JobDecision(1, start_at=NOW, power_cap_fraction=0.7, reason="now")
+    assert store.record_decisions(NOW, [decision]) == 1
+    assert store.record_decisions(NOW + 300, [JobDecision(1, start_at=NOW, power_cap_fraction=0.7,
+                                                          gpu_type="h100")]) == 1
+    assert [d["gpu_type"] for d in store.decisions(1)] == [None, "h100"]
+
+
 def test_intents_are_stored_before_enacting_and_replaced_by_outcomes(tmp_path):
     store = StateStore(tmp_path / "s.db")
     actions = [SetStartTime(4, NOW), SetStartTime(5, NOW)]
@@ -91,6 +100,8 @@ def test_a_store_written_by_an_older_release_gains_the_new_columns(tmp_path):
     store = StateStore(path)
     [row] = store.jobs()
     assert row["job_id"] == 9 and row["energy_kwh"] is None and "accounted_until" in row
+    store.record_decisions(NOW, [JobDecision(9, start_at=NOW, gpu_type="a40")])
+    assert store.decisions(9)[0]["gpu_type"] == "a40"
 
 
 def test_a_stretch_counted_past_the_jobs_end_is_taken_back(tmp_path):

@@ -34,8 +34,15 @@ class SublinearModel:
 
 
 class LiteralModels:
-    def for_job(self, job_type: str | None) -> SublinearModel:
+    def for_job(self, job_type: str | None, gpu: str | None = None) -> SublinearModel:
         return SublinearModel()
+
+    def allowed_caps(self, gpu: str | None = None, *, accept_cap: bool = True, floor: float = 0.0,
+                     step: float = 0.05) -> tuple[float, ...]:
+        """Every ``step`` from ``floor`` (at least 0.3, this board's minimum) to 1."""
+        lowest = max(0.3, floor)
+        return tuple(sorted({round(lowest, 4), 1.0} | {round(k * step, 4) for k in range(1, round(1 / step))
+                                                         if k * step > lowest}))
 
 
 def signal(values: list[float], start: pd.Timestamp = T0) -> CarbonSignal:

@@ -1,7 +1,11 @@
+import dataclasses
+
 import numpy as np
 
 from policy_literals import NOW, SublinearModel, nodes, pending, signal, snapshot
+from slurm_green.core.cluster import Node
 from slurm_green.models.base import Config
+from slurm_green.models.registry import default_registry
 from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy, window_baseline
 
 
@@ -17,7 +21,7 @@ def test_zeus_picks_the_cap_minimising_its_eta_cost(models):
     model = SublinearModel()
     max_power = model.power_w(Config(2))
     costs = {c: (eta * model.power_w(Config(2, 1, c)) + (1 - eta) * max_power) / model.throughput(Config(2, 1, c))
-             for c in policy.caps}
+             for c in models.allowed_caps(None, floor=policy.floor, step=policy.step)}
     assert plan.decisions[0].power_cap_fraction == min(costs, key=costs.get)
     assert plan.decisions[0].start_at == NOW
 
@@ -25,3 +29,38 @@ def test_zeus_picks_the_cap_minimising_its_eta_cost(models):
 def test_window_baselines_differ_only_in_the_cap():
     assert window_baseline(cap=False).cap_fraction is None
     assert window_baseline(cap=True).cap_fraction is not None
+
+
+def _typed_nodes() -> tuple[Node, ...]:
+    return (Node("h0", gpus_total=8, gpu_type="h100", partitions=("fast",)),
+            Node("a0", gpus_total=8, gpu_type="a40", partitions=("slow",)),
+            Node("a1", gpus_total=8, gpu_type="a40", partitions=("slow",)))
+
+
+def test_zeus_plans_each_job_on_its_partitions_gpu_type_with_that_types_models():
+    registry = default_registry()
+    jobs = [dataclasses.replace(pending(1), name="resnet50", partition="fast"),
+            dataclasses.replace(pending(2), name="resnet50", partition="slow"),
+            dataclasses.replace(pending(3), name="resnet50", partition="gone")]
+    plan = ZeusCapPolicy(eta=1.0, floor=0.0, step=0.05)(snapshot(jobs, _typed_nodes()), None, registry, NOW)
+    assert [d.gpu_type for d in plan.decisions] == ["h100", "a40", "a40"]  # unknown partition: cluster majority
+    for decision in plan.decisions:  # eta 1: the energy-optimal cap of that type's allowed set
+        assert decision.power_cap_fraction == registry.energy_optimal_cap("resnet50", decision.gpu_type)
+    assert plan.decisions[0].power_cap_fraction != plan.decisions[1].power_cap_fraction  # the type decides
+
+
+def test_type_blind_zeus_plans_with_the_registrys_own_type_and_names_none():
+    registry = default_registry()
+    jobs = [dataclasses.replace(pending(1), name="resnet50", partition="fast")]
+    plan = ZeusCapPolicy(eta=1.0, floor=0.0, step=0.05, typed=False)(snapshot(jobs, _typed_nodes()), None,
+                                                                    registry, NOW)
+    assert plan.decisions[0].gpu_type is None
+    assert plan.decisions[0].power_cap_fraction == registry.energy_optimal_cap("resnet50")
+
+
+def test_zeus_never_asks_a_board_for_less_than_its_minimum():
+    registry = default_registry()
+    registry.observe_board("h100", min_w=560.0, max_w=700.0, default_w=700.0)  # a board that stops at 0.8
+    jobs = [dataclasses.replace(pending(1), name="resnet50", gpu_type="h100")]
+    plan = ZeusCapPolicy(eta=1.0, floor=0.0)(snapshot(jobs, _typed_nodes()), None, registry, NOW)
+    assert plan.decisions[0].power_cap_fraction >= 0.8

@@ -1,6 +1,7 @@
 from policy_literals import LiteralModels, SublinearModel
 from slurm_green.models.base import Config
-from slurm_green.policy.config_table import config_table, gpu_options, layout
+from slurm_green.models.registry import default_registry
+from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
 
 
 def test_layouts_split_evenly_over_the_fewest_nodes():
@@ -23,3 +24,23 @@ def test_table_answers_like_the_model_and_grows_with_new_counts():
     bigger = config_table(models, {"a", "b"}, {16}, (0.5, 1.0), 8)
     assert set(bigger.gpus.tolist()) == {1, 2, 16} and {"a", "b"} <= set(bigger.type_index)
     assert bigger.power_w[bigger.type_index["b"], 2, 1] == model.power_w(Config(16, 2, 1.0))
+
+
+def test_a_table_per_gpu_type_answers_with_that_types_models():
+    registry = default_registry()
+    h100 = config_table(registry, {"resnet50"}, {1}, (0.5, 1.0), 8, "h100")
+    a40 = config_table(registry, {"resnet50"}, {1}, (0.5, 1.0), 8, "a40")
+    untyped = config_table(registry, {"resnet50"}, {1}, (0.5, 1.0), 8)
+    assert (h100.gpu_type, a40.gpu_type, untyped.gpu_type) == ("h100", "a40", None)
+    assert h100.throughput[0, 0, 1] == registry.for_job("resnet50", "h100").throughput(Config(1, 1, 1.0))
+    assert a40.power_w[0, 0, 0] == registry.for_job("resnet50", "a40").power_w(Config(1, 1, 0.5))
+    assert untyped.throughput[0, 0, 1] == registry.for_job("resnet50").throughput(Config(1, 1, 1.0))
+    assert config_table(registry, {"resnet50"}, {1}, (0.5, 1.0), 8, "h100") is h100  # memoised per type
+
+
+def test_cap_choices_reach_each_boards_minimum_and_respect_the_floor():
+    registry = default_registry()
+    assert min(cap_choices(registry, "h100", floor=0.0, step=0.05)) < min(cap_choices(registry, "a40", floor=0.0,
+                                                                                      step=0.05))
+    assert min(cap_choices(registry, "h100", floor=0.5, step=0.1)) == 0.5
+    assert cap_choices(registry, None, floor=0.5, step=0.1) == (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)

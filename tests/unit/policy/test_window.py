@@ -32,6 +32,9 @@ class Models:
     def for_job(self, job_type):
         return LinearModel()
 
+    def allowed_caps(self, gpu, *, accept_cap=True, floor=0.0, step=0.05):
+        return tuple(sorted({max(0.3, floor), 1.0}))
+
 
 def signal(values):
     index = pd.date_range(T0, periods=len(values), freq="h")
@@ -90,3 +93,21 @@ def test_capped_job_runs_longer_but_uses_less_energy():
     full = WindowPolicy(cap_fraction=None)(ClusterSnapshot(NOW, jobs=(job(),)), None, Models(), NOW).decisions[0]
     assert capped.expected_runtime_s > full.expected_runtime_s
     assert capped.expected_energy_kwh < full.expected_energy_kwh
+
+
+def test_window_plans_on_the_nodes_gpu_type_and_raises_a_cap_to_the_boards_minimum():
+    from slurm_green.core.cluster import Node
+    from slurm_green.models.registry import default_registry
+
+    registry = default_registry()
+    registry.observe_board("h100", min_w=560.0, max_w=700.0, default_w=700.0)  # settable down to 0.8 only
+    options = GreenOptions(max_delay_s=0.0, accept_cap=True)
+    job = Job(1, name="resnet50", submit_time=NOW, time_limit_s=HOUR, gpus_per_node=1,
+              admin_comment=format_marker(options))
+    snapshot = ClusterSnapshot(taken_at=NOW, jobs=(job,), nodes=(Node("h0", gpus_total=4, gpu_type="h100"),))
+    decision = WindowPolicy(cap_fraction=0.7)(snapshot, None, registry, NOW).decisions[0]
+    assert decision.gpu_type == "h100" and decision.power_cap_fraction == 0.8
+    model = registry.for_job("resnet50", "h100")
+    assert decision.expected_energy_kwh == pytest.approx(
+        model.power_w(Config(1, 1, 0.8)) * HOUR * model.throughput(Config(1, 1)) / model.throughput(Config(1, 1, 0.8))
+        / 3.6e6)

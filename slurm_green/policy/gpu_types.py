@@ -1,0 +1,64 @@
+"""The GPU type a job will run on, as far as a policy can tell before it starts.
+
+A job's speed, power and allowed caps depend on the GPU under it, so a policy plans
+each pending job with the models of the type it will get: the type it asked for
+(``--gres=gpu:h100:2``), else the type most of its partition's GPUs are, else the
+cluster's. ``None`` means the nodes report no type (an untyped ``gres/gpu``): the
+registry's own type, as before clusters had types.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from slurm_green.core.cluster import ClusterSnapshot, Job, Node
+
+
+@dataclass(frozen=True)
+class ClusterGpuTypes:
+    """The majority GPU type (by GPU count) of the cluster and of each partition."""
+
+    majority: str | None
+    by_partition: dict[str, str | None]
+
+    def of(self, job: Job) -> str | None:
+        """The type ``job`` is planned for: its request, its partition's, the cluster's."""
+        if job.gpu_type:
+            return job.gpu_type
+        return self.by_partition.get(job.partition, self.majority)
+
+
+def _majority(counts: Counter[str | None]) -> str | None:
+    # Most GPUs wins; ties go to the name first in order, so the answer never depends on node order.
+    return min(counts, key=lambda t: (-counts[t], t or "")) if counts else None
+
+
+def _types(nodes: tuple[Node, ...]) -> ClusterGpuTypes:
+    total: Counter[str | None] = Counter()
+    per_partition: dict[str, Counter[str | None]] = {}
+    for node in nodes:
+        if node.gpus_total <= 0:
+            continue
+        total[node.gpu_type] += node.gpus_total
+        for partition in node.partitions:
+            per_partition.setdefault(partition, Counter())[node.gpu_type] += node.gpus_total
+    return ClusterGpuTypes(_majority(total), {p: _majority(c) for p, c in per_partition.items()})
+
+
+#: The last snapshot's nodes and their types: nodes change far less often than a policy asks.
+_LAST: tuple[tuple[Node, ...], ClusterGpuTypes] | None = None
+
+
+def cluster_gpu_types(snapshot: ClusterSnapshot) -> ClusterGpuTypes:
+    """The GPU types of ``snapshot``'s nodes (re-read only when the node tuple changes)."""
+    global _LAST
+    if _LAST is None or _LAST[0] is not snapshot.nodes:
+        _LAST = (snapshot.nodes, _types(snapshot.nodes))
+    return _LAST[1]
+
+
+def job_gpu_types(snapshot: ClusterSnapshot, jobs: tuple[Job, ...]) -> tuple[str | None, ...]:
+    """Each job's planned GPU type, in order (see ``ClusterGpuTypes.of``)."""
+    types = cluster_gpu_types(snapshot)
+    return tuple(types.of(job) for job in jobs)

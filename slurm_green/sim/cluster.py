@@ -4,11 +4,18 @@ Default sizes per trace aim at a realistic load (busy most of the time, with que
 at peaks) rather than at the original cluster, because the shared traces are
 subsets: Pollux's Philly preprocessing keeps 82k jobs that average 374 busy GPUs,
 while Philly itself had about 2,500. See docs/simulator.md for the numbers.
+
+A mixed cluster names each node's GPU type (``gpu_types``). Its users ask for a type,
+as on a Slurm cluster with typed gres (``--gres=gpu:h100:2``): each trace job is given
+one, drawn in proportion to each type's GPUs, and runs only on nodes of that type.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -23,6 +30,44 @@ class ClusterSpec:
     #: How jobs share a GPU (``ShareGpus``): ``timeslice`` (gres/shard) or ``mps`` (gres/mps).
     share_mechanism: str = "timeslice"
     name_prefix: str = "sim"
+    #: Each node's GPU type, in node order, on a mixed cluster; empty: every node is ``gpu_type``.
+    gpu_types: tuple[str, ...] = ()
+    #: Seed of the draw of each trace job's requested type on a mixed cluster.
+    type_seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.gpu_types and len(self.gpu_types) != self.nodes:
+            raise ValueError(f"gpu_types names {len(self.gpu_types)} nodes, the cluster has {self.nodes}")
+
+    @classmethod
+    def mixed(cls, nodes: int, gpus_per_node: int, types: tuple[str, ...], **kwargs: object) -> "ClusterSpec":
+        """``nodes`` split into equal consecutive blocks, one per type (the first blocks take any remainder)."""
+        per, extra = divmod(nodes, len(types))
+        names = tuple(t for k, t in enumerate(types) for _ in range(per + (k < extra)))
+        return cls(nodes=nodes, gpus_per_node=gpus_per_node, gpu_type=types[0], gpu_types=names, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def typed(self) -> bool:
+        """Whether nodes differ in GPU type (jobs then ask for one)."""
+        return bool(self.gpu_types)
+
+    def type_of(self, index: int) -> str:
+        return self.gpu_types[index] if self.gpu_types else self.gpu_type
+
+    def gpus_of_type(self) -> dict[str, int]:
+        counts = Counter(self.gpu_types or (self.gpu_type,) * self.nodes)
+        return {t: c * self.gpus_per_node for t, c in counts.items()}
+
+    def requested_types(self, jobs: int) -> list[str]:
+        """Each trace job's requested GPU type: on a mixed cluster drawn (seeded) in
+        proportion to each type's GPUs, else the cluster's one type."""
+        if not self.typed:
+            return [self.gpu_type] * jobs
+        gpus = self.gpus_of_type()
+        names = sorted(gpus)
+        share = np.array([gpus[t] for t in names], dtype=float)
+        draw = np.random.default_rng(self.type_seed).choice(len(names), size=jobs, p=share / share.sum())
+        return [names[k] for k in draw.tolist()]
 
     @property
     def gpus(self) -> int:

@@ -152,8 +152,13 @@ class Simulator:
         self.options = options
         n = len(workload)
         self.clock = clock or ManualClock(float(workload.submit[0]) if n else 0.0)
-        self._models: dict[str, object] = {}
-        self.requested = np.minimum(workload.gpus, spec.gpus)
+        self._models: dict[tuple[str, str | None], object] = {}
+        #: Each job's requested GPU type; on a mixed cluster it runs only on nodes of that type.
+        self.requested_type = spec.requested_types(n)
+        self._type_nodes = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
+                            for t in spec.gpus_of_type()}
+        capacity = spec.gpus_of_type()
+        self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
         #: Each job's work, and its true runtime at the requested size at full power.
         self.work, self.full_runtime = self._resolve_work()
         self.time_limit = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
@@ -189,11 +194,19 @@ class Simulator:
 
     # -- sizes ---------------------------------------------------------------------------
 
-    def _model(self, job_type: str) -> object:
-        model = self._models.get(job_type)
+    def _model(self, job_type: str, gpu: str | None = None) -> object:
+        """``job_type``'s model on ``gpu`` (None: the registry's own type, which defines a job's work)."""
+        model = self._models.get((job_type, gpu))
         if model is None:
-            model = self._models[job_type] = self.models.for_job(job_type or None)  # type: ignore[attr-defined]
+            model = self._models[(job_type, gpu)] = (
+                self.models.for_job(job_type or None) if gpu is None  # type: ignore[attr-defined]
+                else self.models.for_job(job_type or None, gpu))  # type: ignore[attr-defined]
         return model
+
+    def _runs_on(self, alloc: list[tuple[int, np.ndarray]]) -> str | None:
+        """The GPU type whose models a job on ``alloc`` runs with: on a mixed cluster its first
+        node's type, else None (the registry's own, as before clusters had types)."""
+        return self.spec.type_of(alloc[0][0]) if self.spec.typed and alloc else None
 
     def _config(self, gpus: int, nodes: int, cap: float = 1.0) -> Config:
         return Config(gpus=gpus, nodes=nodes, cap_fraction=cap)
@@ -266,6 +279,8 @@ class Simulator:
         nodes = action.num_nodes if action.num_nodes is not None else job.num_nodes
         if not 1 <= action.gpus_per_node <= self.spec.gpus_per_node or not 1 <= nodes <= self.spec.nodes:
             return f"{nodes} x {action.gpus_per_node} GPUs does not fit nodes of {self.spec.gpus_per_node}"
+        if self.spec.typed and nodes > int(self._type_nodes[job.gpu_type].sum()):  # type: ignore[index]
+            return f"{nodes} nodes: the cluster has fewer of type {job.gpu_type}"
         model = self._model(job.name)
         job = self._unbound(job)
         old = model.throughput(self._config(job.total_gpus, job.num_nodes))  # type: ignore[attr-defined]
@@ -281,6 +296,9 @@ class Simulator:
         unknown = [n for n in action.nodes if n not in self._node_index]
         if unknown:
             return f"unknown nodes {unknown[:3]}"
+        if self.spec.typed and not all(self._type_nodes[job.gpu_type][self._node_index[n]]  # type: ignore[index]
+                                       for n in action.nodes):
+            return f"nodes without {job.gpu_type} GPUs, which the job requested"  # Slurm refuses these too
         self._update(job, nodes=tuple(action.nodes))
         self._schedule_needed = True
         return None
@@ -359,7 +377,7 @@ class Simulator:
         state = NodeState.IDLE if used == 0 else (
             NodeState.ALLOCATED if used == self.spec.gpus_per_node else NodeState.MIXED)
         return Node(self.spec.node_name(i), state=state, gpus_total=self.spec.gpus_per_node, gpus_allocated=used,
-                    gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()), gpu_type=self.spec.gpu_type,
+                    gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()), gpu_type=self.spec.type_of(i),
                     features=(SWITCH_FEATURE + self.spec.switch_of(i),), partitions=(PARTITION,))
 
     def _fit(self, job: Job, free: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:
@@ -375,6 +393,8 @@ class Simulator:
         ok = free >= per_node
         if allowed is not None:
             ok &= allowed
+        if self.spec.typed:
+            ok &= self._type_nodes[job.gpu_type]  # type: ignore[index]
         fitting = np.flatnonzero(ok)
         return fitting[:count].tolist() if len(fitting) >= count else None
 
@@ -426,7 +446,7 @@ class Simulator:
         self._jobs[job_id] = Job(
             job_id, name=w.job_type[index], user="trace", partition=PARTITION, submit_time=submit,
             eligible_time=begin, time_limit_s=float(self.time_limit[index]), num_nodes=nodes,
-            gpus_per_node=per_node, gpu_type=self.spec.gpu_type, admin_comment=admin_comment)
+            gpus_per_node=per_node, gpu_type=self.requested_type[index], admin_comment=admin_comment)
         self._snapshot = None
         self._requeue(job_id)
 
@@ -448,13 +468,14 @@ class Simulator:
         cap = self._prolog_cap(job)
         gpus = job.total_gpus
         config = self._config(gpus, len(alloc), cap)
-        model = self._model(job.name)
+        gpu = self._runs_on(alloc)
+        model = self._model(job.name, gpu)
         throughput = float(model.throughput(config))  # type: ignore[attr-defined]
         runtime = float(self.work[index] / throughput)
         power = float(model.power_w(config))  # type: ignore[attr-defined]
         end = now + runtime
         self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
-        seen = Observation(job.name or None, config, throughput, power)
+        seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
                                                        throughput, power, throughput, power, now, end,
                                                        float(self.work[index]))
@@ -533,10 +554,11 @@ class Simulator:
         index = job.job_id - 1
         cap = self._prolog_cap(job)
         config = self._config(host.gpus, count, cap)
-        model = self._model(job.name)
+        gpu = self._runs_on(host.alloc)
+        model = self._model(job.name, gpu)
         solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))  # type: ignore[attr-defined]
         slow, slow_host, pair_w = self.models.colocation(  # type: ignore[attr-defined]
-            job.name or None, host_job.name or None, self.spec.gpu_type, self.spec.share_mechanism,
+            job.name or None, host_job.name or None, gpu or self.spec.gpu_type, self.spec.share_mechanism,
             solo_power / host.gpus, host.solo_power_w / host.gpus)
         pair_total = pair_w * host.gpus
         power = pair_total * solo_power / (solo_power + host.solo_power_w)

@@ -87,6 +87,14 @@ class PolicySettings(_Section):
         1.0, gt=0.0, description="greenflow/powerflow: carbon (energy) a plan may spend, as a fraction of the "
                                  "same jobs run carbon-agnostically; 1 = never worse than that plan")
     place_nodes: bool = Field(True, description="greenflow/powerflow: pin jobs started now to nodes (ReqNodeList)")
+    # The guards that keep GreenFlow/PowerFlow from slowing the cluster for the jobs that arrive
+    # next (docs/policies.md); a large value lifts one.
+    gpu_time_slack: float = Field(0.1, ge=0.0, description="greenflow/powerflow: a job may hold at most (1 + this)"
+                                                          " x the GPU-hours of its request")
+    runtime_slack: float = Field(0.25, ge=0.0, description="greenflow/powerflow: a job may run at most (1 + this)"
+                                                          " x as long as its request at full power")
+    growth_horizon_h: float = Field(2.0, ge=0.0, description="greenflow/powerflow: a job gets more GPUs than it"
+                                                            " asked for only if it then runs at most this long")
 
     @field_validator("name")
     @classmethod

@@ -188,6 +188,13 @@ class GreenFlowPolicy:
     default_runtime_s: float = 3600.0
     #: Pin jobs started now to nodes (network packing + buddy blocks).
     place: bool = True
+    # The guards (``_guard``; None turns one off): a configuration may hold at most
+    # (1 + gpu_time_slack) x the GPU-seconds of the job's request at full power, run at most
+    # (1 + runtime_slack) x as long, and exceed the requested GPU count only if it then runs
+    # at most growth_horizon_s.
+    gpu_time_slack: float | None = 0.1
+    runtime_slack: float | None = 0.25
+    growth_horizon_s: float | None = 2 * 3600.0
 
     def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
         jobs = pending_jobs(snapshot, self.default_runtime_s)
@@ -246,13 +253,42 @@ class GreenFlowPolicy:
         tput = table.throughput[types]  # [N, G, C]
         work = jobs.runtime_s * tput[np.arange(n), requested_col, full_cap]
         runtime = _runtime(work, tput)
-        ok = allowed[:, :, None] & cap_ok[:, None, :]
+        ok = allowed[:, :, None] & cap_ok[:, None, :] & self._guard(runtime, counts, jobs.gpus, requested_col, full_cap)
+        chain = _feasible_chain(chain, ok.any(axis=2))
         energy = table.power_w[types] * runtime / _J_PER_KWH
         # Energy stays finite everywhere: the requested configuration at full power is the
         # carbon-agnostic reference even when the user's range excludes it.
         runtime = np.where(ok, runtime, np.inf)
         intensity, wait = self._intensity(jobs, forecast, now, jobs.runtime_s)
         return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap), table
+
+    def _guard(self, runtime: np.ndarray, counts: np.ndarray, requested: np.ndarray, requested_col: np.ndarray,
+               full_cap: int) -> np.ndarray:
+        """Configurations [N, G, C] that cannot make the cluster much slower than plain Slurm.
+
+        The objective sees the jobs pending now; the jobs that arrive next pay for what it
+        decides (issue 10, docs/policies.md). Measured on generated workloads, three kinds of
+        decision did most of that harm, and each guard bounds one:
+
+        - *more GPU-time than asked* (growth at poor scaling, caps that stretch a run): the
+          jobs behind get fewer GPU-hours; held to ``gpu_time_slack``;
+        - *a job made much slower* (a shrink or deep cap, to free GPUs for a queue that then
+          clears anyway): held to ``runtime_slack``;
+        - *a long job grown into an idle cluster*: it keeps the extra GPUs for its whole run
+          (no running job is resized), and everyone arriving meanwhile queues behind it;
+          growth only for runs of at most ``growth_horizon_s``.
+
+        The requested configuration at full power always passes.
+        """
+        as_asked = runtime[np.arange(len(runtime)), requested_col, full_cap][:, None, None]
+        ok = np.ones(runtime.shape, dtype=bool)
+        if self.gpu_time_slack is not None:
+            ok &= counts[None, :, None] * runtime <= (1.0 + self.gpu_time_slack) * requested[:, None, None] * as_asked
+        if self.runtime_slack is not None:
+            ok &= runtime <= (1.0 + self.runtime_slack) * as_asked
+        if self.growth_horizon_s is not None:
+            ok &= (counts[None, :, None] <= requested[:, None, None]) | (runtime <= self.growth_horizon_s)
+        return ok
 
     def _intensity(self, jobs: PendingJobs, forecast: object | None, now: float,
                    runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -488,6 +524,16 @@ def _node_facts(snapshot: ClusterSnapshot) -> tuple[int, int, int]:
         usable = sum([row[1] for row in rows if row[0]])
         _LAST_NODES = (snapshot.nodes, (gpus_per_node_of(snapshot), placement_gpus_free(snapshot.nodes), usable))
     return _LAST_NODES[1]
+
+
+def _feasible_chain(chain: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+    """Each row's chain without the columns where no cap is allowed, left-aligned, -1 padded;
+    a row left empty keeps its first column (its runtime is inf: it never starts now)."""
+    rows = np.arange(len(chain))[:, None]
+    keep = (chain >= 0) & feasible[rows, np.maximum(chain, 0)]
+    keep[:, 0] |= ~keep.any(axis=1)
+    order = np.argsort(~keep, axis=1, kind="stable")
+    return np.where(np.take_along_axis(keep, order, axis=1), np.take_along_axis(chain, order, axis=1), -1)
 
 
 def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:

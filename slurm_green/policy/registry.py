@@ -25,33 +25,29 @@ from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.window import WindowPolicy
 
 
-def _window(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float, place_nodes: bool) -> Policy:
-    return WindowPolicy(cap_fraction=cap_fraction, default_runtime_s=default_runtime_s)
+def _window(settings: PolicySettings) -> Policy:
+    return WindowPolicy(cap_fraction=settings.cap_fraction, default_runtime_s=settings.default_runtime_h * 3600.0)
 
 
-def _greenflow(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float,
-               place_nodes: bool) -> Policy:
-    return GreenFlowPolicy(budget_fraction=budget_fraction, default_runtime_s=default_runtime_s, place=place_nodes)
+def _flow(policy: GreenFlowPolicy, settings: PolicySettings) -> Policy:
+    """GreenFlow or PowerFlow with the live knobs of ``settings``."""
+    return replace(policy, budget_fraction=settings.budget_fraction,
+                   default_runtime_s=settings.default_runtime_h * 3600.0, place=settings.place_nodes,
+                   gpu_time_slack=settings.gpu_time_slack, runtime_slack=settings.runtime_slack,
+                   growth_horizon_s=settings.growth_horizon_h * 3600.0)
 
 
-def _powerflow(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float,
-               place_nodes: bool) -> Policy:
+def _greenflow(settings: PolicySettings) -> Policy:
+    return _flow(GreenFlowPolicy(), settings)
+
+
+def _powerflow(settings: PolicySettings) -> Policy:
     # powerflow() is PowerFlow's one definition (GreenFlow on energy); only the live knobs change.
-    return replace(powerflow(budget_fraction=budget_fraction), default_runtime_s=default_runtime_s, place=place_nodes)
+    return _flow(powerflow(), settings)
 
 
-def _eaco(cap_fraction: float | None, default_runtime_s: float, budget_fraction: float, place_nodes: bool) -> Policy:
-    return EaCoPolicy(default_runtime_s=default_runtime_s)
-
-
-_BUILDERS: dict[str, Callable[[float | None, float, float, bool], Policy]] = {
-    "window": _window,
-    "greenflow": _greenflow,
-    "powerflow": _powerflow,
-    "eaco": _eaco,
-}
-#: What ``[policy] name`` accepts.
-POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
+def _eaco(settings: PolicySettings) -> Policy:
+    return EaCoPolicy(default_runtime_s=settings.default_runtime_h * 3600.0)
 
 
 class PolicySettings(Protocol):
@@ -67,18 +63,34 @@ class PolicySettings(Protocol):
     def budget_fraction(self) -> float: ...
     @property
     def place_nodes(self) -> bool: ...
+    @property
+    def gpu_time_slack(self) -> float: ...
+    @property
+    def runtime_slack(self) -> float: ...
+    @property
+    def growth_horizon_h(self) -> float: ...
+
+
+_BUILDERS: dict[str, Callable[[PolicySettings], Policy]] = {
+    "window": _window,
+    "greenflow": _greenflow,
+    "powerflow": _powerflow,
+    "eaco": _eaco,
+}
+#: What ``[policy] name`` accepts.
+POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
 
 
 def make_policy(settings: PolicySettings) -> Policy:
     """The policy ``settings.name`` with these settings.
 
     ``cap_fraction`` is the window policy's fixed power cap (GreenFlow and PowerFlow choose
-    each job's cap themselves); ``budget_fraction`` and ``place_nodes`` (pin jobs started now
-    to nodes, enacted as ``ReqNodeList``) are GreenFlow's and PowerFlow's. ``eaco`` co-locates
+    each job's cap themselves); ``budget_fraction``, ``place_nodes`` (pin jobs started now
+    to nodes, enacted as ``ReqNodeList``) and the three guards (``GreenFlowPolicy._guard``)
+    are GreenFlow's and PowerFlow's. ``eaco`` co-locates
     jobs that accept sharing at its defaults (slowdown bound 1.25, 2 jobs per GPU).
     """
     builder = _BUILDERS.get(settings.name)
     if builder is None:
         raise ValueError(f"unknown policy {settings.name!r}; choose from {', '.join(POLICY_NAMES)}")
-    return builder(settings.cap_fraction, settings.default_runtime_h * 3600.0, settings.budget_fraction,
-                   settings.place_nodes)
+    return builder(settings)

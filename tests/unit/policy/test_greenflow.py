@@ -13,6 +13,8 @@ from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.managed import deadline_of
 
 FLAT = [200.0] * 72
+#: The optimiser's own mechanics, without the guards that keep it close to plain Slurm.
+UNGUARDED = dict(gpu_time_slack=None, runtime_slack=None, growth_horizon_s=None)
 
 
 def by_id(plan):
@@ -21,14 +23,32 @@ def by_id(plan):
 
 def test_cheap_carbon_buys_gpus_dear_carbon_shrinks_and_caps(models):
     snap = snapshot([pending(1, gpus=4, low=1, high=8)], nodes(2))
-    cheap = GreenFlowPolicy(budget_fraction=None, price=0.0)(snap, signal(FLAT), models, NOW)
-    dear = GreenFlowPolicy(budget_fraction=None, price=1e7)(snap, signal(FLAT), models, NOW)
+    cheap = GreenFlowPolicy(budget_fraction=None, price=0.0, **UNGUARDED)(snap, signal(FLAT), models, NOW)
+    dear = GreenFlowPolicy(budget_fraction=None, price=1e7, **UNGUARDED)(snap, signal(FLAT), models, NOW)
     c, d = by_id(cheap)[1], by_id(dear)[1]
     assert c.gpus_per_node * c.num_nodes == 8  # free GPUs and no price: the fastest allowed size
     assert d.gpus_per_node * d.num_nodes == 1  # carbon dear: the most efficient size...
     assert d.power_cap_fraction == min(GreenFlowPolicy().caps)  # ...at the most efficient cap
     assert d.expected_energy_kwh < c.expected_energy_kwh
     assert d.expected_runtime_s > c.expected_runtime_s
+
+
+def test_the_guards_bound_gpu_time_runtime_and_growth(models):
+    """Each guard on the decision it exists for (issue 10): with linear-ish scaling off the table
+    (the literal model scales as g^0.8, so doubling costs 15 % more GPU-time), cheap carbon may not
+    grow a job, dear carbon may not shrink and cap it past 1.25 x its runtime, and only a short
+    job may grow into idle GPUs."""
+    snap = snapshot([pending(1, gpus=4, low=1, high=8)], nodes(2))
+    cheap = by_id(GreenFlowPolicy(budget_fraction=None, price=0.0)(snap, signal(FLAT), models, NOW))[1]
+    assert cheap.gpus_per_node * cheap.num_nodes == 4  # 8 GPUs would hold 1.15 x the GPU-hours
+    dear = by_id(GreenFlowPolicy(budget_fraction=None, price=1e7)(snap, signal(FLAT), models, NOW))[1]
+    assert dear.expected_runtime_s <= 1.25 * HOUR * (1 + 1e-9)
+    assert dear.gpus_per_node * dear.num_nodes * dear.expected_runtime_s <= 1.1 * 4 * HOUR * (1 + 1e-9)
+    horizon = GreenFlowPolicy(budget_fraction=None, price=0.0, gpu_time_slack=None, runtime_slack=None)
+    grown = {h: by_id(horizon(snapshot([pending(1, gpus=2, runtime_h=h, low=1, high=8)], nodes(2)), signal(FLAT),
+                              models, NOW))[1] for h in (1.0, 8.0)}
+    assert grown[1.0].gpus_per_node * grown[1.0].num_nodes == 8
+    assert grown[8.0].gpus_per_node * grown[8.0].num_nodes == 2  # 4 or 8 GPUs would still run 4.6 h or 2.6 h
 
 
 def test_deferral_goes_to_the_clean_window_but_never_past_the_deadline(models):
@@ -55,7 +75,7 @@ def test_the_carbon_budget_holds_against_an_independent_reference(models):
 def test_powerflow_budgets_energy_and_never_defers(models):
     jobs = [pending(i, gpus=2, low=1, high=4) for i in range(1, 4)]
     values = [400.0] * 2 + [10.0] * 70
-    plan = powerflow(budget_fraction=0.7)(snapshot(jobs, nodes(1)), signal(values), models, NOW)
+    plan = replace(powerflow(budget_fraction=0.7), **UNGUARDED)(snapshot(jobs, nodes(1)), signal(values), models, NOW)
     model = SublinearModel()
     reference = 3 * model.power_w(Config(2)) * HOUR / 3.6e6
     # 1 GPU at cap 0.6 needs 0.62 x the reference energy, so 0.7 is feasible and must bind.

@@ -40,7 +40,8 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
     ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, greenflow, powerflow, eaco"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
-                     "budget_fraction, place_nodes)"),
+                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h)"),
+    ('name = "greenflow"\nruntime_slack = -0.1\n', "policy.runtime_slack: Input should be greater than or equal to 0"),
 ])
 def test_a_bad_policy_setting_is_refused_naming_the_key(tmp_path, text, says):
     path = tmp_path / "c.toml"
@@ -48,6 +49,13 @@ def test_a_bad_policy_setting_is_refused_naming_the_key(tmp_path, text, says):
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert says in str(info.value)
+
+
+def test_the_guards_reach_greenflow_and_powerflow(tmp_path):
+    knobs = "gpu_time_slack = 0.3\nruntime_slack = 0.5\ngrowth_horizon_h = 4\n"
+    for name in ("greenflow", "powerflow"):
+        policy = configured(tmp_path, f'name = "{name}"\n' + knobs)
+        assert (policy.gpu_time_slack, policy.runtime_slack, policy.growth_horizon_s) == (0.3, 0.5, 4 * 3600.0)
 
 
 def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():
@@ -69,7 +77,8 @@ def test_the_registry_loads_without_the_controller():
 
 def test_a_configured_greenflow_resizes_and_places_an_elastic_job(tmp_path, models):
     """What the live controller will enact: a GPU count inside the user's range and a node list."""
-    policy = configured(tmp_path, 'name = "greenflow"\n')
+    # Guards loosened: the literal model's g^0.8 scaling holds more GPU-hours per extra GPU.
+    policy = configured(tmp_path, 'name = "greenflow"\ngpu_time_slack = 1.0\n')
     job = pending(1, gpus=1, low=1, high=4, runtime_h=2.0, gpus_per_node=4)
     plan = policy(snapshot([job], nodes(2, gpus=4)), signal([100.0] * 48), models, NOW)
     [decision] = plan.decisions

@@ -679,18 +679,29 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
             later.append((earliest[j], j))
     later.sort()
     eligible: list[int] = []  # rows, ascending: the oldest job first
+    sizes: dict[int, int] = {}  # GPU count -> eligible jobs of that size: the smallest is all a start needs
     t, k = 0.0, 0
     while k < len(later) or eligible:
         while k < len(later) and later[k][0] <= t:
-            bisect.insort(eligible, later[k][1])
+            j = later[k][1]
+            bisect.insort(eligible, j)
+            sizes[gpus[j]] = sizes.get(gpus[j], 0) + 1
             k += 1
-        if eligible and left >= min(gpus[j] for j in eligible):
-            waiting = []
-            for j in eligible:
+        if eligible and left >= min(sizes):
+            # Oldest first, every job that fits; once too few GPUs are left for any eligible
+            # size, the rest cannot start either (a long queue is not rescanned per freed GPU).
+            waiting: list[int] = []
+            for i, j in enumerate(eligible):
                 if gpus[j] <= left:
                     left -= gpus[j]
                     total += t + runtime[j]
                     heapq.heappush(ends, (t + runtime[j], gpus[j]))
+                    sizes[gpus[j]] -= 1
+                    if not sizes[gpus[j]]:
+                        del sizes[gpus[j]]
+                    if not sizes or left < min(sizes):
+                        waiting.extend(eligible[i + 1:])
+                        break
                 else:
                     waiting.append(j)
             eligible = waiting
@@ -705,6 +716,9 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
             left -= gpus[j]
             total += t + runtime[j]
             heapq.heappush(ends, (t + runtime[j], gpus[j]))
+            sizes[gpus[j]] -= 1
+            if not sizes[gpus[j]]:
+                del sizes[gpus[j]]
     return total
 
 

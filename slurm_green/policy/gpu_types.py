@@ -62,3 +62,32 @@ def job_gpu_types(snapshot: ClusterSnapshot, jobs: tuple[Job, ...]) -> tuple[str
     """Each job's planned GPU type, in order (see ``ClusterGpuTypes.of``)."""
     types = cluster_gpu_types(snapshot)
     return tuple(types.of(job) for job in jobs)
+
+
+def gpu_pools(snapshot: ClusterSnapshot) -> list[tuple[str | None, ClusterSnapshot]]:
+    """The cluster split by GPU type, for a policy that plans GPU counts and placement.
+
+    A job runs on the type it asked for (or its partition's), so each type's nodes form a
+    pool with the jobs running on them and the pending jobs planned for that type
+    (``ClusterGpuTypes.of``; a type no node has goes to the cluster's majority). Pools do
+    not compete for GPUs, so planning each alone loses nothing. A cluster with at most one
+    type is one pool: the snapshot itself.
+    """
+    kinds = sorted({node.gpu_type for node in snapshot.nodes if node.gpus_total > 0}, key=lambda t: t or "")
+    if len(kinds) <= 1:
+        return [(kinds[0] if kinds else None, snapshot)]
+    types = cluster_gpu_types(snapshot)
+    pools = []
+    for kind in kinds:
+        nodes = tuple(node for node in snapshot.nodes if node.gpu_type == kind)
+        names = {node.name for node in nodes}
+        jobs = tuple(job for job in snapshot.jobs
+                     if (_planned(types, job, kinds) == kind if job.is_pending else not names.isdisjoint(job.nodes)))
+        pools.append((kind, ClusterSnapshot(taken_at=snapshot.taken_at, slurm_version=snapshot.slurm_version,
+                                            jobs=jobs, nodes=nodes, partitions=snapshot.partitions)))
+    return pools
+
+
+def _planned(types: ClusterGpuTypes, job: Job, kinds: list[str | None]) -> str | None:
+    kind = types.of(job)
+    return kind if kind in kinds else types.majority

@@ -62,8 +62,9 @@ import numpy as np
 
 from slurm_green.core.cluster import ClusterSnapshot, JobState
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.policy.config_table import ConfigTable, config_table, gpu_options, layout
+from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
+from slurm_green.policy.gpu_types import gpu_pools
 from slurm_green.policy.placement import FreeGpus, node_rows
 from slurm_green.policy.placement import gpus_free as placement_gpus_free
 
@@ -181,8 +182,12 @@ class GreenFlowPolicy:
     budget_fraction: float | None = 1.0
     #: Seconds of JCT one kg CO2 (one kWh) is worth when ``budget_fraction`` is None.
     price: float = 0.0
-    #: Power-cap candidates, fractions of the board limit (Zeus: the optimum is mostly 0.6-0.8).
-    caps: tuple[float, ...] = (0.6, 0.7, 0.8, 0.9, 1.0)
+    #: Power-cap candidates, fractions of the board limit; None: each GPU type's allowed caps
+    #: (the registry's ``allowed_caps``: from the board's minimum or ``cap_floor``, whichever is
+    #: higher, every ``cap_step``). The H100's energy per step is lowest at 0.36-0.5 of its board.
+    caps: tuple[float, ...] | None = None
+    cap_floor: float = 0.3
+    cap_step: float = 0.1
     #: Deferral candidates look this far ahead at most (and never past a job's deadline).
     max_defer_s: float = 48 * 3600.0
     default_runtime_s: float = 3600.0
@@ -202,36 +207,46 @@ class GreenFlowPolicy:
             return Plan()
         if self.resource == "carbon" and forecast is None:
             return _carbon_agnostic(jobs, now)
-        gpn, gpus_free, gpus_total = _node_facts(snapshot)
-        options, table = self._options(jobs, forecast, models, now, gpn)
-        solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(snapshot, now)),
-                             snapshot, gpn)
-        decisions = self._decisions(jobs, options, table, solved.choice, solved.placed, forecast, now,
-                                    solved.price, gpn)
-        return Plan(decisions=decisions, notes=(solved.note,))
+        pools = gpu_pools(snapshot)
+        decisions: list[JobDecision] = []
+        notes = []
+        for gpu, pool in pools:
+            pool_jobs = jobs if pool is snapshot else pending_jobs(pool, self.default_runtime_s)
+            if not len(pool_jobs):
+                continue
+            gpn, gpus_free, gpus_total = _node_facts(pool)
+            options, caps = self._options(pool_jobs, forecast, models, now, gpn, gpu)
+            solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)),
+                                 pool, gpn)
+            decisions += self._decisions(pool_jobs, options, caps, solved, forecast, now, gpn, gpu)
+            notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
+        return Plan(decisions=tuple(decisions), notes=tuple(notes))
 
     def solve(self, snapshot: ClusterSnapshot, forecast: object, models: object, now: float) -> Solution | None:
-        """The decision's plan before placement, with its objective (None without pending jobs)."""
-        jobs = pending_jobs(snapshot, self.default_runtime_s)
+        """The decision's plan before placement, with its objective (None without pending jobs);
+        on a cluster of one GPU type (of several, the first pool's)."""
+        gpu, pool = gpu_pools(snapshot)[0]
+        jobs = pending_jobs(pool, self.default_runtime_s)
         if not len(jobs):
             return None
-        gpn, gpus_free, gpus_total = _node_facts(snapshot)
-        options, _ = self._options(jobs, forecast, models, now, gpn)
-        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(snapshot, now)),
-                           snapshot, gpn)
+        gpn, gpus_free, gpus_total = _node_facts(pool)
+        options, _ = self._options(jobs, forecast, models, now, gpn, gpu)
+        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)), pool, gpn)
 
     # -- candidate space ---------------------------------------------------------------
 
     def _options(self, jobs: PendingJobs, forecast: object | None, models: object, now: float,
-                 gpn: int) -> tuple[_Options, ConfigTable]:
+                 gpn: int, gpu: str | None) -> tuple[_Options, np.ndarray]:
+        """The candidate space of ``jobs`` on GPU type ``gpu``, and its cap axis."""
         # Jobs share few (requested, low, high) ranges: build each range's options once.
         ranges = list(zip(jobs.gpus.tolist(), jobs.gpus_min.tolist(), jobs.gpus_max.tolist()))
         distinct = dict.fromkeys(ranges)
         for key in distinct:
             distinct[key] = gpu_options(*key, gpn)
         all_counts = {g for opts in distinct.values() for g in opts} | set(jobs.gpus.tolist())
-        caps = tuple(sorted(set(self.caps) | {1.0}))
-        table = config_table(models, set(jobs.job_type), all_counts, caps, gpn)
+        caps = tuple(sorted(set(self.caps or cap_choices(models, gpu, floor=self.cap_floor, step=self.cap_step))
+                            | {1.0}))
+        table = config_table(models, set(jobs.job_type), all_counts, caps, gpn, gpu)
         counts = table.gpus
         col_of = {int(g): i for i, g in enumerate(counts)}
         n, g_cols, c_cols = len(jobs), len(counts), len(table.caps)
@@ -260,7 +275,7 @@ class GreenFlowPolicy:
         # carbon-agnostic reference even when the user's range excludes it.
         runtime = np.where(ok, runtime, np.inf)
         intensity, wait = self._intensity(jobs, forecast, now, jobs.runtime_s)
-        return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap), table
+        return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap), table.caps
 
     def _guard(self, runtime: np.ndarray, counts: np.ndarray, requested: np.ndarray, requested_col: np.ndarray,
                full_cap: int) -> np.ndarray:
@@ -447,9 +462,9 @@ class GreenFlowPolicy:
                     break
         return placed
 
-    def _decisions(self, jobs: PendingJobs, o: _Options, table: ConfigTable, choice: _Choice,
-                   placed: dict[int, tuple[int, tuple[str, ...]]], forecast: object | None, now: float,
-                   price: float, gpn: int) -> tuple[JobDecision, ...]:
+    def _decisions(self, jobs: PendingJobs, o: _Options, cap_axis: np.ndarray, solved: Solution,
+                   forecast: object | None, now: float, gpn: int, gpu: str | None) -> tuple[JobDecision, ...]:
+        choice, placed, price = solved.choice, solved.placed, solved.price
         n = len(jobs)
         rows = np.arange(n)
         col = choice.col
@@ -461,7 +476,7 @@ class GreenFlowPolicy:
         # for reporting; the choice itself used the same numbers).
         ci_start = o.intensity[rows, choice.start] * 1000.0
         ci_now = o.intensity[:, 0] * 1000.0
-        caps = table.caps[cap]
+        caps = cap_axis[cap]
         counts = o.gpus[col]
         carbon = self.resource == "carbon"
         # Plain Python numbers for the per-job loop (numpy scalars are slow to index and format);
@@ -473,6 +488,7 @@ class GreenFlowPolicy:
         ci_start_l, ci_now_l = ci_start.tolist(), ci_now.tolist()
         ids = jobs.job_id.tolist()
         price_note = f" (price {price:.3g})"
+        on = f" {gpu}" if gpu else ""
         shapes: dict[int, tuple[int, int]] = {}
         sizes: dict[tuple[int, float], str] = {}
         out = []
@@ -485,7 +501,7 @@ class GreenFlowPolicy:
             cap_f = caps_l[j]
             size = sizes.get((g, cap_f))
             if size is None:
-                size = sizes[(g, cap_f)] = f": {g} GPU(s) at cap {cap_f:.0%}{price_note}"
+                size = sizes[(g, cap_f)] = f": {g} GPU(s){on} at cap {cap_f:.0%}{price_note}"
             cap_j = cap_f if accept_l[j] else None
             where = placed.get(j)
             if start_l[j]:
@@ -505,7 +521,7 @@ class GreenFlowPolicy:
                 expected_runtime_s=runtime_l[j], expected_energy_kwh=e,
                 expected_carbon_kg=e * ci_start_l[j] / 1000.0 if carbon else None,
                 carbon_if_now_kg=e * ci_now_l[j] / 1000.0 if carbon else None,
-                energy_as_asked_kwh=asked_l[j],
+                energy_as_asked_kwh=asked_l[j], gpu_type=gpu,
             ))
         return tuple(out)
 

@@ -28,7 +28,7 @@ def test_cheap_carbon_buys_gpus_dear_carbon_shrinks_and_caps(models):
     c, d = by_id(cheap)[1], by_id(dear)[1]
     assert c.gpus_per_node * c.num_nodes == 8  # free GPUs and no price: the fastest allowed size
     assert d.gpus_per_node * d.num_nodes == 1  # carbon dear: the most efficient size...
-    assert d.power_cap_fraction == min(GreenFlowPolicy().caps)  # ...at the most efficient cap
+    assert d.power_cap_fraction == min(models.allowed_caps(floor=0.3, step=0.1))  # ...at the lowest cap allowed
     assert d.expected_energy_kwh < c.expected_energy_kwh
     assert d.expected_runtime_s > c.expected_runtime_s
 
@@ -49,6 +49,17 @@ def test_the_guards_bound_gpu_time_runtime_and_growth(models):
                               models, NOW))[1] for h in (1.0, 8.0)}
     assert grown[1.0].gpus_per_node * grown[1.0].num_nodes == 8
     assert grown[8.0].gpus_per_node * grown[8.0].num_nodes == 2  # 4 or 8 GPUs would still run 4.6 h or 2.6 h
+
+
+def test_a_mixed_cluster_is_planned_per_gpu_type_on_that_type_s_nodes(models):
+    typed = (replace(nodes(1)[0], name="h0", gpu_type="h100"), replace(nodes(1)[0], name="a0", gpu_type="a40"))
+    jobs = [replace(pending(1, gpus=4), gpu_type="h100"), replace(pending(2, gpus=4), gpu_type="a40"),
+            replace(pending(3, gpus=2), gpu_type="h100")]
+    plan = GreenFlowPolicy(budget_fraction=1.0)(snapshot(jobs, typed), signal(FLAT), models, NOW)
+    got = by_id(plan)
+    assert {j: (d.gpu_type, d.nodes) for j, d in got.items()} == {
+        1: ("h100", ("h0",)), 2: ("a40", ("a0",)), 3: ("h100", ("h0",))}
+    assert " h100 at cap" in got[1].reason and len(plan.notes) == 2 and plan.notes[0].startswith("a40: ")
 
 
 def test_deferral_goes_to_the_clean_window_but_never_past_the_deadline(models):

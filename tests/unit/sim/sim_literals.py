@@ -29,8 +29,13 @@ class LinearModel:
 
 
 class LinearModels:
-    def for_job(self, job_type: str | None) -> LinearModel:
+    def for_job(self, job_type: str | None, gpu: str | None = None) -> LinearModel:
         return LinearModel()
+
+    def allowed_caps(self, gpu: str | None = None, *, accept_cap: bool = True, floor: float = 0.0,
+                     step: float = 0.05) -> tuple[float, ...]:
+        """A board that goes down to 60 %."""
+        return (0.6, 0.7, 0.8, 0.9, 1.0) if accept_cap else (1.0,)
 
 
 def flat_signal(value: float = 100.0, hours: int = 24 * 30) -> CarbonSignal:

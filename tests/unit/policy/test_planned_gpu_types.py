@@ -1,7 +1,7 @@
 import dataclasses
 
-from slurm_green.core.cluster import ClusterSnapshot, Job, Node
-from slurm_green.policy.gpu_types import cluster_gpu_types, job_gpu_types
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.policy.gpu_types import cluster_gpu_types, gpu_pools, job_gpu_types
 
 
 def _snapshot(nodes: tuple[Node, ...], jobs: tuple[Job, ...] = ()) -> ClusterSnapshot:
@@ -28,3 +28,16 @@ def test_majority_counts_gpus_not_nodes_and_untyped_nodes_give_none():
     assert cluster_gpu_types(_snapshot(typed)).majority == "h100"
     assert cluster_gpu_types(_snapshot((Node("n", gpus_total=4),))).majority is None
     assert cluster_gpu_types(_snapshot(())).majority is None
+
+
+def test_pools_split_a_mixed_cluster_by_type_and_one_type_is_the_snapshot_itself():
+    nodes = (Node("h0", gpus_total=4, gpu_type="h100"), Node("a0", gpus_total=4, gpu_type="a40"),
+             Node("a1", gpus_total=4, gpu_type="a40"))
+    jobs = (Job(1, gpu_type="h100"), Job(2, gpu_type="a40"), Job(3),  # 3: the majority, a40
+            Job(4, state=JobState.RUNNING, nodes=("h0",)), Job(5, gpu_type="v100"))  # 5: no v100 node
+    pools = dict(gpu_pools(_snapshot(nodes, jobs)))
+    assert {j.job_id for j in pools["h100"].jobs} == {1, 4}
+    assert {j.job_id for j in pools["a40"].jobs} == {2, 3, 5}
+    assert [n.name for n in pools["a40"].nodes] == ["a0", "a1"]
+    single = _snapshot(nodes[1:], jobs)
+    assert gpu_pools(single) == [("a40", single)] and gpu_pools(single)[0][1] is single

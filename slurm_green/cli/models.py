@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from slurm_green.models import evaluation, profiles
+from slurm_green.models import evaluation, freezing, profiles
 from slurm_green.models.colocation_error import colocation_holdouts
 from slurm_green.models.data_paths import has_perf_energy, perf_energy_dir
 from slurm_green.models.registry import FittedRegistry, default_registry
@@ -68,6 +68,7 @@ def build_report(perf: Path, registry: FittedRegistry, progress: Progress | None
         "energy_optimal_cap": optima,
         "frequency_optimum": [asdict(o) for o in evaluation.frequency_optimum(perf)],
         "colocation": [asdict(e) for e in colocation_holdouts(perf, registry)],
+        "freezing": [asdict(h) for h in freezing.holdout(perf)],
     }
 
 
@@ -123,6 +124,15 @@ def print_report(report: dict[str, object], console: Console) -> None:
                       _pct(e["optimistic"]), str(e["wrongly_shared"]), _pct(e["power_mape"]),
                       _pct(e["power_naive_mape"]))
     console.print(coloc)
+
+    frozen = Table(title="Layer freezing on held-back rows (MAPE); naive = freezing changes nothing; "
+                         "by parameters = the same model on the frozen share of parameters")
+    for col in ("held back", "rows", "steps/s", "naive", "by parameters", "J/step", "naive J/step"):
+        frozen.add_column(col, justify="left" if col == "held back" else "right", no_wrap=col == "held back")
+    for h in report["freezing"]:  # type: ignore[union-attr]
+        frozen.add_row(h["scheme"], str(h["rows"]), _pct(h["steps_mape"]), _pct(h["steps_naive_mape"]),
+                       _pct(h["steps_param_share_mape"]), _pct(h["energy_mape"]), _pct(h["energy_naive_mape"]))
+    console.print(frozen)
 
 
 @click.group("models")

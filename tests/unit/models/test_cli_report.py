@@ -21,6 +21,7 @@ def test_report_json_lists_every_source_and_each_gpu_types_optimal_cap(perf) -> 
     # The H100 finding: its energy-optimal cap is below GreenFlow's lowest (0.6), its board reaches 200 W.
     assert types["h100"]["cap_fraction"] < 0.6 and types["h100"]["board_min_w"] == 200.0
     assert report["params_id"] == FittedParams.load(PACKAGED_PATH).params_id
+    assert [h["rows"] for h in report["freezing"]] == [8, 8]
 
 
 def test_report_table_and_missing_data(perf, tmp_path) -> None:

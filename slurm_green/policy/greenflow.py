@@ -188,6 +188,9 @@ class GreenFlowPolicy:
     caps: tuple[float, ...] | None = None
     cap_floor: float = 0.3
     cap_step: float = 0.1
+    #: Plan each GPU type as its own pool (``gpu_pools``); False plans the whole cluster with the
+    #: registry's own type, as before clusters had types (the type-blind baseline).
+    typed: bool = True
     #: Deferral candidates look this far ahead at most (and never past a job's deadline).
     max_defer_s: float = 48 * 3600.0
     default_runtime_s: float = 3600.0
@@ -207,7 +210,7 @@ class GreenFlowPolicy:
             return Plan()
         if self.resource == "carbon" and forecast is None:
             return _carbon_agnostic(jobs, now)
-        pools = gpu_pools(snapshot)
+        pools = gpu_pools(snapshot) if self.typed else [(None, snapshot)]
         decisions: list[JobDecision] = []
         notes = []
         for gpu, pool in pools:
@@ -225,7 +228,7 @@ class GreenFlowPolicy:
     def solve(self, snapshot: ClusterSnapshot, forecast: object, models: object, now: float) -> Solution | None:
         """The decision's plan before placement, with its objective (None without pending jobs);
         on a cluster of one GPU type (of several, the first pool's)."""
-        gpu, pool = gpu_pools(snapshot)[0]
+        gpu, pool = gpu_pools(snapshot)[0] if self.typed else (None, snapshot)
         jobs = pending_jobs(pool, self.default_runtime_s)
         if not len(jobs):
             return None

@@ -60,6 +60,8 @@ def test_a_mixed_cluster_is_planned_per_gpu_type_on_that_type_s_nodes(models):
     assert {j: (d.gpu_type, d.nodes) for j, d in got.items()} == {
         1: ("h100", ("h0",)), 2: ("a40", ("a0",)), 3: ("h100", ("h0",))}
     assert " h100 at cap" in got[1].reason and len(plan.notes) == 2 and plan.notes[0].startswith("a40: ")
+    blind = by_id(GreenFlowPolicy(budget_fraction=1.0, typed=False)(snapshot(jobs, typed), signal(FLAT), models, NOW))
+    assert {d.gpu_type for d in blind.values()} == {None}
 
 
 def test_deferral_goes_to_the_clean_window_but_never_past_the_deadline(models):

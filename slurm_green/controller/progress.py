@@ -1,0 +1,79 @@
+"""The controller's end of the jobs' own progress reports (``slurm_green.core.progress``).
+
+Not wired into the tick yet. A report is written by the user's process, so everything
+in it is untrusted: ``ProgressReader.read`` returns a job's record only when
+
+* the file is a regular file, opened without following a link (``O_NOFOLLOW``) and
+  without blocking on a FIFO (``O_NONBLOCK``), with one link (not a hard link of
+  another file);
+* its owner is the job's own user (``st_uid`` of the open file against the user's uid):
+  in the site's sticky directory only that user can have written or replaced it, so no
+  user can report for another user's job;
+* it is at most ``MAX_BYTES`` long, UTF-8 JSON with exactly the record's fields, numbers
+  finite and in range, and names the job its file is named by;
+* its time is not ahead of the controller's clock by more than ``max_skew_s``.
+
+Anything else is None with one warning naming the job and why (text shown with
+``displayable``). A user can still report wrong numbers for their own job: what the
+controller does with them has to be bounded (the models' corrections are clamped to
+[1/4, 4], models/refine.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pwd
+import stat
+from collections.abc import Callable
+from pathlib import Path
+
+from slurm_green.core import progress
+from slurm_green.core.progress import JobProgress
+from slurm_green.core.text import displayable
+
+log = logging.getLogger(__name__)
+
+
+def uid_of(user: str) -> int | None:
+    """The uid of a user name as Slurm shows it, or None if this host does not know it."""
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except (KeyError, UnicodeEncodeError, ValueError):
+        return None
+
+
+class ProgressReader:
+    def __init__(self, directory: str | Path, max_skew_s: float = 300.0,
+                 uid: Callable[[str], int | None] = uid_of) -> None:
+        self.directory = Path(directory)
+        self.max_skew_s = max_skew_s
+        self.uid = uid
+
+    def read(self, job_id: int, user: str, now: float) -> JobProgress | None:
+        """Job ``job_id``'s latest report if it passes every check above; None otherwise."""
+        path = self.directory / progress.file_name(job_id)
+        try:
+            record = self._read(path, job_id, user)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as exc:
+            log.warning("job %s: progress report ignored: %s", job_id, displayable(str(exc)))
+            return None
+        if record.time > now + self.max_skew_s:
+            log.warning("job %s: progress report ignored: dated %.0f s ahead", job_id, record.time - now)
+            return None
+        return record
+
+    def _read(self, path: Path, job_id: int, user: str) -> JobProgress:
+        owner = self.uid(user)
+        if owner is None:
+            raise ValueError(f"user {user!r} unknown here: cannot check who wrote {path.name}")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                raise ValueError(f"{path.name} is not a plain file")
+            if info.st_uid != owner:
+                raise ValueError(f"{path.name} belongs to uid {info.st_uid}, not to the job's user {user!r}")
+            return progress.decode(handle.read(progress.MAX_BYTES + 1), job_id)

@@ -1,0 +1,90 @@
+"""A running job's own progress report: what the training helper (``slurm_green.train``)
+writes and the controller reads.
+
+Why: a job's work rate cannot be seen from outside it (the Epilog meters energy, not
+samples), so the models can learn only its power. The job itself says how far it is, one
+small JSON file per job, ``<job id>.progress.json``, in a directory the nodes and the
+controller both reach (``<telemetry_dir>/progress`` by default, beside the Epilogs'
+energy records). Unlike those, this file is written by the *user's* process: it is
+untrusted input. This module is the one definition of the format, both ends use it;
+``decode`` refuses anything that is not exactly a record (size bound, UTF-8, types,
+ranges, the job id its file is named by). Ownership is checked by the reader
+(``controller/progress.py``); nothing here touches the disk.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+
+SUFFIX = ".progress.json"
+#: A record is about 150 bytes; anything longer than this is not one.
+MAX_BYTES = 4096
+UNITS = ("samples", "steps")
+FORMAT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class JobProgress:
+    """How far job ``job_id`` is: ``done`` units (``samples`` or ``steps``) so far, its recent
+    rate ``per_s``, the frozen share of its blocks ``frozen`` (models/freezing.py's ``f``)
+    and the wall-clock ``time`` (Unix seconds) it was measured at."""
+
+    job_id: int
+    unit: str
+    done: float
+    per_s: float
+    frozen: float
+    time: float
+
+    def __post_init__(self) -> None:
+        if type(self.job_id) is not int or self.job_id <= 0:
+            raise ValueError(f"job id {self.job_id!r}: expected a positive integer")
+        if self.unit not in UNITS:
+            raise ValueError(f"unit {self.unit!r}: expected one of {', '.join(UNITS)}")
+        for name in ("done", "per_s", "frozen", "time"):
+            _check_number(name, getattr(self, name))
+        if self.frozen > 1:
+            raise ValueError(f"frozen {self.frozen!r}: expected a share in [0, 1]")
+
+    @property
+    def file_name(self) -> str:
+        return file_name(self.job_id)
+
+
+def _check_number(name: str, value: object) -> None:
+    """A finite number >= 0; JSON's true/false and integers too large for a float are not."""
+    try:
+        ok = type(value) in (int, float) and math.isfinite(value) and value >= 0  # type: ignore[arg-type,operator]
+    except OverflowError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{name} {str(value)[:40]!r}: expected a finite number >= 0")
+
+
+def file_name(job_id: int) -> str:
+    return f"{job_id}{SUFFIX}"
+
+
+def encode(record: JobProgress) -> bytes:
+    return json.dumps({"format": FORMAT, **asdict(record)}, sort_keys=True).encode()
+
+
+def decode(data: bytes, job_id: int) -> JobProgress:
+    """The record in ``data`` if it is exactly one for ``job_id``; ``ValueError`` otherwise."""
+    if len(data) > MAX_BYTES:
+        raise ValueError(f"{len(data)} bytes: a progress record is at most {MAX_BYTES}")
+    try:
+        fields = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise ValueError(f"not a JSON progress record ({type(exc).__name__})") from None
+    expected = {"format", "job_id", "unit", "done", "per_s", "frozen", "time"}
+    if not isinstance(fields, dict) or set(fields) != expected or fields["format"] != FORMAT \
+            or type(fields["format"]) is not int:
+        raise ValueError(f"not a progress record of format {FORMAT} (keys: {', '.join(sorted(expected))})")
+    del fields["format"]
+    record = JobProgress(**fields)
+    if record.job_id != job_id:
+        raise ValueError(f"a record of job {record.job_id} in job {job_id}'s file")
+    return record

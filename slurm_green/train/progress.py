@@ -1,0 +1,106 @@
+"""Write a job's progress where the controller reads it (format: ``slurm_green.core.progress``).
+
+Where: ``$SLURM_GREEN_PROGRESS_DIR``, else ``<SLURM_GREEN_TELEMETRY_DIR>/progress`` from the
+node's settings (``/etc/slurm-green/gpu.conf``, the directory the Epilog leaves energy in).
+The site makes that directory owned by the controller's user with mode 1733: any user may
+create files, none may list it, and the sticky bit keeps a user from replacing or removing
+another user's file. The controller accepts a job's file only if the job's own user owns
+it (controller/progress.py), so a user can report only on their own jobs.
+
+Each write is whole: a temporary file in the same directory, made readable (0644), then
+renamed over the job's file. A report that cannot be written is logged once and skipped:
+progress reports must never stop a training run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from slurm_green.core import progress
+from slurm_green.core.progress import JobProgress
+
+log = logging.getLogger(__name__)
+
+DIR_ENV = "SLURM_GREEN_PROGRESS_DIR"
+
+
+def progress_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The directory reports go to, or None when the site has none."""
+    if environ.get(DIR_ENV):
+        return Path(environ[DIR_ENV])
+    from slurm_green.gpu.settings import load_settings
+
+    try:
+        telemetry = load_settings(environ).telemetry_dir
+    except (OSError, ValueError) as exc:
+        log.warning("no progress reports: the node settings are unreadable (%s)", exc)
+        return None
+    return telemetry / "progress" if telemetry is not None else None
+
+
+def write(directory: Path, record: JobProgress) -> Path:
+    """Write ``record`` whole (temporary file, then rename); returns its path; ``OSError`` on failure."""
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(progress.encode(record))
+            os.fchmod(handle.fileno(), 0o644)  # mkstemp makes it 0600: the controller reads it as another user
+        target = directory / record.file_name
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+class ProgressReporter:
+    """Call ``update(done, frozen)`` as often as you like; it writes at most every ``every_s``.
+
+    The rate written is the units done per second since the previous write (the first call
+    only starts the clock). Disabled (every call returns None) without a directory or a job id.
+    """
+
+    def __init__(self, directory: Path | None, job_id: int | None, unit: str = "samples",
+                 every_s: float = 30.0, clock: Callable[[], float] = time.time) -> None:
+        if unit not in progress.UNITS:
+            raise ValueError(f"unit {unit!r}: expected one of {', '.join(progress.UNITS)}")
+        self.directory, self.job_id, self.unit, self.every_s, self.clock = directory, job_id, unit, every_s, clock
+        self._last: tuple[float, float] | None = None  # (time, done) of the last write or the first call
+        self._warned = False
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] = os.environ, **kwargs: object) -> ProgressReporter:
+        """A reporter for the Slurm job this process runs in (``SLURM_JOB_ID``)."""
+        job = environ.get("SLURM_JOB_ID", "")
+        return cls(progress_dir(environ), int(job) if job.isdigit() else None, **kwargs)  # type: ignore[arg-type]
+
+    @property
+    def enabled(self) -> bool:
+        return self.directory is not None and self.job_id is not None
+
+    def update(self, done: float, frozen: float = 0.0, force: bool = False) -> Path | None:
+        """Report ``done`` units so far at frozen share ``frozen``; the path written, or None."""
+        if not self.enabled:
+            return None
+        now = self.clock()
+        if self._last is None:
+            self._last = (now, done)
+            return None
+        then, before = self._last
+        if now <= then or (now - then < self.every_s and not force):
+            return None
+        record = JobProgress(self.job_id, self.unit, done, max(done - before, 0.0) / (now - then), frozen, now)  # type: ignore[arg-type]
+        try:
+            path = write(self.directory, record)  # type: ignore[arg-type]
+        except OSError as exc:
+            if not self._warned:
+                log.warning("cannot write progress to %s (%s); training goes on without reports", self.directory, exc)
+                self._warned = True
+            return None
+        self._last = (now, done)
+        return path

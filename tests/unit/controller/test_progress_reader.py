@@ -1,0 +1,65 @@
+"""The controller reads a job's progress report only from a plain file its own user wrote."""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import subprocess
+import sys
+
+from slurm_green.controller.progress import ProgressReader, uid_of
+from slurm_green.core import progress
+from slurm_green.core.progress import JobProgress
+from slurm_green.train.progress import write
+
+NOW = 1_790_000_000.0
+ME = getpass.getuser()
+RECORD = JobProgress(42, "samples", 1280.0, 64.0, 0.25, NOW - 10)
+
+
+def reader(tmp_path, uid: int | None = None) -> ProgressReader:
+    return ProgressReader(tmp_path, uid=lambda user: os.getuid() if uid is None else uid)
+
+
+def test_the_job_users_own_report_is_read(tmp_path) -> None:
+    write(tmp_path, RECORD)
+    assert reader(tmp_path).read(42, ME, NOW) == RECORD
+    assert reader(tmp_path).read(43, ME, NOW) is None       # no report yet: no warning either
+    assert uid_of(ME) == os.getuid() and uid_of("no-such-user-\udcff") is None
+
+
+def test_a_report_owned_by_another_user_is_ignored(tmp_path, caplog) -> None:
+    write(tmp_path, RECORD)
+    with caplog.at_level(logging.WARNING):
+        assert reader(tmp_path, uid=os.getuid() + 1).read(42, "bob", NOW) is None
+    assert "not to the job's user 'bob'" in caplog.text
+    assert ProgressReader(tmp_path, uid=lambda user: None).read(42, "ghost", NOW) is None
+
+
+def test_links_fifos_and_hard_links_are_not_followed(tmp_path) -> None:
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    target = write(other, RECORD)
+    os.symlink(target, tmp_path / "42.progress.json")
+    os.link(target, tmp_path / "43.progress.json")
+    os.mkfifo(tmp_path / "44.progress.json")
+    (tmp_path / "45.progress.json").mkdir()
+    for job in (42, 43, 44, 45):
+        assert reader(tmp_path).read(job, ME, NOW) is None   # and the FIFO did not block
+
+
+def test_garbage_oversized_wrong_job_and_future_reports_are_ignored(tmp_path, caplog) -> None:
+    (tmp_path / "50.progress.json").write_bytes(b"caf\xe9 \xff")
+    (tmp_path / "51.progress.json").write_bytes(progress.encode(RECORD) + b" " * progress.MAX_BYTES)
+    (tmp_path / "52.progress.json").write_bytes(progress.encode(RECORD))   # says job 42
+    write(tmp_path, JobProgress(53, "steps", 1, 1, 0, NOW + 3600))
+    with caplog.at_level(logging.WARNING):
+        assert all(reader(tmp_path).read(job, ME, NOW) is None for job in (50, 51, 52, 53))
+    assert caplog.text.count("progress report ignored") == 4
+
+
+def test_the_controller_side_never_imports_the_training_helper() -> None:
+    code = ("import sys, slurm_green.controller.progress, slurm_green.controller.tick; "
+            "sys.exit(any(m.startswith('slurm_green.train') for m in sys.modules))")
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

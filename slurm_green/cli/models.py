@@ -125,8 +125,9 @@ def print_report(report: dict[str, object], console: Console) -> None:
                       _pct(e["power_naive_mape"]))
     console.print(coloc)
 
-    frozen = Table(title="Layer freezing on held-back rows (MAPE); naive = freezing changes nothing; "
-                         "by parameters = the same model on the frozen share of parameters")
+    frozen = Table(title="Layer freezing on held-back rows (MAPE); a held-back workload gets the unknown-type "
+                         "default; naive = freezing changes nothing; by parameters = the same model on the frozen "
+                         "share of parameters")
     for col in ("held back", "rows", "steps/s", "naive", "by parameters", "J/step", "naive J/step"):
         frozen.add_column(col, justify="left" if col == "held back" else "right", no_wrap=col == "held back")
     for h in report["freezing"]:  # type: ignore[union-attr]

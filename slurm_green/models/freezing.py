@@ -187,8 +187,8 @@ def holdout(perf: Path) -> list[FreezeHoldout]:
             kept = [r for r in rows if r is not held]
             row_cases.append((ref, held, fit_rows(kept), fit_rows(kept, "param_share")))
             type_cases.append((ref, held, default_params(others), None))
-    return [_score("h100 freeze sweep, each frozen row left out", row_cases),
-            _score("h100 freeze sweep, each workload left out (unknown-type default)", type_cases)]
+    return [_score("h100, one row left out", row_cases),
+            _score("h100, one workload left out", type_cases)]
 
 
 def _score(scheme: str, cases: list[tuple[FreezeRow, FreezeRow, FreezeParams, FreezeParams | None]]) -> FreezeHoldout:

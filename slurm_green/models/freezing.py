@@ -85,7 +85,7 @@ def workload_for(job_type: str) -> str | None:
     """The freezing sweep's workload of ``job_type``'s family, or None."""
     joined = normalise(job_type)
     for keyword in sorted(FAMILIES, key=len, reverse=True):
-        if len(keyword) > 2 and keyword in joined:
+        if len(keyword) > 2 and keyword in joined:  # "lm" would match inside other words
             return FAMILY_WORKLOAD.get(FAMILIES[keyword][0])
     return None
 

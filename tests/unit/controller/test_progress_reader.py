@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from slurm_green.controller.progress import ProgressReader, uid_of
 from slurm_green.core import progress
 from slurm_green.core.progress import JobProgress
@@ -63,3 +65,13 @@ def test_the_controller_side_never_imports_the_training_helper() -> None:
     code = ("import sys, slurm_green.controller.progress, slurm_green.controller.tick; "
             "sys.exit(any(m.startswith('slurm_green.train') for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or uid_of("nobody") is None, reason="needs root to give a file away")
+def test_the_real_owner_decides_with_the_systems_user_table(tmp_path) -> None:
+    path = write(tmp_path, RECORD)
+    real = ProgressReader(tmp_path)
+    assert real.read(42, "nobody", NOW) is None        # root's file is not nobody's report
+    os.chown(path, uid_of("nobody"), -1)
+    assert real.read(42, "nobody", NOW) == RECORD
+    assert real.read(42, "root", NOW) is None

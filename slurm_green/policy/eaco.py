@@ -10,18 +10,32 @@ as requested, at full power.
 A pending job may share only if its trusted marker says ``share=1`` (``green:share=yes``)
 and its partner's does too. Pairs are of jobs of at most ``max_gpus`` GPUs (default 1:
 what Slurm's shards of one GPU give, and what the planner enacts on Slurm; the simulator
-also takes larger pairs) with the same layout (GPUs per node, nodes): the guest runs on
-each of the host's GPUs. Partners are running jobs (hosts) with a free share slot, or
-one-node jobs this same decision releases onto free GPUs: such a host is pinned to the
-fullest node with room, and its guest with it. At most ``share_limit`` jobs per GPU
+also takes larger pairs released together) with the same layout (GPUs per node, nodes):
+the guest runs on each of the host's GPUs. A job on shards counts as one GPU per node
+(Slurm gives a job's shards of a node from one GPU). At most ``share_limit`` jobs per GPU
 (Slurm: shards per GPU in gres.conf; the planner and the simulator enact pairs, i.e. 2).
 
-What the snapshot says about sharing: a running guest is a job with ``shards_per_node``
-> 0 and no whole GPU, on its host's node (the simulator and Slurm's ``gres/shard`` report
-it so). It is counted against the host its decision token names (``share``, written by
-the controller into the job's Comment; read without the key, which a policy does not
-hold: a forged token can only make a host look full, never over-commit a GPU), else
-against a sharing host on the same node.
+Partners (hosts) are only those a backend can join, read from the snapshot, not from
+which backend it is:
+
+- one-node jobs this same decision releases onto a free GPU: such a host is pinned to the
+  fullest node with a free GPU and no shard in use (where Slurm's first fit gives both
+  jobs one GPU), and its guest with it;
+- running jobs **on shards** (``shards_per_node`` > 0, no whole GPU) whose GPU has room: a
+  pair member whose partner ended, or a job submitted with ``--gres=shard:K``. A job running
+  on whole GPUs hosts nobody: Slurm gives no shards of a GPU allocated whole, so such a
+  pair would run apart (the simulator reports its jobs the same way). The running jobs of
+  a pair name each other in their decision tokens (``share``, written by the controller
+  into the Comment; read without the key, which a policy does not hold: a forged token can
+  only make a host look full, never over-commit a GPU). A shard job beside another shard
+  job of its node that is not its partner hosts nobody: which GPU each holds is not in the
+  snapshot.
+
+Both jobs of a pair get one power cap (``_pair_cap``): Zeus's energy-optimal cap for the
+pair, the cap of ``allowed_caps`` with the least pair energy per unit of both jobs' work,
+keeping each job's predicted stretch (co-location and cap) within the bound; full power
+when either refuses caps. A guest of a running host takes the cap the host's token carries
+(it cannot change while the host runs).
 """
 
 from __future__ import annotations
@@ -29,18 +43,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
+
 from slurm_green.core import decision_token
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.models.base import Config
 from slurm_green.policy.pending import _parse_marker, pending_jobs
 
 
 Layout = tuple[int, int]  # GPUs per node, nodes
+Pair = tuple[float, float]  # each job's predicted slowdown
 
 
 @dataclass
 class _Host:
-    """A job whose GPUs a guest may share, and how many more jobs those GPUs can take."""
+    """A job whose GPUs a guest may share, how many more jobs those GPUs can take and the
+    cap the GPUs run under once shared (None: full power)."""
 
     job_id: int
     job_type: str
@@ -49,6 +68,8 @@ class _Host:
     slots: int
     running: bool
     nodes: tuple[str, ...]
+    accept_cap: bool
+    cap: float | None = None
 
     @property
     def group(self) -> tuple[str, str | None, Layout]:
@@ -57,8 +78,8 @@ class _Host:
 
 
 def _layout(job: Job) -> Layout:
-    """GPUs per node (whole, or shards of its GPUs once bound to a partner) and nodes."""
-    return (job.gpus_per_node or job.shards_per_node, job.num_nodes)
+    """GPUs per node and nodes; a job on shards holds one GPU per node."""
+    return (job.gpus_per_node or (1 if job.shards_per_node else 0), job.num_nodes)
 
 
 @dataclass(frozen=True)
@@ -82,7 +103,8 @@ class EaCoPolicy:
         for host in _running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
             hosts.setdefault(host.group, []).append(host)
         free = _free_gpus(snapshot)
-        cache: dict[tuple[str, str, str | None], tuple[float, float]] = {}
+        pinnable = {node.name for node in snapshot.nodes if not node.shards_allocated}
+        cache: dict[tuple[str, str, str | None], Pair] = {}
         decisions: dict[int, JobDecision] = {}
         for job, options, runtime in zip(jobs.jobs, jobs.options, jobs.runtime_s.tolist()):
             layout = _layout(job)
@@ -91,13 +113,19 @@ class EaCoPolicy:
             host, slow = self._partner(job, layout, hosts, models, cache) if shares else (None, (1.0, 1.0))
             if host is not None:
                 host.slots -= 1
-                decisions[job.job_id] = self._shared(job, host, slow, runtime, now)
-                if not host.running:  # the host is pinned beside its guest
-                    decisions[host.job_id] = replace(decisions[host.job_id], nodes=host.nodes)
+                if not host.running and host.cap is None and host.accept_cap and options.accept_cap:
+                    host.cap = _pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
+                                         self.slowdown_bound)
+                cap = host.cap if options.accept_cap else None
+                decisions[job.job_id] = self._shared(job, host, slow, cap, runtime, now)
+                if not host.running:  # the host is pinned beside its guest, under the pair's cap
+                    decisions[host.job_id] = replace(decisions[host.job_id], nodes=host.nodes,
+                                                     power_cap_fraction=cap)
                 continue
-            node = _take(free, gpus)
+            node = _take(free, gpus, pinnable if shares else None)
             if shares and node is not None and layout[1] == 1 and self.share_limit > 1:
-                host = _Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,))
+                host = _Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,),
+                             options.accept_cap)
                 hosts.setdefault(host.group, []).append(host)
             decisions[job.job_id] = JobDecision(
                 job.job_id, start_at=now, expected_runtime_s=runtime,
@@ -105,8 +133,7 @@ class EaCoPolicy:
         return Plan(decisions=tuple(decisions.values()))
 
     def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[_Host]],
-                 models: object, cache: dict[tuple[str, str, str | None], tuple[float, float]]
-                 ) -> tuple[_Host | None, tuple[float, float]]:
+                 models: object, cache: dict[tuple[str, str, str | None], Pair]) -> tuple[_Host | None, Pair]:
         """The host whose pair with ``job`` has the smallest worse slowdown within the bound
         (hosts are grouped by what the slowdown depends on; in a group the first with a slot:
         running hosts, oldest first, then this tick's)."""
@@ -127,18 +154,50 @@ class EaCoPolicy:
                 best, best_slow = host, slow
         return best, best_slow
 
-    def _shared(self, job: Job, host: _Host, slow: tuple[float, float], runtime: float, now: float) -> JobDecision:
+    def _shared(self, job: Job, host: _Host, slow: Pair, cap: float | None, runtime: float,
+                now: float) -> JobDecision:
         where = "running" if host.running else "starting now"
+        capped = f"; both at cap {cap:g}" if cap is not None else ""
         return JobDecision(
-            job.job_id, start_at=now, nodes=host.nodes, share_with=host.job_id, expected_runtime_s=runtime * slow[0],
+            job.job_id, start_at=now, nodes=host.nodes, share_with=host.job_id, power_cap_fraction=cap,
+            expected_runtime_s=runtime * slow[0],
             reason=(f"EaCO: share the GPU of job {host.job_id} ({where}, {self.mechanism}); predicted slowdown "
-                    f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x)"))
+                    f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 
 
-def _take(free: dict[str, int], gpus: int) -> str | None:
-    """Take ``gpus`` free GPUs on the fullest node that has them (best fit): the node a host is
-    pinned to (None for a job larger than any node's free GPUs)."""
-    fitting = [(count, name) for name, count in free.items() if count >= gpus]
+def _pair_cap(models: object, type_a: str, type_b: str, gpu: str | None, mechanism: str,
+              bound: float) -> float | None:
+    """Zeus's energy-optimal cap for a pair on one GPU: among ``allowed_caps``, the one with the
+    least pair power per unit of both jobs' work (each job's work rate at the cap over its
+    rate alone at full power, divided by its co-location slowdown), each job's stretch within
+    ``bound``; among equals the highest cap. None (full power) for 1.0 or for models that
+    offer no caps or pairs' power."""
+    allowed = getattr(models, "allowed_caps", None)
+    pairs = getattr(models, "colocation_arrays", None)
+    if allowed is None or pairs is None:
+        return None
+    caps = np.array(allowed(gpu), dtype=float)
+    rate, power = [], []
+    for job_type in (type_a, type_b):
+        model = models.for_job(job_type or None, gpu)  # type: ignore[attr-defined]
+        tput = np.array([model.throughput(Config(1, 1, c)) for c in caps])
+        rate.append(tput / model.throughput(Config(1)))
+        power.append(np.array([model.power_w(Config(1, 1, c)) for c in caps]))
+    n = len(caps)
+    slow_a, slow_b, pair_w = pairs([type_a or None] * n, [type_b or None] * n, gpu, mechanism, power[0], power[1])
+    stretch_a, stretch_b = slow_a / rate[0], slow_b / rate[1]
+    energy = np.round(pair_w / (rate[0] / slow_a + rate[1] / slow_b), 9)
+    energy = np.where((stretch_a <= bound) & (stretch_b <= bound), energy, np.inf)
+    if not np.isfinite(energy).any():
+        return None
+    cap = float(caps[energy == energy.min()].max())
+    return None if cap >= 1.0 else round(cap, 3)
+
+
+def _take(free: dict[str, int], gpus: int, allowed: set[str] | None = None) -> str | None:
+    """Take ``gpus`` free GPUs on the fullest node that has them (best fit; among ``allowed``
+    nodes if given, else any): the node a host is pinned to (None if none fits)."""
+    fitting = [(count, name) for name, count in free.items() if count >= gpus and (allowed is None or name in allowed)]
     if not fitting:
         return None
     name = min(fitting)[1]
@@ -147,10 +206,8 @@ def _take(free: dict[str, int], gpus: int) -> str | None:
 
 
 #: The last snapshot's node tuple and its free GPUs per node (the simulator keeps the same tuple
-#: while no node changes), and each running job's role by job id, for the very same Job object
-#: (held here, so the identity check is sound): a tick re-reads only what changed.
+#: while no node changes): a tick re-reads the nodes only when they changed.
 _FREE: list[object] = [None, {}]
-_ROLES: dict[int, tuple[Job, int, str | None]] = {}
 
 
 def _free_gpus(snapshot: ClusterSnapshot) -> dict[str, int]:
@@ -159,53 +216,49 @@ def _free_gpus(snapshot: ClusterSnapshot) -> dict[str, int]:
     return dict(_FREE[1])  # type: ignore[call-overload]
 
 
-def _role(job: Job, max_gpus: int) -> str | None:
-    """``guest`` (running on shards of another job's GPUs), ``host`` (a running job of at most
-    ``max_gpus`` GPUs that accepts sharing) or None."""
-    if job.shards_per_node > 0 and job.gpus_per_node == 0:
-        return "guest"
-    if not 0 < job.total_gpus <= max_gpus:
-        return None
-    options = _parse_marker(job.admin_comment)
-    return "host" if options is not None and options.accept_share else None
-
-
 def _running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -> list[_Host]:
-    """Running jobs of at most ``max_gpus`` GPUs that accept sharing, less the guests already on their GPUs."""
-    global _ROLES
-    last, kept = _ROLES, {}
-    hosts: list[_Host] = []
-    guests: list[Job] = []
-    running = JobState.RUNNING
-    for job in snapshot.jobs:
-        if job.state is not running:
+    """Running jobs on shards that accept sharing, of at most ``max_gpus`` GPUs, less the
+    partners already on their GPUs; none beside a shard job of its node that is not its partner."""
+    if share_limit < 2:
+        return []
+    shard_jobs = [job for job in snapshot.jobs
+                  if job.state is JobState.RUNNING and job.shards_per_node > 0 and not job.gpus_per_node]
+    by_node: dict[tuple[str, ...], list[Job]] = {}
+    for job in shard_jobs:
+        by_node.setdefault(job.nodes, []).append(job)
+    named = {job.job_id: _named_partner(job) for job in shard_jobs}
+    hosts = []
+    for job in shard_jobs:
+        options = _parse_marker(job.admin_comment)
+        layout = _layout(job)
+        if options is None or not options.accept_share or layout[0] * layout[1] > max_gpus:
             continue
-        hit = last.get(job.job_id)
-        role = hit[2] if hit is not None and hit[0] is job and hit[1] == max_gpus else _role(job, max_gpus)
-        kept[job.job_id] = (job, max_gpus, role)
-        if role == "guest":
-            guests.append(job)
-        elif role == "host" and share_limit > 1:
-            hosts.append(_Host(job.job_id, job.name, job.gpu_type, _layout(job), share_limit - 1, True, job.nodes))
-    _ROLES = kept
-    by_id = {host.job_id: host for host in hosts}
-    by_node: dict[tuple[str, ...], list[_Host]] = {}
-    for host in hosts:
-        by_node.setdefault(host.nodes, []).append(host)
-    for guest in guests:
-        host = by_id.get(_named_partner(guest))  # type: ignore[arg-type]
-        if host is None or host.nodes != guest.nodes:
-            host = next((h for h in by_node.get(guest.nodes, ()) if h.slots > 0 and h.layout == _layout(guest)), None)
-        if host is not None:
-            host.slots -= 1
+        others = [o.job_id for o in by_node[job.nodes] if o.job_id != job.job_id]
+        partners = [o for o in others if named[o] == job.job_id or named[job.job_id] == o]
+        first = min(partners, default=job.job_id) >= job.job_id  # a GPU's first job hosts for it
+        if len(partners) < len(others) or len(partners) >= share_limit - 1 or not first:
+            continue
+        hosts.append(_Host(job.job_id, job.name, job.gpu_type, layout, share_limit - 1 - len(partners), True,
+                           job.nodes, options.accept_cap, _token_cap(job)))
     return hosts
+
+
+def _payload(job: Job) -> dict[str, object]:
+    """The job's decision token, unverified (a policy holds no key; see the module docstring)."""
+    token = decision_token.find_token(job.comment)
+    try:
+        return decision_token.unverified_payload(token) if token else {}
+    except decision_token.InvalidToken:
+        return {}
 
 
 def _named_partner(job: Job) -> int | None:
     """The partner the job's decision token names, if any."""
-    token = decision_token.find_token(job.comment)
-    try:
-        partner = decision_token.unverified_payload(token).get("share") if token else None
-    except decision_token.InvalidToken:
-        return None
+    partner = _payload(job).get("share")
     return partner if isinstance(partner, int) and not isinstance(partner, bool) else None
+
+
+def _token_cap(job: Job) -> float | None:
+    """The cap the job's decision token carries (what its GPU runs under), if any."""
+    cap = _payload(job).get("cap")
+    return float(cap) if isinstance(cap, (int, float)) and not isinstance(cap, bool) else None

@@ -92,6 +92,15 @@ _JOB_VALUES = operator.attrgetter(*_JOB_FIELDS)
 _JOB_POSITION = {f: i for i, f in enumerate(_JOB_FIELDS)}
 
 
+def _shared_fields(per_node: int) -> dict[str, object]:
+    """How Slurm shows a job bound to share ``per_node`` GPUs per node: on shards of one GPU
+    (``gres/shard``), not on whole GPUs, so a policy reads the same facts here as there; Slurm
+    has no form for more (a job's shards of a node come from one GPU), so such a simulator-only
+    share shows its whole GPUs."""
+    return {"gpus_per_node": 0, "shards_per_node": 1} if per_node == 1 else {"gpus_per_node": per_node,
+                                                                           "shards_per_node": 0}
+
+
 def _replace_job(job: Job, changes: dict[str, object]) -> Job:
     """``dataclasses.replace`` for ``Job`` without its per-call introspection (hot in the event loop)."""
     values = list(_JOB_VALUES(job))
@@ -327,7 +336,7 @@ class Simulator:
 
     def _share_gpus(self, job: Job, action: ShareGpus) -> str | None:
         """Bind the job to its partner: it starts on the partner's GPUs once the partner runs
-        (alone, as asked, if it can start before). Shown as shards of its GPUs, no whole GPU."""
+        (alone, as asked, if it can start before; still on shards, as on Slurm) (``_shared_fields``)."""
         if action.with_job == job.job_id or action.with_job not in self._jobs:
             return f"job {action.with_job} is not another active job"
         bound = self._share.get(job.job_id)
@@ -335,7 +344,7 @@ class Simulator:
             return None  # already in force
         per_node, count = (bound[1], bound[2]) if bound is not None else (job.gpus_per_node, job.num_nodes)
         self._share[job.job_id] = (action.with_job, per_node, count)
-        self._update(job, gpus_per_node=0, shards_per_node=per_node)
+        self._update(job, **_shared_fields(per_node))
         self._schedule_needed = True
         return None
 
@@ -480,12 +489,12 @@ class Simulator:
                                                        throughput, power, throughput, power, now, end,
                                                        float(self.work[index]))
         bisect.insort(self._limit_ends, running.key(job.job_id))
-        self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
+        bound = self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
         self._power_w += power
         # Like Slurm, a running job's EndTime is its start plus its time limit, not the truth.
         self._jobs[job.job_id] = _replace_job(job, dict(
             state=JobState.RUNNING, start_time=now, end_time=now + (job.time_limit_s or runtime),
-            nodes=tuple(self.spec.node_name(i) for i, _ in alloc)))
+            nodes=tuple(self.spec.node_name(i) for i, _ in alloc), **(_shared_fields(bound[1]) if bound else {})))
         heapq.heappush(self._completions, (end, job.job_id))
         self._snapshot = None
 
@@ -571,7 +580,7 @@ class Simulator:
         bisect.insort(self._limit_ends, running.key(job.job_id))
         self._jobs[job.job_id] = _replace_job(job, dict(
             state=JobState.RUNNING, start_time=now, end_time=running.limit_end, nodes=host_job.nodes,
-            num_nodes=count, gpus_per_node=0, shards_per_node=per_node))
+            num_nodes=count, **_shared_fields(per_node)))
         heapq.heappush(self._completions, (end, job.job_id))
         self._power_w += power
         self._shared_gpus += host.gpus

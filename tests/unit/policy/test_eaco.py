@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_literals import HOUR, NOW, nodes
 
+from slurm_green.core import decision_token
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.models.base import Config
 from slurm_green.models.registry import default_registry
 from slurm_green.policy.eaco import EaCoPolicy
 
@@ -38,46 +42,60 @@ def decide(jobs: list[Job], models, free_nodes: int = 2, **knobs):
     return {d.job_id: d for d in EaCoPolicy(**knobs)(snap, None, models, NOW).decisions}
 
 
-def test_a_light_pair_shares_the_running_jobs_gpu_on_its_node(models):
-    plan = decide([job(1, LIGHT, state=JobState.RUNNING, node="n1"), job(2, LIGHT2)], models)
+def test_a_light_pair_shares_the_gpu_of_a_job_running_on_shards_on_its_node(models):
+    plan = decide([job(1, LIGHT, state=JobState.RUNNING, node="n1", shards=2), job(2, LIGHT2)], models)
     assert plan[2].share_with == 1
     assert plan[2].nodes == ("n1",)
     assert "1.00x" in plan[2].reason and 1 not in plan
 
 
+def test_a_job_running_on_whole_gpus_hosts_nobody(models):
+    """Slurm gives no shards of a GPU allocated whole: such a pair would run apart."""
+    plan = decide([job(1, LIGHT, state=JobState.RUNNING, node="n1"), job(2, LIGHT2)], models, free_nodes=0)
+    assert plan[2].share_with is None and plan[2].start_at == NOW
+
+
 @pytest.mark.parametrize("host_share, guest_share", [(True, False), (False, True), (False, False)])
 def test_no_job_shares_unless_both_accept(models, host_share, guest_share):
-    plan = decide([job(1, LIGHT, share=host_share, state=JobState.RUNNING, node="n0"),
+    plan = decide([job(1, LIGHT, share=host_share, state=JobState.RUNNING, node="n0", shards=2),
                    job(2, LIGHT2, share=guest_share)], models)
     assert plan[2].share_with is None
     assert plan[2].start_at == NOW
 
 
 def test_a_pair_beyond_the_slowdown_bound_is_not_colocated_and_a_looser_bound_allows_it(models):
-    jobs = [job(1, HEAVY, state=JobState.RUNNING, node="n0"), job(2, HEAVY)]
+    jobs = [job(1, HEAVY, state=JobState.RUNNING, node="n0", shards=2), job(2, HEAVY)]
     assert decide(jobs, models)[2].share_with is None
     assert decide(jobs, models, slowdown_bound=2.1)[2].share_with == 1
 
 
 @pytest.mark.parametrize("host_gpus, guest_gpus", [(2, 1), (1, 2), (2, 2)])
 def test_only_one_gpu_jobs_share_a_gpu(models, host_gpus, guest_gpus):
-    plan = decide([job(1, LIGHT, state=JobState.RUNNING, gpus=host_gpus, node="n0"),
-                   job(2, LIGHT2, gpus=guest_gpus, low=1, high=4)], models)
+    plan = decide([job(1, LIGHT, gpus=host_gpus, low=1, high=4), job(2, LIGHT2, gpus=guest_gpus, low=1, high=4)],
+                  models)
     assert plan[2].share_with is None
 
 
-def test_with_a_larger_max_gpus_jobs_of_one_layout_pair_gpu_by_gpu(models):
-    jobs = [job(1, LIGHT, state=JobState.RUNNING, gpus=2, node="n0"), job(2, LIGHT2, gpus=2), job(3, LIGHT2, gpus=1)]
+def test_a_job_submitted_with_shards_pairs_as_a_one_gpu_job(models):
+    """``--gres=shard:2`` reads as no whole GPU: still a job of one GPU (the only pairs Slurm 22.05 enacts)."""
+    plan = decide([job(1, LIGHT, shards=2), job(2, LIGHT2, shards=2)], models)
+    assert plan[2].share_with == 1 and plan[2].nodes == plan[1].nodes and plan[1].nodes
+
+
+def test_with_a_larger_max_gpus_jobs_of_one_layout_released_together_pair_gpu_by_gpu(models):
+    jobs = [job(1, LIGHT, gpus=2), job(2, LIGHT2, gpus=2), job(3, LIGHT2, gpus=1)]
     plan = decide(jobs, models, max_gpus=4)
-    assert plan[2].share_with == 1 and plan[2].nodes == ("n0",)
+    assert plan[2].share_with == 1 and plan[2].nodes == plan[1].nodes
     assert plan[3].share_with is None  # one GPU beside a two-GPU job: not the same layout
 
 
-def test_the_share_limit_counts_the_guests_already_running(models):
-    jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0"),
-            job(2, LIGHT2, state=JobState.RUNNING, node="n0", shards=1), job(3, LIGHT2)]
-    assert decide(jobs, models)[3].share_with is None
-    assert decide(jobs, models, share_limit=3)[3].share_with == 1
+def test_the_share_limit_counts_the_partners_already_running(models):
+    partner = replace(job(2, LIGHT2, state=JobState.RUNNING, node="n0", shards=2),
+                      comment=decision_token.sign(b"k" * 16, 2, {"share": 1}))
+    jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0", shards=2), partner, job(3, LIGHT2), job(4, LIGHT2)]
+    assert decide(jobs, models, free_nodes=0)[3].share_with is None
+    plan = decide(jobs, models, free_nodes=0, share_limit=3)
+    assert plan[3].share_with == 1 and plan[4].share_with is None  # one host per GPU: its first job
 
 
 def test_a_pending_job_released_onto_a_free_gpu_hosts_a_later_one_both_pinned_to_one_node(models):
@@ -98,35 +116,32 @@ def test_without_free_gpus_a_pending_job_is_no_host(models):
 @given(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans(), st.booleans(), st.sampled_from((1, 2, 4))),
                 min_size=1, max_size=14),
        st.integers(2, 3), st.sampled_from((1.1, 1.25, 1.5)))
-def test_limits_consent_and_bound_hold_on_random_queues(models, rows, limit, bound):
-    """Running jobs on n0..n3 (one each), pending jobs after them; every decided pair respects
-    the bound, both consented, and no job's GPUs hold more than ``limit`` jobs."""
+def test_limits_consent_bound_and_one_cap_hold_on_random_queues(models, rows, limit, bound):
+    """Running jobs on whole GPUs on n0..n3 and on shards on n4..n7 (one each), pending jobs after
+    them; every decided pair respects the bound, both consented, the host runs on shards or
+    starts now, a pair released together has one cap, and no GPU holds more than ``limit`` jobs."""
     jobs = []
     for i, (name, share, running, gpus) in enumerate(rows, start=1):
-        if running and i <= 4:
-            jobs.append(job(i, name, share=share, state=JobState.RUNNING, gpus=gpus, node=f"n{i - 1}"))
-        elif running and i <= 8:  # a running guest (shards, no whole GPU) on n0..n3
-            jobs.append(job(i, name, share=True, state=JobState.RUNNING, node=f"n{i - 5}", shards=1))
+        if running and i <= 8:
+            jobs.append(job(i, name, share=share, state=JobState.RUNNING, gpus=gpus, node=f"n{i - 1}",
+                            shards=2 if i > 4 else 0))
         else:
             jobs.append(job(i, name, share=share, gpus=gpus, low=1, high=4))
     by_id = {j.job_id: j for j in jobs}
-    plan = decide(jobs, models, free_nodes=6, share_limit=limit, slowdown_bound=bound)
+    plan = decide(jobs, models, free_nodes=10, share_limit=limit, slowdown_bound=bound)
     per_host: dict[int, int] = {}
     for d in plan.values():
         if d.share_with is None:
             continue
         guest, host = by_id[d.job_id], by_id[d.share_with]
-        assert guest.is_pending and host.shards_per_node == 0
-        assert guest.total_gpus == host.total_gpus == 1
+        assert guest.is_pending and (host.is_pending or (host.shards_per_node and not host.gpus_per_node))
+        assert max(1, guest.total_gpus) == max(1, host.total_gpus) == 1
         assert _accepts(guest) and _accepts(host)
         assert max(models.colocated_slowdown(guest.name, host.name, None)) <= bound
         assert plan.get(host.job_id) is None or plan[host.job_id].share_with is None  # a guest is no host
+        if host.is_pending:
+            assert plan[host.job_id].power_cap_fraction == d.power_cap_fraction
         per_host[host.job_id] = per_host.get(host.job_id, 0) + 1
-    for j in jobs:  # guests already running count against the host on their node
-        if j.shards_per_node and j.nodes:
-            host = next((h for h in jobs if h.nodes == j.nodes and h.shards_per_node == 0), None)
-            if host is not None and host.job_id in per_host:
-                per_host[host.job_id] += 1
     assert all(1 + n <= limit for n in per_host.values())
 
 
@@ -134,14 +149,41 @@ def _accepts(j: Job) -> bool:
     return "share=1" in j.admin_comment
 
 
-def test_a_running_guest_counts_against_the_host_its_token_names(models):
-    """Two sharing hosts on n0 and one guest there: the guest's token says whose GPU it shares."""
-    from dataclasses import replace
+def test_a_shard_job_beside_another_that_is_not_its_partner_hosts_nobody(models):
+    """Which GPU each of two unrelated shard jobs of a node holds is not in the snapshot."""
+    jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0", shards=2),
+            job(2, LIGHT, state=JobState.RUNNING, node="n0", shards=2), job(3, LIGHT2)]
+    assert decide(jobs, models, free_nodes=0)[3].share_with is None
 
-    from slurm_green.core import decision_token
 
-    guest = replace(job(3, LIGHT2, state=JobState.RUNNING, node="n0", shards=1),
-                    comment=decision_token.sign(b"k" * 16, 3, {"share": 2}))
-    jobs = [job(1, LIGHT, state=JobState.RUNNING, node="n0"), job(2, LIGHT, state=JobState.RUNNING, node="n0"),
-            guest, job(4, LIGHT2)]
-    assert decide(jobs, models)[4].share_with == 1
+def test_a_pair_released_together_gets_one_energy_optimal_cap_within_the_bound(models):
+    pair = ("LM (batch size 20)", LIGHT)
+    plan = decide([job(1, pair[0]), job(2, pair[1])], models)
+    cap = plan[2].power_cap_fraction
+    assert plan[2].share_with == 1 and plan[1].power_cap_fraction == cap
+    caps = models.allowed_caps(None)
+    assert cap in caps and cap < 1.0
+    energy = {}
+    for c in caps:  # the pair's energy per unit of both jobs' work at every cap, stretches within 1.25
+        a, b = (models.for_job(t) for t in pair)
+        rate = [m.throughput(Config(1, 1, c)) / m.throughput(Config(1)) for m in (a, b)]
+        slow_a, slow_b, watts = models.colocation(*pair, None, "timeslice", a.power_w(Config(1, 1, c)),
+                                                  b.power_w(Config(1, 1, c)))
+        if slow_a / rate[0] <= 1.25 and slow_b / rate[1] <= 1.25:
+            energy[c] = watts / (rate[0] / slow_a + rate[1] / slow_b)
+    assert energy[cap] == pytest.approx(min(energy.values()))
+
+
+def test_a_job_that_refuses_caps_keeps_its_pair_at_full_power(models):
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=True, accept_cap=False,
+                                        deadline=NOW + 6 * HOUR))
+    plan = decide([job(1, "LM (batch size 20)"), replace(job(2, LIGHT), admin_comment=marker)], models)
+    assert plan[2].share_with == 1
+    assert plan[1].power_cap_fraction is None and plan[2].power_cap_fraction is None
+
+
+def test_a_guest_of_a_running_host_takes_the_cap_its_token_carries(models):
+    host = replace(job(1, LIGHT, state=JobState.RUNNING, node="n0", shards=2),
+                   comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.7}))
+    plan = decide([host, job(2, LIGHT2)], models, free_nodes=0)
+    assert plan[2].share_with == 1 and plan[2].power_cap_fraction == 0.7

@@ -84,6 +84,8 @@ def test_a_pair_shares_one_gpu_and_the_survivor_returns_to_its_solo_rate():
     shared = next(s for s in policy.seen if len(s.running()) == 2)
     host, guest = sorted(shared.running(), key=lambda j: j.job_id)
     assert (guest.gpus_per_node, guest.shards_per_node, guest.nodes) == (0, 1, host.nodes)
+    # the host was bound to its guest when it started: on shards, as Slurm shows it, so EaCO may join it
+    assert (host.gpus_per_node, host.shards_per_node) == (0, 1)
     assert shared.nodes[0].gpus_allocated == 1
 
 
@@ -148,8 +150,12 @@ def test_eaco_in_the_simulator_never_overcommits_and_every_job_finishes_its_work
     assert (runtime[refused] == pytest.approx(np.array([w for _, _, w in rows])[refused] / record.gpus[refused]))
 
 
-def test_a_two_gpu_pair_shares_both_gpus_of_its_host():
-    _, record = run(workload((0.0, 2, 2 * HOUR), (0.0, 2, 4 * HOUR)), Pairing())
-    assert max(record.sample_busy) == 2 and max(record.sample_shared) == 2
-    assert record.end.tolist() == pytest.approx([T0 + HOUR * HOST_SLOW, T0 + HOUR * HOST_SLOW + 2 * HOUR
-                                                 - HOUR * HOST_SLOW / GUEST_SLOW])
+def test_a_two_gpu_pair_shares_both_gpus_of_its_host_and_shows_its_whole_gpus():
+    policy = Pairing()
+    _, record = run(workload((0.0, 2, 2 * HOUR), (0.0, 2, 4 * HOUR), (1200.0, 1, 600.0)), policy)  # 3: a tick
+    shared = next(s for s in policy.seen if len(s.running()) == 2)
+    # Slurm's shards of a node come from one GPU: a two-GPU share has no Slurm form, shown whole
+    assert {(j.gpus_per_node, j.shards_per_node) for j in shared.running()} == {(2, 0)}
+    assert max(record.sample_busy) == 3 and max(record.sample_shared) == 2  # the pair's 2 GPUs and job 3's
+    assert record.end.tolist()[:2] == pytest.approx([T0 + HOUR * HOST_SLOW, T0 + HOUR * HOST_SLOW + 2 * HOUR
+                                                     - HOUR * HOST_SLOW / GUEST_SLOW])

@@ -17,8 +17,8 @@ import time
 
 import pytest
 from cluster import CLUSTER_SCRIPT, Cluster
-from controller_site import (DONE, HOST_DIR, INTERVAL_S, LOW, STATE, prepare, slurm_times, start_controller, state_of,
-                             stop_controller, store_rows, write_carbon, write_config)
+from controller_site import (DONE, HOST_DIR, INTERVAL_S, LOW, STATE, prepare, run_once, slurm_times, start_controller,
+                             state_of, stop_controller, store_rows, write_carbon, write_config)
 
 from slurm_green.core import decision_token
 
@@ -179,3 +179,21 @@ def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluste
         stop_controller(c)
         for node in nodes:
             c.sh(node, "rm -f /etc/slurm-green/gpu.conf /var/lib/slurm-green/gpus.json", check=False)
+
+
+def test_a_decision_names_the_gpu_type_of_the_nodes_the_job_asked_for(controller_site: Cluster) -> None:
+    """node1-2 carry h100, node3-4 a40 (docker/config/gres.conf): the controller reads the
+    types from Slurm and plans each job with its type's models; the store names the type."""
+    c = controller_site
+    script = "sleep 5\n"
+    h100 = c.sbatch("alice", ["--gres=gpu:h100:1", "-t", "3", "-J", "resnet50", "--comment", "green:flex=10m"], script)
+    a40 = c.sbatch("alice", ["--gres=gpu:a40:1", "-t", "3", "-J", "resnet50", "--comment", "green:flex=10m"], script)
+    run_once(c, "typed", "window")
+    rows = store_rows(c, "typed", f"SELECT job_id, gpu_type, cap_fraction, expected_energy_kwh FROM decisions"
+                                  f" WHERE job_id IN ({h100}, {a40}) ORDER BY job_id")
+    assert [(job, gpu, cap) for job, gpu, cap, _ in rows] == [(h100, "h100", 0.7), (a40, "a40", 0.7)], rows
+    assert rows[0][3] != rows[1][3]  # each type's models: the same job, another energy
+    for job, nodes in ((h100, ("node1", "node2")), (a40, ("node3", "node4"))):
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+        ran_on = c.exec("controller", "sacct", "-n", "-X", "-P", "-j", str(job), "-o", "NodeList").stdout.strip()
+        assert ran_on in nodes, (job, ran_on)

@@ -49,7 +49,9 @@ def test_snapshot_sees_nodes_with_gpus_and_shards(cluster: Cluster, backend: Cli
     assert sorted(node.name for node in snapshot.nodes) == ["node1", "node2", "node3", "node4"]
     for node in snapshot.nodes:
         assert node.state is NodeState.IDLE and node.available, node
-        assert (node.gpus_total, node.shards_total, node.gpu_type) == (4, 16, "a100")
+        # a mixed cluster: node1-2 h100, node3-4 a40 (docker/config/gres.conf)
+        assert (node.gpus_total, node.shards_total, node.gpu_type) == (
+            4, 16, "h100" if node.name in ("node1", "node2") else "a40")
         assert (node.gpus_allocated, node.gpu_indices_allocated) == (0, ())
         assert node.partitions == ("gpu",)
     (partition,) = snapshot.partitions

@@ -81,10 +81,13 @@ class ClusterSpec:
 
 
 #: Per trace family: Philly 96 x 8 V100 (768 GPUs, ~49 % mean load); Pollux's own
-#: evaluation cluster, 16 x 4 T4; Gavel's VC trace 16 x 8 (~47 % load); Alibaba 128 x 8.
+#: evaluation cluster, 16 x 4 (T4s there: their 10 W idle draw); Gavel's VC trace 16 x 8
+#: (~47 % load); Alibaba 128 x 8. A single-type cluster's jobs run with the registry's own
+#: type's models (the Pollux job types are fitted there, T4-like draws included), so its
+#: nodes report that type: policies plan with the models jobs run with.
 DEFAULT_CLUSTERS = {
     "philly": ClusterSpec(nodes=96, gpus_per_node=8),
-    "pollux": ClusterSpec(nodes=16, gpus_per_node=4, nodes_per_switch=4, gpu_type="t4", idle_w_per_gpu=10.0),
+    "pollux": ClusterSpec(nodes=16, gpus_per_node=4, nodes_per_switch=4, idle_w_per_gpu=10.0),
     "gavel": ClusterSpec(nodes=16, gpus_per_node=8, nodes_per_switch=4),
     "alibaba": ClusterSpec(nodes=128, gpus_per_node=8),
     "sacct": ClusterSpec(nodes=32, gpus_per_node=8),

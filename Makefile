@@ -57,6 +57,7 @@ bench: venv
 	$(BIN)/python benchmarks/online_refinement.py --trace gavel_philly_ee9e8c_seed0.trace
 	$(BIN)/python benchmarks/placement_fgd.py
 	$(BIN)/python benchmarks/mixed_cluster.py
+	$(BIN)/python benchmarks/colocation.py
 
 # ...and on the Docker cluster: snapshot cost and job_submit.lua's cost per submission.
 bench-cluster: cluster-up

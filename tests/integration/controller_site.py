@@ -88,14 +88,15 @@ def store_rows(c: Cluster, name: str, query: str) -> list[list]:
     return json.loads(out)
 
 
-def run_once(c: Cluster, name: str, policy: str) -> None:
+def run_once(c: Cluster, name: str, policy: str, settings: str = "") -> None:
     """One tick of the controller as a site runs it (`run --once` as sgreen) with ``[policy] name
-    = policy``, over a flat (high) carbon series: no cleaner hour to wait for."""
+    = policy`` (and ``settings``, more TOML lines of ``[policy]``), over a flat (high) carbon
+    series: no cleaner hour to wait for."""
     carbon = write_carbon(0.0, 0.0, name=f"carbon-{name}")
     (HOST_DIR / f"{name}.toml").write_text(
         f'[controller]\nstate_db = "{STATE}/{name}.db"\ndecision_key_file = "/etc/slurm-green/decision.key"\n'
         f'[carbon]\nsources = ["{carbon}"]\ncache_dir = "{STATE}/cache-{name}"\n'
-        f'[policy]\nname = "{policy}"\n')
+        f'[policy]\nname = "{policy}"\n{settings}')
     c.exec("controller", "slurm-green", "run", "--once", "--config", f"{IN_CONTAINER}/{name}.toml", user="sgreen",
            timeout=180)
 

@@ -170,6 +170,9 @@ class FittedRegistry:
         self._resolver = NameResolver(params.types[self.gpu].jobs)
         self._models: dict[tuple[str | None, str], FittedJobModel] = {}
         self._types: dict[str, tuple[GpuTypeParams, str]] = {}
+        #: Bumped whenever an answer may change (a correction or a board learned): a caller that
+        #: keeps answers (``policy/config_table``) rebuilds them when it moves.
+        self.revision = 0
         self._gavel_types = {t for pairs in params.colocation.values() for pair in pairs for t in pair}
 
     @property
@@ -198,6 +201,7 @@ class FittedRegistry:
         if self.board(name) == board:
             return
         self.corrections.boards[name] = (board.min_w, board.max_w, board.default_w)
+        self.revision += 1
         self._types.pop(name, None)
         self._models = {k: m for k, m in self._models.items() if k[1] != name}
         if self.corrections.path is not None:
@@ -369,6 +373,8 @@ class FittedRegistry:
                                      model.model_throughput(config))
         if measured_power_w is not None:
             self.corrections.observe("power_w", model._key, config, measured_power_w, model.model_power_w(config))
+        if measured_throughput is not None or measured_power_w is not None:
+            self.revision += 1
         if self.corrections.path is not None and (measured_throughput is not None or measured_power_w is not None):
             self.corrections.save()
 

@@ -73,7 +73,7 @@ class ConfigTable:
     gpu_type: str | None = None
 
 
-_CACHE: "weakref.WeakKeyDictionary[object, dict[tuple, ConfigTable]]" = weakref.WeakKeyDictionary()
+_CACHE: "weakref.WeakKeyDictionary[object, dict[tuple, tuple[int, ConfigTable]]]" = weakref.WeakKeyDictionary()
 
 
 def cap_choices(models: object, gpu_type: str | None, *, floor: float, step: float) -> tuple[float, ...]:
@@ -108,21 +108,25 @@ def config_table(models: object, job_types: set[str | None], gpus: set[int], cap
     registry's own type), memoised per registry (weakly) and GPU type.
 
     The memo grows to the union of what was asked, so a simulation that sees a few
-    more types or counts over time rebuilds only a handful of times.
+    more types or counts over time rebuilds only a handful of times; it is rebuilt when
+    the registry's ``revision`` moves (telemetry corrected a model), so a policy never
+    plans with answers the registry no longer gives.
     """
     try:
         per_registry = _CACHE.setdefault(models, {})
     except TypeError:  # a registry that cannot be weakly referenced is simply not memoised
         return _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node, gpu_type)
     key = (gpu_type, tuple(caps), gpus_per_node)
-    table = per_registry.get(key)
+    revision = getattr(models, "revision", 0)
+    held = per_registry.get(key)
+    table = held[1] if held is not None and held[0] == revision else None
     if table is not None and job_types <= table.type_index.keys() and gpus <= set(table.gpus.tolist()):
         return table
     if table is not None:
         job_types = job_types | table.type_index.keys()
         gpus = gpus | set(table.gpus.tolist())
-    table = per_registry[key] = _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps),
-                                       gpus_per_node, gpu_type)
+    table = _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node, gpu_type)
+    per_registry[key] = (revision, table)
     return table
 
 

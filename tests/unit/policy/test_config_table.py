@@ -44,3 +44,16 @@ def test_cap_choices_reach_each_boards_minimum_and_respect_the_floor():
                                                                                       step=0.05))
     assert min(cap_choices(registry, "h100", floor=0.5, step=0.1)) == 0.5
     assert cap_choices(registry, None, floor=0.5, step=0.1) == (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)
+
+
+def test_a_table_is_rebuilt_once_telemetry_corrects_the_registry():
+    """Found by reading: the memo outlived corrections, so a policy planned with the models as
+    they were before the controller learned anything."""
+    registry = default_registry()
+    before = config_table(registry, {"resnet50"}, {1}, (1.0,), 8)
+    assert config_table(registry, {"resnet50"}, {1}, (1.0,), 8) is before
+    model = registry.for_job("resnet50")
+    for _ in range(20):
+        registry.observe("resnet50", Config(gpus=1), measured_power_w=2.0 * model.power_w(Config(gpus=1)))
+    after = config_table(registry, {"resnet50"}, {1}, (1.0,), 8)
+    assert after.power_w[0, 0, 0] > 1.2 * before.power_w[0, 0, 0]

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from slurm_green.carbon.spec import parse_source_spec, split_specs
 from slurm_green.core.gpu_freq import Enactment
-from slurm_green.policy.registry import POLICY_NAMES
+from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs
 
 DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
 
@@ -77,24 +77,35 @@ class CarbonSettings(_Section):
         return sources
 
 
+_KNOBS = PolicyKnobs()
+
+
 class PolicySettings(_Section):
     """Which policy decides, and its knobs (``policy/registry.py`` builds it)."""
 
-    name: str = Field("window", description=f"one of: {', '.join(POLICY_NAMES)}")
-    cap_fraction: float | None = Field(0.7, gt=0.0, le=1.0, description="window: GPU power cap, fraction of board max")
-    default_runtime_h: float = Field(1.0, gt=0, description="runtime assumed for a job without a time limit")
+    name: str = Field(_KNOBS.name, description=f"one of: {', '.join(POLICY_NAMES)}")
+    cap_fraction: float | None = Field(_KNOBS.cap_fraction, gt=0.0, le=1.0,
+                                       description="window: GPU power cap, fraction of board max")
+    default_runtime_h: float = Field(_KNOBS.default_runtime_h, gt=0,
+                                     description="runtime assumed for a job without a time limit")
     budget_fraction: float = Field(
-        1.0, gt=0.0, description="greenflow/powerflow: carbon (energy) a plan may spend, as a fraction of the "
-                                 "same jobs run carbon-agnostically; 1 = never worse than that plan")
-    place_nodes: bool = Field(True, description="greenflow/powerflow: pin jobs started now to nodes (ReqNodeList)")
+        _KNOBS.budget_fraction, gt=0.0, description="greenflow/powerflow: carbon (energy) a plan may spend, as a "
+                                                    "fraction of the same jobs run carbon-agnostically; 1 = never "
+                                                    "worse than that plan")
+    place_nodes: bool = Field(_KNOBS.place_nodes,
+                              description="greenflow/powerflow: pin jobs started now to nodes (ReqNodeList)")
     # The guards that keep GreenFlow/PowerFlow from slowing the cluster for the jobs that arrive
     # next (docs/policies.md); a large value lifts one.
-    gpu_time_slack: float = Field(0.1, ge=0.0, description="greenflow/powerflow: a job may hold at most (1 + this)"
-                                                          " x the GPU-hours of its request")
-    runtime_slack: float = Field(0.25, ge=0.0, description="greenflow/powerflow: a job may run at most (1 + this)"
-                                                          " x as long as its request at full power")
-    growth_horizon_h: float = Field(2.0, ge=0.0, description="greenflow/powerflow: a job gets more GPUs than it"
-                                                            " asked for only if it then runs at most this long")
+    gpu_time_slack: float = Field(_KNOBS.gpu_time_slack, ge=0.0, description="greenflow/powerflow: a job may hold "
+                                                                             "at most (1 + this) x the GPU-hours of "
+                                                                             "its request")
+    runtime_slack: float = Field(_KNOBS.runtime_slack, ge=0.0, description="greenflow/powerflow: a job may run at "
+                                                                           "most (1 + this) x as long as its request "
+                                                                           "at full power")
+    growth_horizon_h: float = Field(_KNOBS.growth_horizon_h, ge=0.0, description="greenflow/powerflow: a job gets "
+                                                                                 "more GPUs than it asked for only if "
+                                                                                 "it then runs at most this long")
+    eta: float = Field(_KNOBS.eta, ge=0.0, le=1.0, description="zeus: weight of energy against time (1: energy only)")
 
     @field_validator("name")
     @classmethod

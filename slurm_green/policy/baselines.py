@@ -83,9 +83,3 @@ class ZeusCapPolicy:
         max_power = power[:, -1:]
         cost = (self.eta * power + (1.0 - self.eta) * max_power) / tput  # per unit of work
         return table.caps[np.argmin(cost, axis=1)]
-
-
-def window_baseline(cap: bool) -> WindowPolicy:
-    """Let's Wait Awhile / CATS start-time shifting, without or with the fixed cap."""
-    return WindowPolicy(name="window+cap", cap_fraction=0.7) if cap else WindowPolicy(name="window",
-                                                                                       cap_fraction=None)

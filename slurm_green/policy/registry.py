@@ -1,13 +1,14 @@
-"""The controller's policies by name, built from plain settings.
+"""Every policy by name, built from plain settings: one registry for the controller and the simulator.
 
-The controller's configuration (``controller/config.py``) validates ``[policy]`` and hands
-it here as plain settings (``PolicySettings``); this module imports nothing of the controller, so the
-configuration can take its list of names from ``POLICY_NAMES`` without an import cycle
-(it used to: config -> assemble -> registry -> config).
+The controller's configuration (``controller/config.py``) validates ``[policy]`` (its
+defaults are ``PolicyKnobs``'s) and hands it here; the simulator's bench builds the same
+policies from ``PolicyKnobs`` (``sim/bench.py``: its labels are registry names with some
+knobs set, e.g. ``window+cap`` is ``window`` at cap 0.7). This module imports nothing of
+the controller, so the configuration can take its list of names from ``POLICY_NAMES``
+without an import cycle (it used to: config -> assemble -> registry -> config).
 
-GreenFlow and PowerFlow take the same budget the simulator's bench gives them
-(``sim/bench.py``: ``budget_fraction``, 1.0 unless swept): a plan may spend that fraction
-of the carbon (PowerFlow: energy) the same jobs would spend run the carbon-agnostic way
+GreenFlow and PowerFlow take ``budget_fraction``: a plan may spend that fraction of the
+carbon (PowerFlow: energy) the same jobs would spend run the carbon-agnostic way
 (requested GPUs, full power, started now). At 1.0 the plan is never worse than the
 carbon-agnostic plan on GreenFlow's objective, and a looser budget never gives a worse one
 (``policy/greenflow.py``).
@@ -16,13 +17,62 @@ carbon-agnostic plan on GreenFlow's objective, and a looser budget never gives a
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from slurm_green.core.plan import Policy
+from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.window import WindowPolicy
+
+
+class PolicySettings(Protocol):
+    """What a policy is built from: ``[policy]`` of the controller's configuration, or ``PolicyKnobs``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def cap_fraction(self) -> float | None: ...
+    @property
+    def default_runtime_h(self) -> float: ...
+    @property
+    def budget_fraction(self) -> float: ...
+    @property
+    def place_nodes(self) -> bool: ...
+    @property
+    def gpu_time_slack(self) -> float: ...
+    @property
+    def runtime_slack(self) -> float: ...
+    @property
+    def growth_horizon_h(self) -> float: ...
+    @property
+    def eta(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class PolicyKnobs:
+    """The settings with their defaults (the configuration's ``[policy]`` takes them from here)."""
+
+    name: str = "window"
+    #: window: the fixed GPU power cap, a fraction of the board's maximum (None: uncapped).
+    cap_fraction: float | None = 0.7
+    default_runtime_h: float = 1.0
+    budget_fraction: float = 1.0
+    place_nodes: bool = True
+    gpu_time_slack: float = 0.1
+    runtime_slack: float = 0.25
+    growth_horizon_h: float = 2.0
+    #: zeus: 1 weighs only energy, 0 only time.
+    eta: float = 0.5
+
+
+def _fifo(settings: PolicySettings) -> Policy:
+    return FifoPolicy()
+
+
+def _zeus(settings: PolicySettings) -> Policy:
+    return ZeusCapPolicy(eta=settings.eta)
 
 
 def _window(settings: PolicySettings) -> Policy:
@@ -50,45 +100,28 @@ def _eaco(settings: PolicySettings) -> Policy:
     return EaCoPolicy(default_runtime_s=settings.default_runtime_h * 3600.0)
 
 
-class PolicySettings(Protocol):
-    """The plain settings a policy is built from (``[policy]`` of the controller's configuration)."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def cap_fraction(self) -> float | None: ...
-    @property
-    def default_runtime_h(self) -> float: ...
-    @property
-    def budget_fraction(self) -> float: ...
-    @property
-    def place_nodes(self) -> bool: ...
-    @property
-    def gpu_time_slack(self) -> float: ...
-    @property
-    def runtime_slack(self) -> float: ...
-    @property
-    def growth_horizon_h(self) -> float: ...
-
-
 _BUILDERS: dict[str, Callable[[PolicySettings], Policy]] = {
     "window": _window,
+    "fifo": _fifo,
+    "zeus": _zeus,
     "greenflow": _greenflow,
     "powerflow": _powerflow,
     "eaco": _eaco,
 }
-#: What ``[policy] name`` accepts.
+#: What ``[policy] name`` and the simulator accept.
 POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
 
 
 def make_policy(settings: PolicySettings) -> Policy:
     """The policy ``settings.name`` with these settings.
 
-    ``cap_fraction`` is the window policy's fixed power cap (GreenFlow and PowerFlow choose
-    each job's cap themselves); ``budget_fraction``, ``place_nodes`` (pin jobs started now
-    to nodes, enacted as ``ReqNodeList``) and the three guards (``GreenFlowPolicy._guard``)
-    are GreenFlow's and PowerFlow's. ``eaco`` co-locates
-    jobs that accept sharing at its defaults (slowdown bound 1.25, 2 jobs per GPU).
+    ``fifo`` releases every job as asked (carbon-agnostic Slurm: a site's measuring mode);
+    ``zeus`` caps each job at its type's energy-time optimum (``eta``); ``cap_fraction`` is
+    the window policy's fixed power cap (GreenFlow and PowerFlow choose each job's cap
+    themselves); ``budget_fraction``, ``place_nodes`` (pin jobs started now to nodes, enacted
+    as ``ReqNodeList``) and the three guards (``GreenFlowPolicy._guard``) are GreenFlow's and
+    PowerFlow's. ``eaco`` co-locates jobs that accept sharing at its defaults (slowdown
+    bound 1.25, 2 jobs per GPU).
     """
     builder = _BUILDERS.get(settings.name)
     if builder is None:

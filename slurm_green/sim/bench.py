@@ -15,9 +15,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from slurm_green.core.plan import Policy
-from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy, window_baseline
-from slurm_green.policy.eaco import EaCoPolicy
-from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
+from slurm_green.policy import registry
+from slurm_green.policy.registry import PolicyKnobs
 from slurm_green.policy.lower_bound import LowerBound, carbon_lower_bound
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
@@ -25,27 +24,31 @@ from slurm_green.sim.runner import RunResult, simulate
 from slurm_green.sim.workload import Workload
 
 BASELINES = ("fifo", "window", "window+cap", "zeus")
-POLICY_NAMES = BASELINES + ("greenflow", "powerflow", "eaco")
+POLICY_NAMES = BASELINES + ("greenflow", "powerflow", "eaco")  # the bench's labels, in its order
 BUDGETS = (1.2, 1.0, 0.9, 0.8, 0.7, 0.6)
 FLEX_HOURS = (0.0, 6.0, 24.0)
 ETAS = (0.0, 0.5, 1.0)
 
 
-def make_policy(name: str, budget: float | None = None) -> Policy:
-    """A policy by its CLI name; ``budget`` overrides GreenFlow's/PowerFlow's budget fraction."""
-    if name == "fifo":
-        return FifoPolicy()
-    if name in ("window", "window+cap"):
-        return window_baseline(cap=name == "window+cap")
-    if name == "zeus":
-        return ZeusCapPolicy()
-    if name == "greenflow":
-        return GreenFlowPolicy(budget_fraction=1.0 if budget is None else budget)
-    if name == "powerflow":
-        return powerflow(budget_fraction=1.0 if budget is None else budget)
-    if name == "eaco":
-        return EaCoPolicy()
-    raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
+#: The bench's labels: a registry policy (``policy/registry.py``, the controller's too) and the
+#: knobs that differ from its defaults. The window baselines are start-time shifting alone and
+#: with a fixed 70 % cap.
+LABELS: dict[str, tuple[str, dict[str, object]]] = {
+    "fifo": ("fifo", {}), "window": ("window", {"cap_fraction": None}), "window+cap": ("window", {"cap_fraction": 0.7}),
+    "zeus": ("zeus", {}), "greenflow": ("greenflow", {}), "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
+}
+
+
+def make_policy(name: str, budget: float | None = None, **knobs: object) -> Policy:
+    """A policy by its bench label; ``budget`` overrides GreenFlow's/PowerFlow's budget
+    fraction, ``knobs`` any other setting of ``PolicyKnobs``."""
+    if name not in LABELS:
+        raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
+    base, preset = LABELS[name]
+    if budget is not None:
+        knobs = {**knobs, "budget_fraction": budget}
+    policy = registry.make_policy(PolicyKnobs(name=base, **{**preset, **knobs}))  # type: ignore[arg-type]
+    return policy if name == base else replace(policy, name=name)  # type: ignore[type-var]
 
 
 @dataclass
@@ -122,7 +125,7 @@ def settings_of(name: str, options: TraceOptions, budgets: tuple[float, ...] = B
     if name in ("window", "window+cap"):
         return [(f"flex={h:g}h", make_policy(name), replace(options, flex_s=h * 3600.0)) for h in FLEX_HOURS]
     if name == "zeus":
-        return [(f"eta={e:g}", ZeusCapPolicy(eta=e), options) for e in ETAS]
+        return [(f"eta={e:g}", make_policy(name, eta=e), options) for e in ETAS]
     return [("default", make_policy(name), options)]
 
 

@@ -6,7 +6,7 @@ from policy_literals import NOW, SublinearModel, nodes, pending, signal, snapsho
 from slurm_green.core.cluster import Node
 from slurm_green.models.base import Config
 from slurm_green.models.registry import default_registry
-from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy, window_baseline
+from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy
 
 
 def test_fifo_releases_every_managed_job_now_untouched(models):
@@ -24,11 +24,6 @@ def test_zeus_picks_the_cap_minimising_its_eta_cost(models):
              for c in models.allowed_caps(None, floor=policy.floor, step=policy.step)}
     assert plan.decisions[0].power_cap_fraction == min(costs, key=costs.get)
     assert plan.decisions[0].start_at == NOW
-
-
-def test_window_baselines_differ_only_in_the_cap():
-    assert window_baseline(cap=False).cap_fraction is None
-    assert window_baseline(cap=True).cap_fraction is not None
 
 
 def _typed_nodes() -> tuple[Node, ...]:

@@ -8,7 +8,7 @@ from policy_literals import HOUR, NOW, nodes, pending, signal, snapshot
 
 from slurm_green.controller.config import ConfigError, load_config
 from slurm_green.policy.greenflow import GreenFlowPolicy
-from slurm_green.policy.registry import POLICY_NAMES, make_policy
+from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs, make_policy
 from slurm_green.policy.window import WindowPolicy
 
 
@@ -19,7 +19,7 @@ def configured(tmp_path, policy: str):
 
 
 def test_every_name_the_configuration_accepts_builds_that_policy(tmp_path):
-    assert POLICY_NAMES == ("window", "greenflow", "powerflow", "eaco")
+    assert POLICY_NAMES == ("window", "fifo", "zeus", "greenflow", "powerflow", "eaco")
     for name in POLICY_NAMES:
         assert configured(tmp_path, f'name = "{name}"\n').name == name
 
@@ -37,10 +37,10 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
 
 
 @pytest.mark.parametrize("text, says", [
-    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, greenflow, powerflow, eaco"),
+    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, fifo, zeus, greenflow, powerflow, eaco"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
-                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h)"),
+                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta)"),
     ('name = "greenflow"\nruntime_slack = -0.1\n', "policy.runtime_slack: Input should be greater than or equal to 0"),
 ])
 def test_a_bad_policy_setting_is_refused_naming_the_key(tmp_path, text, says):
@@ -59,11 +59,9 @@ def test_the_guards_reach_greenflow_and_powerflow(tmp_path):
 
 
 def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():
-    class Settings:
-        name, cap_fraction, default_runtime_h, budget_fraction, place_nodes = "fifo", None, 1.0, 1.0, True
-
-    with pytest.raises(ValueError, match="unknown policy 'fifo'; choose from window, greenflow, powerflow, eaco"):
-        make_policy(Settings())
+    with pytest.raises(ValueError, match="unknown policy 'sjf'; choose from window, fifo, zeus, greenflow, "
+                                         "powerflow, eaco"):
+        make_policy(PolicyKnobs(name="sjf"))
 
 
 def test_the_registry_loads_without_the_controller():

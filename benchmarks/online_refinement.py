@@ -27,10 +27,11 @@ from rich.console import Console
 from rich.table import Table
 
 from slurm_green.carbon.datasets import shared_data_dir
-from slurm_green.cli.sim import _cluster, _load, _options, _signal
+from slurm_green.cli.sim import _cluster, _load, _signal
 from slurm_green.models.base import Config
 from slurm_green.models.registry import default_registry
 from slurm_green.sim.bench import make_policy
+from slurm_green.sim.engine import TraceOptions
 from slurm_green.sim.runner import RunResult, simulate
 
 
@@ -58,7 +59,7 @@ def main() -> None:
     args = parser.parse_args()
     name, _, limit = args.trace.partition(":")
     workload = _load(str(shared_data_dir() / "job_traces" / name), int(limit) if limit else None)
-    spec, signal, options = _cluster(workload, None, None), _signal(args.carbon, workload), _options(args.flex, 2.0)
+    spec, signal, options = _cluster(workload, None, None), _signal(args.carbon, workload), TraceOptions(flex_s=args.flex * 3600.0)
     truth = default_registry(args.true_gpu)
     rows = []
     for label, believed, learn in (("oracle", default_registry(args.true_gpu), False),

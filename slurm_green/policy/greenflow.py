@@ -367,13 +367,17 @@ class GreenFlowPolicy:
         crowd = int((~agnostic.admitted).sum())
         score = functools.partial(_expected_cost_s, o, queue=queue, crowd=crowd)
         seen: dict[bytes, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]] = {}
+        places: dict[bytes, dict[int, tuple[int, tuple[str, ...]]]] = {}
 
         def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]:
             """The plan as it will be enacted (after placement), its nodes and its objective;
-            each distinct plan is placed and scored once."""
-            key = choice.col.tobytes() + choice.cap.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
+            each distinct plan is scored once, and placed once per distinct sizes and starts
+            (caps do not move a placement: plans that differ only in caps share it)."""
+            shape = choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
+            key = shape + choice.cap.tobytes()
             if key not in seen:
-                placed_choice, placed = self._enact(choice, o, snapshot, gpn)
+                placed_choice, placed = self._enact(choice, o, snapshot, gpn, places.get(shape))
+                places[shape] = placed
                 seen[key] = (placed_choice, placed, score(placed_choice))
             return seen[key]
 
@@ -422,15 +426,18 @@ class GreenFlowPolicy:
 
     # -- placement and output ----------------------------------------------------------
 
-    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot,
-               gpn: int) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]:
-        """``choice`` as it will run: admitted jobs get nodes (``_placement``); one that does not
-        fit queues at its requested size like any job not starting now. Its spend is recounted,
-        so the budget is held by what is enacted, not by what was hoped."""
+    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot, gpn: int,
+               placed: dict[int, tuple[int, tuple[str, ...]]] | None = None,
+               ) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]:
+        """``choice`` as it will run: admitted jobs get nodes (``_placement``, or ``placed`` if
+        these sizes and starts were placed already); one that does not fit queues at its
+        requested size like any job not starting now. Its spend is recounted, so the budget is
+        held by what is enacted, not by what was hoped."""
         starting = choice.admitted & (choice.start == 0)
         if not self.place or not starting.any():
             return choice, {}
-        placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot), gpn)
+        if placed is None:
+            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot), gpn)
         now_placed = np.zeros(len(o.rows), dtype=bool)
         now_placed[list(placed)] = True
         col = np.where(starting & ~now_placed, o.queued_col, choice.col)

@@ -47,7 +47,8 @@ cluster-down:
 demo: venv
 	./docker/demo
 
-# Benchmarks print figures (no pass/fail): models, carbon, policies, simulator (about 20 min)...
+# Benchmarks print figures (no pass/fail): models, carbon, policies, simulator, placement, co-location
+# (about 20 min before the last four were added; online_refinement alone takes ~5 min).
 bench: venv
 	$(BIN)/python benchmarks/model_error.py
 	$(BIN)/python benchmarks/carbon_forecast.py

@@ -7,14 +7,24 @@ import datetime as dt
 import json
 import os
 import time
+from types import SimpleNamespace
 
+import pytest
 from cli_setup import carbon_csv, write_config
 from click.testing import CliRunner
 
 from slurm_green.cli import main
+from slurm_green.cli import when as when_command
 
 NOW = time.time()
 HOUR = int(NOW // 3600 * 3600)
+
+
+@pytest.fixture(autouse=True)
+def frozen_now(monkeypatch):
+    """The command reads the clock once; pinned to the NOW the carbon file was written
+    around, so a run that crosses an hour boundary still finds the low hours where they are."""
+    monkeypatch.setattr(when_command, "time", SimpleNamespace(time=lambda: NOW))
 
 
 def when(tmp_path, *args: str, low=(3, 6)):

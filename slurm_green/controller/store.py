@@ -8,9 +8,10 @@ once however often the same decision is re-derived.
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from slurm_green.controller.planner import START_TOLERANCE_S
@@ -74,7 +75,17 @@ CREATE TABLE IF NOT EXISTS jobs (
     metered_energy_kwh REAL
 );
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
+CREATE TABLE IF NOT EXISTS usage (
+    bucket INTEGER NOT NULL,
+    job_id INTEGER NOT NULL,
+    energy_kwh REAL NOT NULL,
+    carbon_kg REAL,
+    PRIMARY KEY (bucket, job_id)
+);
 """
+#: Usage is kept in buckets of this many seconds, so any period a site budgets (a day or a
+#: week from midnight in any time zone, :30 and :45 offsets too) is a whole number of them.
+USAGE_BUCKET_S = 900
 #: Columns added after the first release: (table, column, type), added to older files at open.
 _ADDED_COLUMNS = (
     ("decisions", "expected_runtime_s", "REAL"),
@@ -223,6 +234,7 @@ class StateStore:
                                  (before,))
             gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
             self._db.execute("DELETE FROM ticks WHERE tick_at < ?", (before,))
+            self._db.execute("DELETE FROM usage WHERE bucket < ?", (int(before // USAGE_BUCKET_S),))
         return gone
 
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
@@ -265,15 +277,35 @@ class StateStore:
                 if end == begin or (end < begin and running):
                     continue
                 # end < begin: a tick saw the job still running just after it ended; take that back
-                kwh = float(energy) / float(runtime) * (end - begin)  # type: ignore[arg-type]
-                stretch = (min(begin, end), max(begin, end))
-                kg = kwh * float(signal.mean_over(*stretch)) / 1000.0 if signal is not None else None  # type: ignore[attr-defined]
+                kwh_per_s = float(energy) / float(runtime) * (1.0 if end > begin else -1.0)  # type: ignore[arg-type]
+                kwh = kg = 0.0
+                for piece_start, piece_end in _buckets(min(begin, end), max(begin, end)):
+                    piece_kwh = kwh_per_s * (piece_end - piece_start)
+                    piece_kg = (piece_kwh * float(signal.mean_over(piece_start, piece_end)) / 1000.0  # type: ignore[attr-defined]
+                                if signal is not None else None)
+                    self._db.execute(
+                        "INSERT INTO usage (bucket, job_id, energy_kwh, carbon_kg) VALUES (?,?,?,?)"
+                        " ON CONFLICT(bucket, job_id) DO UPDATE SET energy_kwh = energy_kwh + excluded.energy_kwh,"
+                        " carbon_kg = CASE WHEN excluded.carbon_kg IS NULL THEN carbon_kg"
+                        " ELSE COALESCE(carbon_kg, 0) + excluded.carbon_kg END",
+                        (int(piece_start // USAGE_BUCKET_S), job.job_id, piece_kwh, piece_kg))
+                    kwh += piece_kwh
+                    kg = kg + piece_kg if piece_kg is not None else kg
                 self._db.execute(
                     "UPDATE jobs SET energy_kwh = COALESCE(energy_kwh, 0) + ?,"
                     " carbon_kg = CASE WHEN ? IS NULL THEN carbon_kg ELSE COALESCE(carbon_kg, 0) + ? END,"
                     " accounted_until = ? WHERE job_id = ?",
-                    (kwh, kg, kg, end, job.job_id),
+                    (kwh, None if signal is None else kg, kg, end, job.job_id),
                 )
+
+    def spent(self, start: float, end: float) -> Spent:
+        """Energy and carbon that managed jobs' GPUs used in ``[start, end)`` (both on a bucket
+        boundary, as a budget period's are), as ``account_usage`` accounted it."""
+        row = self._db.execute(
+            "SELECT COALESCE(SUM(energy_kwh), 0), COALESCE(SUM(carbon_kg), 0), COUNT(DISTINCT job_id) FROM usage"
+            " WHERE bucket >= ? AND bucket < ?",
+            (int(start // USAGE_BUCKET_S), int(math.ceil(end / USAGE_BUCKET_S)))).fetchone()
+        return Spent(energy_kwh=float(row[0]), carbon_kg=float(row[1]), jobs=int(row[2]))
 
     def record_metered(self, job_id: int, energy_kwh: float) -> str | None:
         """Store a finished job's metered GPU energy; returns the job's name (its model's type)."""
@@ -321,6 +353,24 @@ class StateStore:
         cursor = self._db.execute(query, args)
         names = [c[0] for c in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What managed jobs used in a stretch of time: GPU energy (kWh), its carbon (kg; stretches
+    accounted without a carbon signal add none) and how many jobs ran in it."""
+
+    energy_kwh: float
+    carbon_kg: float
+    jobs: int
+
+
+def _buckets(start: float, end: float) -> Iterator[tuple[float, float]]:
+    """``[start, end]`` cut at every ``USAGE_BUCKET_S`` boundary."""
+    while start < end:
+        cut = min(end, (math.floor(start / USAGE_BUCKET_S) + 1) * USAGE_BUCKET_S)
+        yield start, cut
+        start = cut
 
 
 def _action_detail(action: Action) -> str:

@@ -143,3 +143,34 @@ def test_a_read_only_store_creates_nothing_and_writes_nothing(tmp_path):
     assert [d["job_id"] for d in reader.decisions()] == [1]
     with pytest.raises(sqlite3.OperationalError):
         reader.record_decisions(NOW + 1, [JobDecision(2, reason="now")])
+
+
+def hourly_signal(values: list[float]) -> CarbonSignal:
+    """Hour h after NOW's hour has intensity values[h] (earlier hours the first value)."""
+    hour = NOW // 3600 * 3600
+    index = pd.date_range(pd.Timestamp(hour - 3600, unit="s", tz="UTC"), periods=len(values) + 1, freq="h")
+    return CarbonSignal.from_series(pd.Series([values[0], *values], index=index))
+
+
+def test_usage_is_kept_by_quarter_hour_so_any_period_sums_what_ran_in_it(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    hour = NOW // 3600 * 3600
+    store.record_decisions(hour, [JobDecision(1, start_at=hour, expected_energy_kwh=2.0, expected_runtime_s=7200)])
+    running = Job(1, state=JobState.RUNNING, start_time=hour + 600)  # 1 kW from 10 min past the hour
+    signal = hourly_signal([100.0, 400.0, 400.0])
+    store.observe_jobs(hour + 4500, [running])
+    store.account_usage(hour + 4500, [running], signal)  # one stretch across the hour boundary
+    first, second = store.spent(hour, hour + 3600), store.spent(hour + 3600, hour + 7200)
+    assert first.energy_kwh == pytest.approx(50 / 60) and first.carbon_kg == pytest.approx(50 / 60 * 0.1)
+    assert second.energy_kwh == pytest.approx(15 / 60) and second.carbon_kg == pytest.approx(15 / 60 * 0.4)
+    assert store.spent(hour + 900, hour + 1800).energy_kwh == pytest.approx(0.25) and first.jobs == 1
+    [row] = store.jobs()  # the job's own totals are the buckets' sums
+    assert row["energy_kwh"] == pytest.approx(first.energy_kwh + second.energy_kwh)
+    assert row["carbon_kg"] == pytest.approx(first.carbon_kg + second.carbon_kg)
+    # taken back when Slurm reports the job ended before the tick that counted it
+    done = Job(1, state=JobState.COMPLETED, start_time=hour + 600, end_time=hour + 3600)
+    store.account_usage(hour + 4600, [done], signal)
+    assert store.spent(hour + 3600, hour + 7200).energy_kwh == pytest.approx(0.0, abs=1e-12)
+    assert store.spent(hour, hour + 7200).energy_kwh == pytest.approx(50 / 60)
+    store.prune(hour + 3600)  # usage before the retention horizon goes with old jobs
+    assert store.spent(hour, hour + 3600).energy_kwh == 0.0

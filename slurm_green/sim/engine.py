@@ -182,6 +182,11 @@ class Simulator:
         self._dirty_nodes: set[int] = set()
         self._nodes_tuple: tuple[Node, ...] | None = None
         self._jobs: dict[int, Job] = {}
+        #: Jobs ended since the controller's last tick, shown to it once as COMPLETED, as squeue
+        #: shows an ended job for MinJobAge (300 s by default, a tick interval): the store
+        #: accounts a run's last stretch from that record, so a job that started and ended
+        #: between two ticks is accounted too.
+        self._ended: dict[int, Job] = {}
         self._running: dict[int, _Running] = {}
         self._queue: list[tuple[float, int]] = []  # eligible pending, FIFO order
         self._releases: list[tuple[float, int]] = []  # (begin time, job id), lazily validated
@@ -239,7 +244,8 @@ class Simulator:
     # -- ClusterBackend -------------------------------------------------------------------
 
     def snapshot(self) -> ClusterSnapshot:
-        """Active jobs only (pending and running) and all nodes; rebuilt only after a change."""
+        """Pending and running jobs, those ended since the last tick (COMPLETED, once) and all
+        nodes; rebuilt only after a change."""
         if self._snapshot is None:
             if self._dirty_nodes or self._nodes_tuple is None:
                 for i in self._dirty_nodes:
@@ -248,7 +254,8 @@ class Simulator:
                 # The same tuple while no node changed, so policies can reuse what they derived from it.
                 self._nodes_tuple = tuple(self._nodes)
             self._snapshot = ClusterSnapshot(taken_at=self.clock.now(), slurm_version="sim",
-                                             jobs=tuple(self._jobs.values()), nodes=self._nodes_tuple,
+                                             jobs=(*self._jobs.values(), *self._ended.values()),
+                                             nodes=self._nodes_tuple,
                                              partitions=(self._partition,))
         elif self._snapshot.taken_at != self.clock.now():
             self._snapshot = replace(self._snapshot, taken_at=self.clock.now(), _job_index={})
@@ -505,7 +512,8 @@ class Simulator:
         del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job_id))]
         self._schedule_needed = True
         self._power_w -= running.power_w
-        del self._jobs[job_id]
+        self._ended[job_id] = _replace_job(self._jobs.pop(job_id), dict(state=JobState.COMPLETED,
+                                                                         end_time=self.clock.now()))
         self._snapshot = None
         if running.partner is not None and self._unpair(running):
             return  # the partner keeps the GPUs
@@ -702,6 +710,9 @@ class Simulator:
             if now >= tick or (changed and now >= last_tick + min_tick_s):
                 controller.tick(now)  # type: ignore[attr-defined]
                 last_tick, changed = now, False
+                if self._ended:  # seen once, then gone from squeue
+                    self._ended.clear()
+                    self._snapshot = None
             started = len(self._running)
             if self._schedule_needed:
                 self._schedule(now)

@@ -18,6 +18,7 @@ def main(debug: bool) -> None:
 def _register() -> None:
     """Attach each area's commands (imported here to keep ``slurm-green --help`` one place)."""
     from slurm_green.cli.accounting import report
+    from slurm_green.cli.budget import budget
     from slurm_green.cli.carbon import carbon
     from slurm_green.cli.controller import plan, run
     from slurm_green.cli.install import install
@@ -29,7 +30,7 @@ def _register() -> None:
     from slurm_green.cli.when import when
     from slurm_green.cli.why import why
 
-    for command in (run, plan, report, status, why, when, pause, resume, carbon, models, simulate, bench, whatif,
+    for command in (run, plan, report, budget, status, why, when, pause, resume, carbon, models, simulate, bench, whatif,
                     sbatch, install):
         main.add_command(command)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import logging
 from dataclasses import dataclass
+from zoneinfo import ZoneInfo
 
 import pandas as pd
 
@@ -17,6 +18,7 @@ from slurm_green.carbon.feed import CarbonFeed
 from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.carbon.source import CarbonSource, NoCarbonSource
 from slurm_green.carbon.spec import parse_sources
+from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.config import Config
 from slurm_green.controller.store import StateStore
 from slurm_green.controller.telemetry import EnergyInbox, MeteredEnergy
@@ -69,6 +71,16 @@ def build_policy(config: Config) -> Policy:
     return make_policy(config.policy)
 
 
+def build_budget(config: Config) -> PeriodBudget | None:
+    """``[budget]`` as the controller paces it; None when it sets no limit."""
+    settings = config.budget
+    if settings.limit is None:
+        return None
+    return PeriodBudget(resource="carbon" if settings.carbon_kg is not None else "energy", limit=settings.limit,
+                        period=settings.period, zone=ZoneInfo(settings.timezone), min_scale=settings.min_scale,
+                        max_scale=settings.max_scale)
+
+
 def signer(config: Config) -> tuple[object, object] | tuple[None, None]:
     """Sign and verify functions over the site key; without a key no cap decisions are sent."""
     path = config.controller.decision_key_file
@@ -103,6 +115,7 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
         telemetry=(MeteredEnergy(EnergyInbox(telemetry_dir), store, learn=config.gpu.enact == "power_cap")
                    if telemetry_dir and store else None),
         retention_s=config.controller.retention_days * 86400 if config.controller.retention_days else None,
+        budget=build_budget(config) if store is not None else None,
     )
     feed = build_feed(config, clock, read_only=not with_store)  # no store (plan): no carbon cache written either
     controller.carbon = feed

@@ -10,7 +10,9 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from slurm_green.carbon.spec import parse_source_spec, split_specs
 from slurm_green.core.gpu_freq import Enactment
@@ -119,12 +121,52 @@ class GpuSettings(_Section):
     enact: Enactment = "power_cap"
 
 
+class BudgetSettings(_Section):
+    """A budget per period for greenflow (``carbon_kg``) or powerflow (``energy_kwh``), paced
+    tick by tick with what already ran (``controller/budget.py``). No limit: no period budget."""
+
+    period: Literal["day", "week"] = Field("day", description="day | week, from midnight (Monday) in `timezone`")
+    carbon_kg: float | None = Field(None, gt=0, description="greenflow: kg CO2eq managed jobs' GPUs may emit a period")
+    energy_kwh: float | None = Field(None, gt=0, description="powerflow: kWh managed jobs' GPUs may use a period")
+    timezone: str = Field("UTC", description="IANA zone whose midnight starts a period, e.g. Europe/Berlin")
+    min_scale: float = Field(0.5, gt=0.0, le=1.0, description="tightest multiple of [policy] budget_fraction")
+    max_scale: float = Field(2.0, ge=1.0, description="loosest multiple of [policy] budget_fraction")
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone_exists(cls, zone: str) -> str:
+        try:
+            ZoneInfo(zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError("not an IANA time zone (e.g. UTC, Europe/Berlin)") from None
+        return zone
+
+    @property
+    def limit(self) -> float | None:
+        return self.carbon_kg if self.carbon_kg is not None else self.energy_kwh
+
+
 class Config(_Section):
     controller: ControllerSettings = ControllerSettings()
     slurm: SlurmSettings = SlurmSettings()
     carbon: CarbonSettings = CarbonSettings()
     policy: PolicySettings = PolicySettings()
     gpu: GpuSettings = GpuSettings()
+    budget: BudgetSettings = BudgetSettings()
+
+    @model_validator(mode="after")
+    def _budget_fits_the_policy(self) -> Config:
+        """A period budget is GreenFlow's (carbon) or PowerFlow's (energy): anything else would be
+        a budget nobody keeps, so it is refused rather than ignored."""
+        budget = self.budget
+        if budget.carbon_kg is not None and budget.energy_kwh is not None:
+            raise ValueError("budget: set carbon_kg (greenflow) or energy_kwh (powerflow), not both")
+        wants = {"greenflow": "carbon_kg", "powerflow": "energy_kwh"}.get(self.policy.name)
+        given = "carbon_kg" if budget.carbon_kg is not None else "energy_kwh" if budget.energy_kwh is not None else None
+        if given is not None and given != wants:
+            needs = f"policy.name = {'greenflow' if given == 'carbon_kg' else 'powerflow'}"
+            raise ValueError(f"budget.{given} is kept only by {needs} (policy.name is {self.policy.name!r})")
+        return self
 
 
 class ConfigError(ValueError):
@@ -138,6 +180,8 @@ def _describe(error: ValidationError, path: Path) -> str:
         if item["type"] == "extra_forbidden":
             allowed = ", ".join(_allowed_keys(item["loc"][:-1]))
             lines.append(f"  {key}: unknown key (allowed here: {allowed})")
+        elif not key:  # a rule across sections names its keys itself
+            lines.append(f"  {item['msg'].removeprefix('Value error, ')}")
         else:
             lines.append(f"  {key}: {item['msg']} (got {item.get('input')!r})")
     return "\n".join(lines)

@@ -10,9 +10,10 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, cast
 
 from slurm_green.carbon.failures import FailureLog
+from slurm_green.controller.budget import BudgetedPolicy, PeriodBudget
 from slurm_green.controller.enactment import enact
 from slurm_green.controller.planner import colocate, plan_actions
 from slurm_green.controller.store import StateStore
@@ -95,10 +96,26 @@ class Controller:
     telemetry: TelemetrySource | None = None
     #: How long the store keeps ended jobs and old ticks (None: for ever).
     retention_s: float | None = None
+    #: A budget per period, paced from what the store accounted (None: the policy's own budget only).
+    budget: PeriodBudget | None = None
     _pruned_at: float = field(default=float("-inf"), repr=False)
     _carbon_log: FailureLog = field(default_factory=lambda: FailureLog(
         log, failing="carbon data unavailable, running carbon-agnostic (deferred jobs are released): {why}",
         back="carbon data available again ({name})"), repr=False)
+
+    def __post_init__(self) -> None:
+        if self.budget is not None and (self.store is None or not hasattr(self.policy, "with_budget_scale")):
+            raise ValueError(f"a period budget needs a state store and a policy that plans under a budget "
+                             f"(greenflow, powerflow); {self.policy.name} cannot keep one")
+
+    def _policy(self, now: float, report: TickReport) -> Policy:
+        """The policy for this tick: with a period budget, its budget scaled by the pace of this
+        period's spending so far (``controller/budget.py``)."""
+        if self.budget is None or self.store is None:
+            return self.policy
+        status = self.budget.status(self.store, now)
+        report.notes.append(status.note(now))
+        return cast(BudgetedPolicy, self.policy).with_budget_scale(status.scale)
 
     def _forecast(self, now: float, report: TickReport) -> object | None:
         if self.carbon is None:
@@ -121,7 +138,8 @@ class Controller:
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
         # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
-        report.plan, _ = colocate(stamped(self.policy(snapshot, forecast, self.models, now), self.models),
+        policy = self._policy(now, report)
+        report.plan, _ = colocate(stamped(policy(snapshot, forecast, self.models, now), self.models),
                                   snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)

@@ -54,7 +54,7 @@ import bisect
 import functools
 import heapq
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Literal
 
@@ -224,6 +224,14 @@ class GreenFlowPolicy:
             decisions += self._decisions(pool_jobs, options, caps, solved, forecast, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
         return Plan(decisions=tuple(decisions), notes=tuple(notes))
+
+    def with_budget_scale(self, scale: float) -> GreenFlowPolicy:
+        """This policy with its budget ``scale`` times as loose: how a site's budget per period,
+        paced tick by tick (``controller/budget.py``), reaches one decision. A fixed price
+        (``budget_fraction=None``) has no budget to scale."""
+        if self.budget_fraction is None:
+            return self
+        return replace(self, budget_fraction=self.budget_fraction * scale)
 
     def solve(self, snapshot: ClusterSnapshot, forecast: object, models: object, now: float) -> Solution | None:
         """The decision's plan before placement, with its objective (None without pending jobs);

@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from slurm_green.carbon.signal import CarbonSignal
+from slurm_green.controller.budget import PeriodBudget
+from slurm_green.controller.store import StateStore
 from slurm_green.controller.tick import Controller
 from slurm_green.core import decision_token
 from slurm_green.core.plan import Policy
@@ -44,7 +46,8 @@ class _CountingController(Controller):
 def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: CarbonSignal, models: object,
              carbon_name: str = "carbon", options: TraceOptions = TraceOptions(), min_tick_s: float = 300.0,
              max_tick_s: float = 900.0, on_progress: Callable[[int], None] | None = None,
-             truth: object | None = None, learn: bool = False) -> RunResult:
+             truth: object | None = None, learn: bool = False, budget: PeriodBudget | None = None,
+             store: StateStore | None = None) -> RunResult:
     """Run ``policy`` through the controller over ``workload``.
 
     ``models`` is what the controller believes; ``truth`` how jobs really run (default: the
@@ -61,7 +64,8 @@ def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: Carb
     feed = SimCarbonFeed(signal, carbon_name, horizon_s=max(7 * 86400.0, 2 * options.flex_s))
     controller = _CountingController(
         backend=sim, policy=policy, carbon=feed, models=models,
-        sign=functools.partial(decision_token.sign, key), verify=verify, telemetry=sim if learn else None)
+        sign=functools.partial(decision_token.sign, key), verify=verify, telemetry=sim if learn else None,
+        store=store if store is not None or budget is None else StateStore(":memory:"), budget=budget)
     began = time.perf_counter()
     record = sim.run(controller, min_tick_s=min_tick_s, max_tick_s=max_tick_s, on_progress=on_progress)
     wall = time.perf_counter() - began

@@ -31,7 +31,7 @@ def test_errors_name_every_bad_key(tmp_path):
 def test_an_unknown_section_lists_the_sections(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[carbn]\nsources = ['synthetic']\n")
-    with pytest.raises(ConfigError, match=r"carbn: unknown key \(allowed here: controller, slurm, carbon, policy, gpu\)"):
+    with pytest.raises(ConfigError, match=r"carbn: unknown key \(allowed here: controller, slurm, carbon, policy, gpu, budget\)"):
         load_config(path)
 
 
@@ -42,3 +42,28 @@ def test_broken_toml_and_missing_file(tmp_path):
         load_config(path)
     with pytest.raises(ConfigError, match="no such configuration file"):
         load_config(tmp_path / "absent.toml")
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[budget]\ncarbon_kg = 40\n', "budget.carbon_kg is kept only by policy.name = greenflow (policy.name is 'window')"),
+    ('[policy]\nname = "greenflow"\n[budget]\nenergy_kwh = 5\n',
+     "budget.energy_kwh is kept only by policy.name = powerflow"),
+    ('[policy]\nname = "greenflow"\n[budget]\ncarbon_kg = 4\nenergy_kwh = 5\n', "not both"),
+    ('[policy]\nname = "greenflow"\n[budget]\ncarbon_kg = 4\ntimezone = "Mars/Base"\n',
+     "budget.timezone: Value error, not an IANA time zone"),
+    ('[policy]\nname = "greenflow"\n[budget]\ncarbon_kg = 0\n', "budget.carbon_kg: Input should be greater than 0"),
+    ('[policy]\nname = "greenflow"\n[budget]\ncarbon_kg = 4\nperiod = "month"\n', "budget.period"),
+])
+def test_a_period_budget_nobody_would_keep_is_refused(tmp_path, text, words):
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert words in str(info.value)
+
+
+def test_a_period_budget_for_its_policy(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_text('[policy]\nname = "powerflow"\n[budget]\nenergy_kwh = 500\nperiod = "week"\ntimezone = "Asia/Kolkata"\n')
+    budget = load_config(path).budget
+    assert (budget.limit, budget.period, budget.timezone) == (500.0, "week", "Asia/Kolkata")

@@ -78,6 +78,18 @@ class SimRecord:
         mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)  # type: ignore[attr-defined]
         self.idle_carbon_kg = float((watts * dt * mean).sum() / _J_PER_KWH / 1000.0)
 
+    def jobs_carbon_kg(self, signal: object, start: float, end: float) -> float:
+        """The carbon of the jobs' GPU power (no idle power) in ``[start, end)``, from the samples:
+        what a budget per period is held to (``benchmarks/period_budget.py``)."""
+        t = np.asarray(self.sample_t + [max(self.ended_at, self.sample_t[-1] if self.sample_t else 0.0)])
+        lo, hi = np.clip(t[:-1], start, end), np.clip(t[1:], start, end)
+        inside = hi > lo
+        if not inside.any():
+            return 0.0
+        mean = np.asarray(signal.mean_over(lo[inside], hi[inside]), dtype=np.float64)  # type: ignore[attr-defined]
+        watts = np.asarray(self.sample_power_w, dtype=np.float64)[inside]
+        return float((watts * (hi - lo)[inside] * mean).sum() / _J_PER_KWH / 1000.0)
+
     def summary(self, submit: np.ndarray) -> dict[str, float]:
         done = np.isfinite(self.end)
         jct = (self.end - submit)[done]

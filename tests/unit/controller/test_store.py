@@ -174,3 +174,13 @@ def test_usage_is_kept_by_quarter_hour_so_any_period_sums_what_ran_in_it(tmp_pat
     assert store.spent(hour, hour + 7200).energy_kwh == pytest.approx(50 / 60)
     store.prune(hour + 3600)  # usage before the retention horizon goes with old jobs
     assert store.spent(hour, hour + 3600).energy_kwh == 0.0
+
+
+def test_latest_decisions_of_the_jobs_asked_for_in_chunks_the_same_as_of_all(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    for job_id in range(1, 1201):  # more ids than one IN (...) query takes
+        store.record_decisions(NOW, [JobDecision(job_id, start_at=NOW, reason="first")])
+    store.record_decisions(NOW + 300, [JobDecision(7, start_at=NOW + 600, reason="moved")])
+    asked = store.latest_decisions(range(1, 1201))
+    assert asked == store.latest_decisions() and asked[7]["reason"] == "moved" and len(asked) == 1200
+    assert list(store.latest_decisions([7, 99999])) == [7]

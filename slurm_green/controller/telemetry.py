@@ -20,7 +20,7 @@ from slurm_green.controller.store import StateStore
 from slurm_green.core import telemetry
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.telemetry import NodeEnergy
-from slurm_green.models.base import Config, Observation
+from slurm_green.core.models import Config, Observation
 
 log = logging.getLogger(__name__)
 

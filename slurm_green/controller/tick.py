@@ -19,11 +19,13 @@ from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
 from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.decision import DecisionContext, DecisionMemo
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
+from slurm_green.core.models import ModelRegistry, Observation
 from slurm_green.core.plan import Plan, Policy
 from slurm_green.core.text import displayable
-from slurm_green.models.base import Observation
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +33,10 @@ PRUNE_EVERY_S = 3600.0  # pruning is a few DELETEs: hourly keeps the store bound
 
 
 class CarbonReading(Protocol):
-    signal: object  #: a ``slurm_green.carbon.signal.CarbonSignal``
-    source: str  #: which source answered
+    @property
+    def signal(self) -> CarbonForecast: ...  # a ``slurm_green.carbon.signal.CarbonSignal``
+    @property
+    def source(self) -> str: ...  # which source answered
 
 
 class TelemetrySource(Protocol):
@@ -53,7 +57,7 @@ class CarbonFeed(Protocol):
     def snapshot(self, now: float | None = None) -> CarbonReading: ...
 
 
-def stamped(plan: Plan, models: object) -> Plan:
+def stamped(plan: Plan, models: ModelRegistry) -> Plan:
     """The plan with each decision naming the model parameters it was made with, so a
     stored decision can be traced to the exact fit behind it (``models.params_id``)."""
     params_id = getattr(models, "params_id", None)
@@ -71,7 +75,7 @@ class TickReport:
     results: list[ActionResult] = field(default_factory=list)
     carbon_source: str | None = None
     #: The carbon signal the policy saw (``None``: carbon-agnostic).
-    forecast: object | None = None
+    forecast: CarbonForecast | None = None
     notes: list[str] = field(default_factory=list)
     pending: int = 0
 
@@ -85,7 +89,7 @@ class Controller:
     backend: ClusterBackend
     policy: Policy
     carbon: CarbonFeed | None
-    models: object
+    models: ModelRegistry
     store: StateStore | None = None
     sign: Callable[[int, dict[str, object]], str] | None = None
     verify: Callable[[int, str], dict[str, object]] | None = None
@@ -95,12 +99,14 @@ class Controller:
     telemetry: TelemetrySource | None = None
     #: How long the store keeps ended jobs and old ticks (None: for ever).
     retention_s: float | None = None
+    #: What the policy keeps between this controller's decisions (``core.decision``).
+    memo: DecisionMemo = field(default_factory=DecisionMemo, repr=False)
     _pruned_at: float = field(default=float("-inf"), repr=False)
     _carbon_log: FailureLog = field(default_factory=lambda: FailureLog(
         log, failing="carbon data unavailable, running carbon-agnostic (deferred jobs are released): {why}",
         back="carbon data available again ({name})"), repr=False)
 
-    def _forecast(self, now: float, report: TickReport) -> object | None:
+    def _forecast(self, now: float, report: TickReport) -> CarbonForecast | None:
         if self.carbon is None:
             report.notes.append("no carbon source configured: carbon-agnostic")
             return None
@@ -121,8 +127,8 @@ class Controller:
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
         # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
-        report.plan, _ = colocate(stamped(self.policy(snapshot, forecast, self.models, now), self.models),
-                                  snapshot, self.verify)
+        plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo))
+        report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
         return report, snapshot
@@ -165,7 +171,7 @@ class Controller:
     def _learn(self, now: float, snapshot: ClusterSnapshot) -> list[str]:
         """Fold finished jobs' measurements into the models (``observe``), so later
         decisions use what was measured. Never fails the tick."""
-        learn = getattr(self.models, "learn", None)  # a models.base.TelemetrySink, or models that do not learn
+        learn = getattr(self.models, "learn", None)  # a core.models.TelemetrySink, or models that do not learn
         try:
             observations = self.telemetry.observations(now, snapshot)  # type: ignore[union-attr]
             for seen in observations if learn is not None else ():

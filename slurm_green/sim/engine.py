@@ -57,8 +57,9 @@ from slurm_green.core.actions import (
 )
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.models.base import Config, Observation
+from slurm_green.core.models import Config, JobModel, ModelRegistry, Observation
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
@@ -147,7 +148,8 @@ class _Reservation:
 class Simulator:
     """See the module docstring. ``signal`` is the true carbon series used for accounting."""
 
-    def __init__(self, workload: Workload, spec: ClusterSpec, models: object, signal: object, key: bytes,
+    def __init__(self, workload: Workload, spec: ClusterSpec, models: ModelRegistry, signal: CarbonForecast | None,
+                 key: bytes,
                  options: TraceOptions = TraceOptions(), clock: ManualClock | None = None,
                  verify: Callable[[int, str], dict[str, object]] | None = None, telemetry: bool = False) -> None:
         self.workload = workload
@@ -161,7 +163,7 @@ class Simulator:
         self.options = options
         n = len(workload)
         self.clock = clock or ManualClock(float(workload.submit[0]) if n else 0.0)
-        self._models: dict[tuple[str, str | None], object] = {}
+        self._models: dict[tuple[str, str | None], JobModel] = {}
         #: Each job's requested GPU type; on a mixed cluster it runs only on nodes of that type.
         self.requested_type = spec.requested_types(n)
         self._type_nodes = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
@@ -203,13 +205,11 @@ class Simulator:
 
     # -- sizes ---------------------------------------------------------------------------
 
-    def _model(self, job_type: str, gpu: str | None = None) -> object:
+    def _model(self, job_type: str, gpu: str | None = None) -> JobModel:
         """``job_type``'s model on ``gpu`` (None: the registry's own type, which defines a job's work)."""
         model = self._models.get((job_type, gpu))
         if model is None:
-            model = self._models[(job_type, gpu)] = (
-                self.models.for_job(job_type or None) if gpu is None  # type: ignore[attr-defined]
-                else self.models.for_job(job_type or None, gpu))  # type: ignore[attr-defined]
+            model = self._models[(job_type, gpu)] = self.models.for_job(job_type or None, gpu)
         return model
 
     def _runs_on(self, alloc: list[tuple[int, np.ndarray]]) -> str | None:

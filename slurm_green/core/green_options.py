@@ -13,8 +13,9 @@ write into ``--comment`` later is ignored.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 USER_PREFIX = "green:"
 MARKER_PREFIX = "sg:"
@@ -144,6 +145,23 @@ def format_marker(options: GreenOptions) -> str:
     if options.deadline is not None:
         fields.append(f"deadline={int(options.deadline)}")
     return MARKER_PREFIX + ";".join(fields)
+
+
+def on_arrival(options: GreenOptions, now: float, begin: float | None = None) -> tuple[GreenOptions, int | None]:
+    """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
+    with their deadline, and the begin time it is deferred to (``None``: not deferred).
+
+    Flex counts from the user's own ``--begin`` when that is later than ``now``, else from
+    ``now``; a managed job is deferred to its deadline (whole seconds) so that it still starts
+    by then when no controller releases it. The simulator's job_submit.lua is this function,
+    and the Lua is tested against it (tests/unit/job_submit), so the two cannot drift.
+    """
+    if not options.managed:
+        return options, None
+    base = begin if begin is not None and begin > now else now
+    deadline = base + options.max_delay_s
+    defer = math.floor(deadline)
+    return replace(options, deadline=deadline), (defer if defer > base else None)
 
 
 def parse_marker(admin_comment: str) -> GreenOptions | None:

@@ -2,15 +2,16 @@
 
 - **job_submit.lua**: when a trace job arrives it gets the trusted marker in its
   AdminComment (``format_marker``) and, if managed with flexibility, the fallback
-  begin time = its deadline, exactly as the plugin does: a job nobody releases
-  still starts by its deadline.
+  begin time = its deadline, by the plugin's own rule (``green_options.on_arrival``,
+  which the Lua is tested against): a job nobody releases still starts by its deadline.
 - **Slurm**: a FIFO scheduler with EASY backfill (one reservation for the first job
   that does not fit, from the running jobs' time limits) that honours begin times
   (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``) and holds.
   Without a node list it takes the first nodes that fit, in index order, and the
   lowest free GPU indices (no topology awareness), as a plain Slurm would.
 - **Prolog**: at start it verifies the signed decision token in the job's Comment
-  and applies its power-cap fraction; a missing or bad token means full power.
+  and applies its power-cap fraction by the Prolog's own rule (``decision_token.signed_cap``);
+  a missing or bad token, or a cap that is not a fraction in (0, 1], means full power.
 
 A job's runtime and power come from the models for its actual configuration (GPUs,
 nodes actually spanned, cap), so a policy's choice changes runtime and energy. A job
@@ -58,7 +59,7 @@ from slurm_green.core.actions import (
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
 from slurm_green.core.forecast import CarbonForecast
-from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.core.green_options import GreenOptions, format_marker, on_arrival
 from slurm_green.core.models import Config, JobModel, ModelRegistry, Observation
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
@@ -100,6 +101,10 @@ def _shared_fields(per_node: int) -> dict[str, object]:
     share shows its whole GPUs."""
     return {"gpus_per_node": 0, "shards_per_node": 1} if per_node == 1 else {"gpus_per_node": per_node,
                                                                            "shards_per_node": 0}
+
+
+def _unlogged(line: str) -> None:
+    """The simulated Prolog's log: nobody reads it (a real Prolog's goes to slurmd's log)."""
 
 
 def _replace_job(job: Job, changes: dict[str, object]) -> Job:
@@ -435,7 +440,8 @@ class Simulator:
     # -- the event loop ----------------------------------------------------------------
 
     def _arrive(self, index: int) -> None:
-        """A trace job is submitted: job_submit.lua marks it and defers it to its deadline."""
+        """A trace job is submitted: job_submit.lua marks it and defers it to its deadline
+        (``green_options.on_arrival``, the plugin's rule)."""
         w, o = self.workload, self.options
         job_id = index + 1
         submit = float(w.submit[index])
@@ -443,15 +449,14 @@ class Simulator:
         per_node, nodes = (gpus, 1) if gpus <= self.spec.gpus_per_node else (
             self.spec.gpus_per_node, self._packed_nodes(gpus))
         gpus = per_node * nodes
-        admin_comment, begin = "", None
+        admin_comment, begin = "", None  # unmanaged: no marker, no deferral
         if o.managed:
             low = max(1, int(gpus / o.gpu_range))
             high = min(self.spec.gpus, int(gpus * o.gpu_range))
-            green = GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
-                                 accept_cap=o.accept_cap, accept_share=bool(self.shares[index]),
-                                 deadline=submit + o.flex_s)
+            green, begin = on_arrival(GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
+                                                   accept_cap=o.accept_cap, accept_share=bool(self.shares[index])),
+                                      submit)
             admin_comment = format_marker(green)
-            begin = math.floor(submit + o.flex_s) if o.flex_s > 0 else None
         self._jobs[job_id] = Job(
             job_id, name=w.job_type[index], user="trace", partition=PARTITION, submit_time=submit,
             eligible_time=begin, time_limit_s=float(self.time_limit[index]), num_nodes=nodes,
@@ -460,17 +465,12 @@ class Simulator:
         self._requeue(job_id)
 
     def _prolog_cap(self, job: Job) -> float:
-        """The cap the job runs under: its signed token's, or its ``--gpu-freq`` level's."""
+        """The cap the job runs under: the Prolog's (``decision_token.signed_cap``, the rule
+        ``gpu.enact.decided_cap`` applies; this site sets no default cap), or its ``--gpu-freq``
+        level's when that is lower."""
         clocks = gpu_freq.cap_for_level(gpu_freq.level_of(job.tres_freq) or "high")
-        token = decision_token.find_token(job.comment)
-        if token is None:
-            return clocks
-        try:
-            payload = self._verify(job.job_id, token)
-        except decision_token.InvalidToken:
-            return clocks
-        cap = payload.get("cap")
-        return min(clocks, max(0.05, float(cap))) if isinstance(cap, (int, float)) else clocks
+        cap = decision_token.signed_cap(job.comment, functools.partial(self._verify, job.job_id), None, _unlogged)
+        return clocks if cap is None else min(clocks, cap)
 
     def _start(self, job: Job, alloc: list[tuple[int, np.ndarray]], now: float) -> None:
         index = job.job_id - 1

@@ -108,8 +108,8 @@ class OperatedPolicy:
 def operated(controller: Controller, state_db: Path) -> OperatedPolicy:
     """Put the off switch in front of ``controller``'s policy (``run``, ``plan`` and ``pause`` do)."""
     if not isinstance(controller.policy, OperatedPolicy):
-        controller.policy = OperatedPolicy(controller.policy, pause_path(state_db))  # type: ignore[assignment]
-    return controller.policy  # type: ignore[return-value]
+        controller.policy = OperatedPolicy(controller.policy, pause_path(state_db))
+    return controller.policy
 
 
 def safe_tick(controller: Controller, clock: Clock, metrics: ControllerMetrics) -> TickReport | None:

@@ -12,12 +12,18 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.cluster import Job, JobState
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision
 from slurm_green.core.text import displayable
+
+#: One stored row, column name -> value as SQLite gives it back (int, float, str or None, by
+#: column): the readers (report, accounting, metrics) convert the columns they use.
+Row = dict[str, Any]
 
 #: ``actions.error`` of an action stored before it was enacted and not (yet) given an outcome.
 OUTCOME_UNKNOWN = "unknown"
@@ -88,13 +94,13 @@ _ADDED_COLUMNS = (
 )
 
 
-def same_choice(decision: JobDecision, row: dict[str, object]) -> bool:
+def same_choice(decision: JobDecision, row: Row) -> bool:
     """Whether ``decision`` re-states the stored one: the same choice re-made each tick is
     one decision; a start moved by less than the planner's tolerance is not news."""
     start = row["start_at"]
     if (decision.start_at is None) != (start is None):
         return False
-    if decision.start_at is not None and abs(decision.start_at - float(start)) >= START_TOLERANCE_S:  # type: ignore[arg-type]
+    if decision.start_at is not None and abs(decision.start_at - float(start)) >= START_TOLERANCE_S:
         return False
     return (decision.gpus_per_node, decision.num_nodes, _nodes_text(decision), decision.power_cap_fraction,
             decision.share_with, decision.gpu_type) == (row["gpus_per_node"], row["num_nodes"], row["nodes"],
@@ -179,7 +185,7 @@ class StateStore:
                     (action.job_id, tick_at, type(action).__name__, _action_detail(action), 0, OUTCOME_UNKNOWN,
                      "intended; no outcome recorded (controller stopped while enacting?)"),
                 )
-                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+                ids.append(_inserted(cursor))
         return ids
 
     def record_outcomes(self, ids: Sequence[int], results: Sequence[ActionResult]) -> None:
@@ -238,7 +244,7 @@ class StateStore:
                   job.end_time if not job.state.is_active else None, job.state.value, seen_at) for job in jobs],
             )
 
-    def account_usage(self, now: float, jobs: Iterable[Job], signal: object | None) -> None:
+    def account_usage(self, now: float, jobs: Iterable[Job], signal: CarbonForecast | None) -> None:
         """Add each started job's energy and carbon since it was last accounted, up to now or its end.
 
         Energy is the decided configuration's modelled power (expected energy over expected
@@ -265,9 +271,9 @@ class StateStore:
                 if end == begin or (end < begin and running):
                     continue
                 # end < begin: a tick saw the job still running just after it ended; take that back
-                kwh = float(energy) / float(runtime) * (end - begin)  # type: ignore[arg-type]
+                kwh = float(energy) / float(runtime) * (end - begin)
                 stretch = (min(begin, end), max(begin, end))
-                kg = kwh * float(signal.mean_over(*stretch)) / 1000.0 if signal is not None else None  # type: ignore[attr-defined]
+                kg = kwh * float(signal.mean_over(*stretch)) / 1000.0 if signal is not None else None
                 self._db.execute(
                     "UPDATE jobs SET energy_kwh = COALESCE(energy_kwh, 0) + ?,"
                     " carbon_kg = CASE WHEN ? IS NULL THEN carbon_kg ELSE COALESCE(carbon_kg, 0) + ? END,"
@@ -282,15 +288,15 @@ class StateStore:
             row = self._db.execute("SELECT name FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return row[0] if row else None
 
-    def jobs(self) -> list[dict[str, object]]:
+    def jobs(self) -> list[Row]:
         return self._rows("SELECT * FROM jobs ORDER BY job_id")
 
-    def job(self, job_id: int) -> dict[str, object] | None:
+    def job(self, job_id: int) -> Row | None:
         """What the store saw of one job (``None``: never managed, or forgotten)."""
         rows = self._rows("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
         return rows[0] if rows else None
 
-    def decisions(self, job_id: int | None = None) -> list[dict[str, object]]:
+    def decisions(self, job_id: int | None = None) -> list[Row]:
         query = "SELECT * FROM decisions"
         args: tuple[object, ...] = ()
         if job_id is not None:
@@ -298,15 +304,15 @@ class StateStore:
             args = (job_id,)
         return self._rows(query + " ORDER BY decided_at, id", args)
 
-    def latest_decisions(self) -> dict[int, dict[str, object]]:
+    def latest_decisions(self) -> dict[int, Row]:
         """The newest decision per job: what the controller currently intends."""
         rows = self._rows(
             "SELECT d.* FROM decisions d JOIN (SELECT job_id, MAX(id) AS id FROM decisions GROUP BY job_id) m"
             " ON d.id = m.id"
         )
-        return {int(row["job_id"]): row for row in rows}  # type: ignore[arg-type]
+        return {int(row["job_id"]): row for row in rows}
 
-    def actions(self, job_id: int | None = None) -> list[dict[str, object]]:
+    def actions(self, job_id: int | None = None) -> list[Row]:
         query = "SELECT * FROM actions"
         args: tuple[object, ...] = ()
         if job_id is not None:
@@ -314,13 +320,21 @@ class StateStore:
             args = (job_id,)
         return self._rows(query + " ORDER BY id", args)
 
-    def ticks(self) -> list[dict[str, object]]:
+    def ticks(self) -> list[Row]:
         return self._rows("SELECT * FROM ticks ORDER BY tick_at")
 
-    def _rows(self, query: str, args: tuple[object, ...] = ()) -> list[dict[str, object]]:
+    def _rows(self, query: str, args: tuple[object, ...] = ()) -> list[Row]:
         cursor = self._db.execute(query, args)
         names = [c[0] for c in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _inserted(cursor: sqlite3.Cursor) -> int:
+    """The id of the row ``cursor`` just inserted (sqlite3 types it optional: it is None only
+    before any INSERT)."""
+    if cursor.lastrowid is None:
+        raise sqlite3.ProgrammingError("no row was inserted")
+    return cursor.lastrowid
 
 
 def _action_detail(action: Action) -> str:

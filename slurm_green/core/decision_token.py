@@ -18,6 +18,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+#: ``sign`` and ``verify`` with the site key bound: what the controller and the planner hold.
+Signer = Callable[[int, dict[str, object]], str]
+Verifier = Callable[[int, str], dict[str, object]]
+
 PREFIX = "sg1."
 _TOKEN = re.compile(r"sg1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}")
 

@@ -25,6 +25,10 @@ class CarbonForecast(Protocol):
         """Period length in seconds."""
         ...
 
+    def value_at(self, t_epoch: float | np.ndarray) -> float | np.ndarray:
+        """Intensity at time(s) ``t_epoch``."""
+        ...
+
     def mean_over(self, t0: float | np.ndarray, t1: float | np.ndarray) -> float | np.ndarray:
         """Time-weighted mean intensity over ``[t0, t1]``."""
         ...

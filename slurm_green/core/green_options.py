@@ -103,7 +103,7 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
     text = text.strip()
     if text.lower() in _NO:
         return GreenOptions(managed=False)
-    options: dict[str, object] = {}
+    options = GreenOptions()
     seen: set[str] = set()
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
@@ -119,16 +119,17 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
             delay = parse_duration(value)
             if delay > max_delay_limit_s:
                 raise GreenOptionError(f"flex={value}: this site allows at most {max_delay_limit_s / 3600:g}h")
-            options["max_delay_s"] = delay
+            options = replace(options, max_delay_s=delay)
         elif key == "gpus":
-            options["gpus_min"], options["gpus_max"] = _parse_gpu_range(value)
+            low, high = _parse_gpu_range(value)
+            options = replace(options, gpus_min=low, gpus_max=high)
         elif key == "cap":
-            options["accept_cap"] = _parse_bool(key, value)
+            options = replace(options, accept_cap=_parse_bool(key, value))
         elif key == "share":
-            options["accept_share"] = _parse_bool(key, value)
+            options = replace(options, accept_share=_parse_bool(key, value))
         else:
             raise GreenOptionError(f"unknown key {key!r}: allowed are flex, gpus, cap, share")
-    return GreenOptions(**options)  # type: ignore[arg-type]
+    return options
 
 
 def format_marker(options: GreenOptions) -> str:

@@ -102,8 +102,8 @@ class EaCoPolicy:
         jobs = pending_jobs(snapshot, self.default_runtime_s, context.memo)
         hosts: dict[tuple[str, str | None, Layout], list[_Host]] = {}
         sharing = any(options.accept_share for options in jobs.options)  # else: FIFO, nothing to look up
-        for host in _running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
-            hosts.setdefault(host.group, []).append(host)
+        for running in _running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
+            hosts.setdefault(running.group, []).append(running)
         free = _free_gpus(snapshot, context.memo)
         pinnable = {node.name for node in snapshot.nodes if not node.shards_allocated}
         cache: dict[tuple[str, str, str | None], Pair] = {}

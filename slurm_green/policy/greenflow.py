@@ -248,9 +248,7 @@ class GreenFlowPolicy:
         """The candidate space of ``jobs`` on GPU type ``gpu``, and its cap axis."""
         # Jobs share few (requested, low, high) ranges: build each range's options once.
         ranges = list(zip(jobs.gpus.tolist(), jobs.gpus_min.tolist(), jobs.gpus_max.tolist()))
-        distinct = dict.fromkeys(ranges)
-        for key in distinct:
-            distinct[key] = gpu_options(*key, gpn)
+        distinct = {key: gpu_options(*key, gpn) for key in dict.fromkeys(ranges)}
         all_counts = {g for opts in distinct.values() for g in opts} | set(jobs.gpus.tolist())
         models = context.models
         caps = tuple(sorted(set(self.caps or cap_choices(models, gpu, floor=self.cap_floor, step=self.cap_step))

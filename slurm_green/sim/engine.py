@@ -38,6 +38,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -115,6 +116,12 @@ def _replace_job(job: Job, changes: dict[str, object]) -> Job:
     return Job(*values)
 
 
+class Ticking(Protocol):
+    """What the simulator drives: ``controller.tick.Controller``."""
+
+    def tick(self, now: float) -> object: ...
+
+
 @dataclass
 class _Running:
     """A running job. ``alloc`` is empty for a guest on another job's GPUs (it frees none)."""
@@ -151,7 +158,8 @@ class _Reservation:
 
 
 class Simulator:
-    """See the module docstring. ``signal`` is the true carbon series used for accounting."""
+    """See the module docstring. ``signal`` is the true carbon series used for accounting (``None``:
+    a simulator that only sizes the jobs, its work and time limits, and is never run)."""
 
     def __init__(self, workload: Workload, spec: ClusterSpec, models: ModelRegistry, signal: CarbonForecast | None,
                  key: bytes,
@@ -171,7 +179,8 @@ class Simulator:
         self._models: dict[tuple[str, str | None], JobModel] = {}
         #: Each job's requested GPU type; on a mixed cluster it runs only on nodes of that type.
         self.requested_type = spec.requested_types(n)
-        self._type_nodes = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
+        #: Per GPU type, which nodes have it (a job's ``gpu_type``: on a typed cluster, never None).
+        self._type_nodes: dict[str | None, np.ndarray] = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
                             for t in spec.gpus_of_type()}
         capacity = spec.gpus_of_type()
         self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
@@ -236,7 +245,7 @@ class Simulator:
         for i, (t, g) in enumerate(zip(w.job_type, self.requested.tolist())):
             key = (t, g)
             if key not in cache:
-                cache[key] = self._model(t).throughput(self._config(g, self._packed_nodes(g)))  # type: ignore[attr-defined]
+                cache[key] = self._model(t).throughput(self._config(g, self._packed_nodes(g)))
             tput[i] = cache[key]
         work = np.where(np.isfinite(w.work), w.work, w.duration_s * tput)
         return work, work / tput
@@ -277,8 +286,7 @@ class Simulator:
             return ActionResult(action, ActionError.JOB_GONE, "no such active job")
         if not job.is_pending:
             return ActionResult(action, ActionError.NOT_PENDING, f"job is {job.state.value}")
-        handler: Callable[[Job, Action], str | None] = self._HANDLERS[type(action)]
-        error = handler(self, job, action)
+        error = self._HANDLERS[type(action)](self, job, action)
         if error:
             return ActionResult(action, ActionError.INVALID, error)
         self._snapshot = None
@@ -293,12 +301,12 @@ class Simulator:
         nodes = action.num_nodes if action.num_nodes is not None else job.num_nodes
         if not 1 <= action.gpus_per_node <= self.spec.gpus_per_node or not 1 <= nodes <= self.spec.nodes:
             return f"{nodes} x {action.gpus_per_node} GPUs does not fit nodes of {self.spec.gpus_per_node}"
-        if self.spec.typed and nodes > int(self._type_nodes[job.gpu_type].sum()):  # type: ignore[index]
+        if self.spec.typed and nodes > int(self._type_nodes[job.gpu_type].sum()):
             return f"{nodes} nodes: the cluster has fewer of type {job.gpu_type}"
         model = self._model(job.name)
         job = self._unbound(job)
-        old = model.throughput(self._config(job.total_gpus, job.num_nodes))  # type: ignore[attr-defined]
-        new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))  # type: ignore[attr-defined]
+        old = model.throughput(self._config(job.total_gpus, job.num_nodes))
+        new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))
         limit = math.ceil((job.time_limit_s or 0.0) * old / new / 60.0) * 60.0
         self._share.pop(job.job_id, None)  # whole GPUs: no longer bound to a partner
         self._update(job, gpus_per_node=action.gpus_per_node, shards_per_node=0, num_nodes=nodes, time_limit_s=limit)
@@ -310,7 +318,7 @@ class Simulator:
         unknown = [n for n in action.nodes if n not in self._node_index]
         if unknown:
             return f"unknown nodes {unknown[:3]}"
-        if self.spec.typed and not all(self._type_nodes[job.gpu_type][self._node_index[n]]  # type: ignore[index]
+        if self.spec.typed and not all(self._type_nodes[job.gpu_type][self._node_index[n]]
                                        for n in action.nodes):
             return f"nodes without {job.gpu_type} GPUs, which the job requested"  # Slurm refuses these too
         self._update(job, nodes=tuple(action.nodes))
@@ -353,9 +361,10 @@ class Simulator:
         self._schedule_needed = True
         return None
 
-    _HANDLERS = {SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold,
-                 Release: _release, SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice,
-                 ShareGpus: _share_gpus}
+    #: Each action's handler by its type (it takes the action of that type).
+    _HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
+        SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold, Release: _release,
+        SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice, ShareGpus: _share_gpus}
 
     def _unbound(self, job: Job) -> Job:
         """A job bound to a partner, as it asked (its whole GPUs), to start alone."""
@@ -408,7 +417,7 @@ class Simulator:
         if allowed is not None:
             ok &= allowed
         if self.spec.typed:
-            ok &= self._type_nodes[job.gpu_type]  # type: ignore[index]
+            ok &= self._type_nodes[job.gpu_type]
         fitting = np.flatnonzero(ok)
         return fitting[:count].tolist() if len(fitting) >= count else None
 
@@ -479,9 +488,9 @@ class Simulator:
         config = self._config(gpus, len(alloc), cap)
         gpu = self._runs_on(alloc)
         model = self._model(job.name, gpu)
-        throughput = float(model.throughput(config))  # type: ignore[attr-defined]
+        throughput = float(model.throughput(config))
         runtime = float(self.work[index] / throughput)
-        power = float(model.power_w(config))  # type: ignore[attr-defined]
+        power = float(model.power_w(config))
         end = now + runtime
         self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
         seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
@@ -507,7 +516,7 @@ class Simulator:
         self._power_w -= running.power_w
         del self._jobs[job_id]
         self._snapshot = None
-        if running.partner is not None and self._unpair(running):
+        if running.partner is not None and self._unpair(running, running.partner):
             return  # the partner keeps the GPUs
         for i, slots in running.alloc:
             self.free[i, slots] = True
@@ -515,13 +524,13 @@ class Simulator:
             self._free_total += len(slots)
             self._dirty_nodes.add(i)
 
-    def _unpair(self, ended: _Running) -> bool:
+    def _unpair(self, ended: _Running, partner: int) -> bool:
         """The partner of a job that ended returns to its solo rate and holds the GPUs; True
         when it took them over (the ended job was the host)."""
-        other = self._running[ended.partner]  # type: ignore[index]
+        other = self._running[partner]
         other.partner = None
         self._shared_gpus -= ended.gpus
-        self._set_rate(ended.partner, self.clock.now(), other.solo_throughput, other.solo_power_w)  # type: ignore[arg-type]
+        self._set_rate(partner, self.clock.now(), other.solo_throughput, other.solo_power_w)
         if ended.alloc and not other.alloc:
             other.alloc = ended.alloc
             return True
@@ -565,8 +574,8 @@ class Simulator:
         config = self._config(host.gpus, count, cap)
         gpu = self._runs_on(host.alloc)
         model = self._model(job.name, gpu)
-        solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))  # type: ignore[attr-defined]
-        slow, slow_host, pair_w = self.models.colocation(  # type: ignore[attr-defined]
+        solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))
+        slow, slow_host, pair_w = self.models.colocation(
             job.name or None, host_job.name or None, gpu or self.spec.gpu_type, self.spec.share_mechanism,
             solo_power / host.gpus, host.solo_power_w / host.gpus)
         pair_total = pair_w * host.gpus
@@ -632,7 +641,7 @@ class Simulator:
             tested += 1
             if need <= free:
                 ends_before = reservation is None or now + (job.time_limit_s or 0.0) <= reservation.start
-                allowed = None if ends_before else reservation.spare >= job.gpus_per_node
+                allowed = None if ends_before else reservation.spare >= job.gpus_per_node  # type: ignore[union-attr]  # ends_before without one
                 alloc = self._allocate(job, allowed)
                 if alloc is not None:
                     self._start(job, alloc, now)
@@ -640,7 +649,7 @@ class Simulator:
                     free -= need
                     if not ends_before:
                         for node, _ in alloc:
-                            reservation.spare[node] -= job.gpus_per_node
+                            reservation.spare[node] -= job.gpus_per_node  # type: ignore[union-attr]  # as above
                     continue
             if reservation is None:
                 reservation = self._shadow(now, job)
@@ -656,11 +665,14 @@ class Simulator:
             heapq.heappop(self._releases)
         return math.inf
 
-    def run(self, controller: object, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
+    def run(self, controller: Ticking, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
             drain_limit_s: float = 365 * 86400.0, on_progress: Callable[[int], None] | None = None) -> SimRecord:
         """Drive ``controller.tick(now)`` at events (at most every ``min_tick_s``) and at least every
         ``max_tick_s`` while jobs are pending; stop when every job is done, or ``drain_limit_s``
         after the last arrival (the rest are reported unfinished)."""
+        if self.signal is None:
+            raise ValueError("a simulator without a carbon signal only sizes its jobs; it cannot run")
+        signal = self.signal
         n = len(self.workload)
         submit = self.workload.submit
         last_tick = -math.inf
@@ -700,7 +712,7 @@ class Simulator:
                 if job_id in self._jobs and self._jobs[job_id].is_pending:
                     self._requeue(job_id)
             if now >= tick or (changed and now >= last_tick + min_tick_s):
-                controller.tick(now)  # type: ignore[attr-defined]
+                controller.tick(now)
                 last_tick, changed = now, False
             started = len(self._running)
             if self._schedule_needed:
@@ -709,7 +721,7 @@ class Simulator:
                 self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
             if on_progress is not None and nodes_changed:
                 on_progress(done)
-        self.record.finish(self.signal, self.spec, now)
+        self.record.finish(signal, self.spec, now)
         return self.record
 
     def _busy(self) -> int:

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from slurm_green.carbon.signal import CarbonSignal
-from slurm_green.controller.tick import Controller
+from slurm_green.controller.tick import Controller, TickReport
 from slurm_green.core import decision_token
+from slurm_green.core.models import ModelRegistry
 from slurm_green.core.plan import Policy
 from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
@@ -36,15 +37,15 @@ class RunResult:
 class _CountingController(Controller):
     ticks: int = 0
 
-    def tick(self, now: float):  # type: ignore[override]
+    def tick(self, now: float) -> TickReport:
         self.ticks += 1
         return super().tick(now)
 
 
-def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: CarbonSignal, models: object,
+def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: CarbonSignal, models: ModelRegistry,
              carbon_name: str = "carbon", options: TraceOptions = TraceOptions(), min_tick_s: float = 300.0,
              max_tick_s: float = 900.0, on_progress: Callable[[int], None] | None = None,
-             truth: object | None = None, learn: bool = False) -> RunResult:
+             truth: ModelRegistry | None = None, learn: bool = False) -> RunResult:
     """Run ``policy`` through the controller over ``workload``.
 
     ``models`` is what the controller believes; ``truth`` how jobs really run (default: the

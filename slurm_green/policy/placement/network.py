@@ -198,8 +198,8 @@ class FreeGpus:
             return np.zeros(len(self.names), dtype=bool), np.full(len(self.names), -1)
         if _is_power_of_two(k) and slots % k == 0:
             # Single GPUs (the most common request) need no reduction: a block is a slot.
-            blocks = self.free if k == 1 else self.free.reshape(len(self.names), slots // k, k).all(axis=2)
-            has = blocks.any(axis=1)
+            blocks = self.free if k == 1 else np.asarray(self.free.reshape(len(self.names), slots // k, k).all(axis=2))
+            has = np.asarray(blocks.any(axis=1))
             first = np.where(has, blocks.argmax(axis=1) * k, -1)
             return has, first
         return self.free_count >= k, np.full(len(self.names), -1)

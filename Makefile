@@ -25,7 +25,9 @@ host-tools:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q lua5.1 >/dev/null 2>&1 || \
 	  { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q lua5.1 >/dev/null; }; }
 
+# The package ships py.typed: it is type-checked ([tool.mypy] in pyproject.toml) before the tests run.
 unit: venv host-tools
+	$(BIN)/mypy
 	SLURM_GREEN_REQUIRE_LUA=1 $(BIN)/pytest -q tests/unit
 
 integration: venv
@@ -66,4 +68,4 @@ bench-cluster: cluster-up
 	$(BIN)/python benchmarks/submit_overhead.py --slurm $(SLURM)
 
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache

@@ -28,7 +28,7 @@ from rich.table import Table
 
 from slurm_green.carbon.datasets import shared_data_dir
 from slurm_green.cli.sim import _cluster, _load, _signal
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
 from slurm_green.sim.bench import make_policy
 from slurm_green.sim.engine import TraceOptions

@@ -157,7 +157,7 @@ class FileSource(CarbonSource):
         return self._loaded
 
     @property
-    def resolution(self) -> pd.Timedelta:  # type: ignore[override]
+    def resolution(self) -> pd.Timedelta:
         return pd.Timedelta(self.recorded.index.freq)
 
     def history(self, start: pd.Timestamp, end: pd.Timestamp) -> pd.Series:

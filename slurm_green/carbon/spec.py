@@ -29,7 +29,7 @@ a value no source could take) raise :class:`SourceSpecError` here.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, TypedDict
 from urllib.parse import parse_qsl
 
 import pandas as pd
@@ -112,7 +112,13 @@ def _only(options: Mapping[str, str], allowed: set[str], spec: str) -> None:
         raise SourceSpecError(f"{spec!r}: unknown option(s) {sorted(unknown)}; allowed: {sorted(allowed)}")
 
 
-def _live_kwargs(options: Mapping[str, str]) -> dict[str, str]:
+class _LiveOptions(TypedDict, total=False):
+    """What a live source's spec may set beyond its argument (each source keeps its own default)."""
+
+    base_url: str
+
+
+def _live_kwargs(options: Mapping[str, str]) -> _LiveOptions:
     return {"base_url": options["base_url"]} if "base_url" in options else {}
 
 

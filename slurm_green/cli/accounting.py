@@ -26,6 +26,7 @@ from slurm_green.cli.plot_extra import needs_plots
 from slurm_green.cli.timefmt import iso, local_time_option, parse_time, stamp
 from slurm_green.controller.config import DEFAULT_PATH, load_config
 from slurm_green.controller.report import energy_kwh, in_period, job_report, summary, totals
+from slurm_green.controller.store import Row
 from slurm_green.slurm.commands import SCONTROL_ENV
 from slurm_green.slurm.runner import CommandRunner, CommandTimeout, CommandUnavailable, LocalRunner
 
@@ -57,28 +58,28 @@ def accounts(job_ids: list[int], runner: CommandRunner | None = None, timeout_s:
 
 
 def _rows(config_path: Path, user: str | None, account: str | None, since: float | None, until: float | None,
-          now: float) -> tuple[list[dict[str, object]], list[str]]:
+          now: float) -> tuple[list[Row], list[str]]:
     rows, _ = job_report(load_config(config_path))
     rows = [r for r in rows if (user is None or r["user"] == user) and in_period(r, since, until, now)]
-    found, problem = accounts([int(r["job_id"]) for r in rows]) if rows else ({}, None)  # type: ignore[arg-type]
+    found, problem = accounts([int(r["job_id"]) for r in rows]) if rows else ({}, None)
     if problem and account is not None:
         raise CliError(f"--account needs Slurm's accounting (sacct), which failed: {problem}")
     for row in rows:
-        row["account"] = found.get(int(row["job_id"]))  # type: ignore[arg-type]
+        row["account"] = found.get(int(row["job_id"]))
         row["energy_kwh"], row["energy_method"] = energy_kwh(row)
     rows = [r for r in rows if account is None or r["account"] == account]
     return rows, [f"accounts unknown ({problem})"] if problem else []
 
 
-def _csv(rows: list[dict[str, object]], local: bool) -> None:
+def _csv(rows: list[Row], local: bool) -> None:
     times = {"submit_time", "actual_start", "end_time", "decided_start"}
     writer = csv.DictWriter(sys.stdout, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: iso(row[k], local) if k in times else row.get(k) for k in CSV_COLUMNS})  # type: ignore[arg-type]
+        writer.writerow({k: iso(row[k], local) if k in times else row.get(k) for k in CSV_COLUMNS})
 
 
-def _plot(by_user: list[dict[str, object]], path: Path, title: str) -> None:
+def _plot(by_user: list[Row], path: Path, title: str) -> None:
     """Per user: carbon as run and the estimated saving, side by side."""
     import numpy as np
     from matplotlib.figure import Figure
@@ -97,7 +98,7 @@ def _plot(by_user: list[dict[str, object]], path: Path, title: str) -> None:
     fig.savefig(path)
 
 
-def _table(rows: list[dict[str, object]], groups: dict[str, list[dict[str, object]]], local: bool,
+def _table(rows: list[Row], groups: dict[str, list[Row]], local: bool,
            title: str) -> None:
     console = Console()
     table = Table(title=title)
@@ -108,8 +109,8 @@ def _table(rows: list[dict[str, object]], groups: dict[str, list[dict[str, objec
     for row in rows:
         kwh = "-" if row["energy_kwh"] is None else f"{row['energy_kwh']:.4f} {row['energy_method']}"
         table.add_row(str(row["job_id"]), str(row["user"] or "-"), str(row["account"] or "unknown"),
-                      stamp(row["submit_time"], local), stamp(row["decided_start"], local),  # type: ignore[arg-type]
-                      stamp(row["actual_start"], local), str(row.get("gpu_type") or "-"),  # type: ignore[arg-type]
+                      stamp(row["submit_time"], local), stamp(row["decided_start"], local),
+                      stamp(row["actual_start"], local), str(row.get("gpu_type") or "-"),
                       "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}", kwh,
                       _amount(row["run_carbon_kg"]), _amount(row["expected_carbon_kg"]),
                       _amount(row["carbon_if_now_kg"]))
@@ -124,8 +125,8 @@ def _table(rows: list[dict[str, object]], groups: dict[str, list[dict[str, objec
         console.print(group)
 
 
-def _amount(value: object) -> str:
-    return "-" if value is None else f"{float(value):.4f}"  # type: ignore[arg-type]
+def _amount(value: float | None) -> str:
+    return "-" if value is None else f"{float(value):.4f}"
 
 
 @click.command("report")

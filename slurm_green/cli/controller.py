@@ -125,7 +125,7 @@ def plan(config_path: Path, as_json: bool) -> None:
         click.echo(f"carbon: {exc}", err=True)
     now = parts.clock.now()
     report, _ = parts.controller.decide(now)
-    actions = {}
+    actions: dict[int, list[str]] = {}
     for action in report.actions:
         actions.setdefault(action.job_id, []).append(type(action).__name__)
     if as_json:

@@ -80,7 +80,8 @@ class CliError(click.ClickException):
 
     def __init__(self, message: str, exit_code: int = EXIT_ERROR) -> None:
         super().__init__(message)
-        self.exit_code = exit_code
+        # click reads the code from the instance; its annotations declare it a class constant.
+        self.exit_code = exit_code  # type: ignore[misc]
 
 
 class ErrorMappingGroup(click.Group):

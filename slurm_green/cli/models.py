@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -34,7 +35,11 @@ def load_registry(params: str | None) -> FittedRegistry:
         raise click.ClickException(str(exc)) from None
 
 
-def build_report(perf: Path, registry: FittedRegistry, progress: Progress | None = None) -> dict[str, object]:
+#: The models' error report: a JSON document (``--json`` writes it as built), read back by key.
+ModelReport = dict[str, Any]
+
+
+def build_report(perf: Path, registry: FittedRegistry, progress: Progress | None = None) -> ModelReport:
     steps = ["gavel", "pollux", *profiles.ZEUS_MAX_LIMIT_W, "h100", "optima"]
     task = progress.add_task("held-out fits", total=len(steps)) if progress else None
     holdouts: list[evaluation.HoldoutError] = []
@@ -72,16 +77,16 @@ def build_report(perf: Path, registry: FittedRegistry, progress: Progress | None
     }
 
 
-def _pct(value: object) -> str:
-    return "-" if value is None else f"{100 * float(value):.1f}%"  # type: ignore[arg-type]
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * float(value):.1f}%"
 
 
-def print_report(report: dict[str, object], console: Console) -> None:
+def print_report(report: ModelReport, console: Console) -> None:
     types = Table(title=f"Energy-optimal cap per GPU type (parameters {report['params_id']}): medians over "
                         "job types, one GPU, against full power")
     for col in ("GPU", "board W", "cap", "cap W", "energy saved", "time added", "model"):
         types.add_column(col, justify="left" if col in ("GPU", "model") else "right")
-    for o in report["gpu_types"]:  # type: ignore[union-attr]
+    for o in report["gpu_types"]:
         types.add_row(o["gpu"], f"{o['board_min_w']:.0f}-{o['board_max_w']:.0f}", f"{o['cap_fraction']:.2f}",
                       f"{o['cap_fraction'] * o['board_max_w']:.0f}", _pct(o["energy_saved"]), _pct(o["time_added"]),
                       "ASSUMED (board limits)" if o["assumed"] else "fitted")
@@ -90,9 +95,9 @@ def print_report(report: dict[str, object], console: Console) -> None:
     table = Table(title="Held-out error (MAPE); naive = linear scaling / cap-oblivious, power = cap x TDP")
     for col in ("source", "model", "rows", "throughput", "naive", "power", "naive power"):
         table.add_column(col, justify="left" if col in ("source", "model") else "right", no_wrap=col == "model")
-    rows = report["holdout"] + report["pooled"]  # type: ignore[operator]
+    rows = report["holdout"] + report["pooled"]
     for i, h in enumerate(rows):
-        if i == len(report["holdout"]):  # type: ignore[arg-type]
+        if i == len(report["holdout"]):
             table.add_section()
         table.add_row(h["source"], h["model"], str(h["rows"]), _pct(h["throughput_mape"]),
                       _pct(h["throughput_naive_mape"]), _pct(h["power_mape"]), _pct(h["power_naive_mape"]))
@@ -101,7 +106,7 @@ def print_report(report: dict[str, object], console: Console) -> None:
     caps = Table(title="Energy-optimal power cap in the sweeps (Zeus, H100): medians over measured jobs")
     for col in ("GPU", "which sweeps", "sweeps", "energy saved", "time added"):
         caps.add_column(col, justify="left" if col in ("GPU", "which sweeps") else "right")
-    for gpu, kinds in report["energy_optimal_cap"].items():  # type: ignore[union-attr]
+    for gpu, kinds in report["energy_optimal_cap"].items():
         for kind, s in kinds.items():
             caps.add_row(gpu, kind, f"{s['jobs']}/{s['of']}", _pct(s.get("median_energy_saved")),
                          _pct(s.get("median_time_added")))
@@ -110,7 +115,7 @@ def print_report(report: dict[str, object], console: Console) -> None:
     freq = Table(title="Energy-optimal SM clock (Perseus, GPT-3 stages, one micro-batch)")
     for col in ("GPU", "clock MHz", "energy saved", "time added"):
         freq.add_column(col, justify="left" if col == "GPU" else "right")
-    for o in report["frequency_optimum"]:  # type: ignore[union-attr]
+    for o in report["frequency_optimum"]:
         freq.add_row(o["gpu"], f"{o['best_setting']:.0f}", _pct(o["energy_saved"]), _pct(o["time_added"]))
     console.print(freq)
 
@@ -119,7 +124,7 @@ def print_report(report: dict[str, object], console: Console) -> None:
                         "wrongly shared = predicted within 1.25, measured beyond")
     for col in ("held back", "pairs", "slowdown", "naive", "optimistic", "wrongly shared", "power", "naive power"):
         coloc.add_column(col, justify="left" if col == "held back" else "right", no_wrap=col == "held back")
-    for e in report["colocation"]:  # type: ignore[union-attr]
+    for e in report["colocation"]:
         coloc.add_row(e["source"], str(e["pairs"]), _pct(e["slowdown_mape"]), _pct(e["slowdown_naive_mape"]),
                       _pct(e["optimistic"]), str(e["wrongly_shared"]), _pct(e["power_mape"]),
                       _pct(e["power_naive_mape"]))
@@ -130,7 +135,7 @@ def print_report(report: dict[str, object], console: Console) -> None:
                          "share of parameters")
     for col in ("held back", "rows", "steps/s", "naive", "by parameters", "J/step", "naive J/step"):
         frozen.add_column(col, justify="left" if col == "held back" else "right", no_wrap=col == "held back")
-    for h in report["freezing"]:  # type: ignore[union-attr]
+    for h in report["freezing"]:
         frozen.add_row(h["scheme"], str(h["rows"]), _pct(h["steps_mape"]), _pct(h["steps_naive_mape"]),
                        _pct(h["steps_param_share_mape"]), _pct(h["energy_mape"]), _pct(h["energy_naive_mape"]))
     console.print(frozen)

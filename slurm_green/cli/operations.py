@@ -16,11 +16,11 @@ import click
 
 from slurm_green.cli.controller import EXIT_ACTIONS_FAILED, config_option, failed_actions
 from slurm_green.cli.errors import CliError
-from slurm_green.controller.config import load_config
+from slurm_green.controller.config import Config, load_config
 from slurm_green.controller import daemon
 
 
-def _switch(config_path: Path) -> tuple[Path, object]:
+def _switch(config_path: Path) -> tuple[Path, Config]:
     config = load_config(config_path)
     path = daemon.pause_path(config.controller.state_db)
     if not path.parent.is_dir():
@@ -39,8 +39,8 @@ def pause(config_path: Path, reason: str) -> None:
     path, config = _switch(config_path)
     now = time.time()
     daemon.pause(path, getpass.getuser(), reason, now)
-    parts = assemble(config, with_store=False)  # type: ignore[arg-type]
-    daemon.operated(parts.controller, config.controller.state_db)  # type: ignore[attr-defined]
+    parts = assemble(config, with_store=False)
+    daemon.operated(parts.controller, config.controller.state_db)
     report = parts.controller.tick(now)
     released = ("(dry_run: nothing changed in Slurm)" if parts.controller.dry_run
                 else f"{len(report.plan.decisions)} managed pending job(s) released now")

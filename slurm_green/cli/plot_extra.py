@@ -7,12 +7,15 @@ a long run.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import click
 
 HINT = "pip install 'slurm-green[plots]'"
+_T = TypeVar("_T")
 
 
-def needs_plots(ctx: click.Context, param: click.Parameter, value: object) -> object:
+def needs_plots(ctx: click.Context, param: click.Parameter, value: _T) -> _T:
     """Click callback: pass ``value`` through when matplotlib imports, else a usage error."""
     if value is not None:
         try:

@@ -16,15 +16,17 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import LogFormatter
 
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.sim.bench import BenchResult
+from slurm_green.sim.runner import RunResult
 
 #: The reference every ratio in the tables is taken against.
 REFERENCE = "fifo"
 
 
-def run_figure(result: object, signal: object, title: str) -> Figure:
+def run_figure(result: RunResult, signal: CarbonForecast, title: str) -> Figure:
     """Busy GPUs (top) over the carbon intensity (bottom), in hours since the first submission."""
-    record = result.record  # type: ignore[attr-defined]
+    record = result.record
     t = np.asarray(record.sample_t)
     fig = Figure(figsize=(8, 5))
     top, bottom = fig.subplots(2, 1, sharex=True)
@@ -32,7 +34,7 @@ def run_figure(result: object, signal: object, title: str) -> Figure:
     top.set_ylabel("busy GPUs")
     top.set_title(title)
     grid = np.arange(t[0], t[-1], 3600.0)
-    bottom.plot((grid - t[0]) / 3600.0, signal.value_at(grid), color="tab:green")  # type: ignore[attr-defined]
+    bottom.plot((grid - t[0]) / 3600.0, signal.value_at(grid), color="tab:green")
     bottom.set_ylabel("gCO2/kWh")
     bottom.set_xlabel("hours since first submission")
     fig.tight_layout()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from typing import Any
 
 import click
 
@@ -38,10 +39,10 @@ def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
 @click.option("--cap/--no-cap", "accept_cap", default=True, show_default=True, help="Accept a GPU power cap.")
 @click.option("--share/--no-share", "accept_share", default=False, show_default=True, help="Accept a shared GPU.")
 @click.option("--submit", is_flag=True, help="Pipe the script to sbatch instead of printing it.")
-def sbatch(script: str, args: tuple[str, ...], gpus_range: str | None, submit: bool, **fields: object) -> None:
+def sbatch(script: str, args: tuple[str, ...], gpus_range: str | None, submit: bool, **fields: Any) -> None:
     """Render an sbatch script that runs SCRIPT with torchrun on the GPUs Slurm grants."""
     gpus_min, gpus_max = _gpu_range(gpus_range)
-    job = TrainingJob(script=script, args=args, gpus_min=gpus_min, gpus_max=gpus_max, **fields)  # type: ignore[arg-type]
+    job = TrainingJob(script=script, args=args, gpus_min=gpus_min, gpus_max=gpus_max, **fields)
     try:
         text = render_sbatch(job)
     except (ValueError, GreenOptionError) as exc:

@@ -6,10 +6,11 @@ import json
 import os
 import warnings
 import zoneinfo
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import numpy as np
@@ -18,11 +19,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from slurm_green.cli.plot_extra import needs_plots
+from slurm_green.core.models import ModelRegistry
 from slurm_green.sim.bench import POLICY_NAMES
 from slurm_green.sim.cluster import ClusterSpec, default_cluster
 from slurm_green.sim.engine import TraceOptions
 from slurm_green.sim.traces import TraceError, TraceWarning
 from slurm_green.sim.workload import Workload
+
+if TYPE_CHECKING:  # imported where used: a command that needs none of them does not pay for them
+    from slurm_green.carbon.signal import CarbonSignal
+    from slurm_green.sim.bench import BenchResult
 
 console = Console(stderr=True)
 #: Carbon is replayed this far past the last submission (long jobs and deferrals end inside it).
@@ -59,7 +65,7 @@ def _output_file(ctx: click.Context, param: click.Parameter, value: str | None) 
 
 def _plot_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--plot``: matplotlib installed, and a file that can be written."""
-    return _output_file(ctx, param, needs_plots(ctx, param, value))  # type: ignore[arg-type]
+    return _output_file(ctx, param, needs_plots(ctx, param, value))
 
 
 def _time_zone(ctx: click.Context, param: click.Parameter, value: str) -> str:
@@ -84,13 +90,13 @@ def _tables(json_out: str | None) -> Console:
     return Console(width=140, stderr=json_out == "-")
 
 
-def _models() -> object:
+def _models() -> ModelRegistry:
     from slurm_green.models.registry import default_registry
 
     return default_registry()
 
 
-def _truth(gpu: str | None) -> object | None:
+def _truth(gpu: str | None) -> ModelRegistry | None:
     """How jobs really run when that differs from what the controller believes (``--true-gpu``)."""
     if gpu is None:
         return None
@@ -102,7 +108,7 @@ def _truth(gpu: str | None) -> object | None:
         raise click.BadParameter(f"no fitted models for {gpu!r}: {exc}", param_hint="--true-gpu") from None
 
 
-def _signal(spec: str, workload: Workload) -> object:
+def _signal(spec: str, workload: Workload) -> CarbonSignal:
     from slurm_green.sim.carbon import replayed_signal
 
     try:
@@ -123,10 +129,12 @@ def _cluster(workload: Workload, nodes: int | None, gpus_per_node: int | None) -
 
 
 def _options(flex_h: float, gpu_range: float, min_tick: float, max_tick: float, share: float = 0.0,
-             **more: float) -> TraceOptions:
+             time_limit_factor: float | None = None) -> TraceOptions:
+    """The trace options of the command line; ``time_limit_factor`` None keeps the default."""
     if max_tick < min_tick:
         raise click.BadParameter(f"{max_tick:g} is below --min-tick {min_tick:g}", param_hint="--max-tick")
-    return TraceOptions(flex_s=flex_h * 3600.0, gpu_range=gpu_range, accept_share=share, **more)
+    options = TraceOptions(flex_s=flex_h * 3600.0, gpu_range=gpu_range, accept_share=share)
+    return options if time_limit_factor is None else replace(options, time_limit_factor=time_limit_factor)
 
 
 def _progress() -> Progress:
@@ -138,7 +146,8 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.2f}"
 
 
-def _common(func):  # type: ignore[no-untyped-def]
+def _common(func: Callable[..., None]) -> Callable[..., None]:
+    """The options ``simulate`` and ``bench`` share."""
     for option in reversed([
         click.option("--nodes", type=click.IntRange(min=1), default=None,
                      help="Cluster nodes (default: per trace, see docs)."),
@@ -248,7 +257,7 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
 
 
 def _run_bench(workload: Workload, spec: ClusterSpec, carbon_spec: str, options: TraceOptions, sweep: bool,
-               min_tick: float, max_tick: float, policies: tuple[str, ...] | None = None):  # type: ignore[no-untyped-def]
+               min_tick: float, max_tick: float, policies: tuple[str, ...] | None = None) -> BenchResult:
     from slurm_green.sim.bench import POLICY_NAMES, run_bench
 
     signal = _signal(carbon_spec, workload)
@@ -261,7 +270,7 @@ def _run_bench(workload: Workload, spec: ClusterSpec, carbon_spec: str, options:
     return result
 
 
-def _speedup_lines(result) -> list[str]:  # type: ignore[no-untyped-def]
+def _speedup_lines(result: BenchResult) -> list[str]:
     """GreenFlow (PowerFlow) against each baseline at equal carbon (energy); "not reached", never NaN."""
     from slurm_green.sim.bench import speedup_text
 
@@ -328,8 +337,7 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
     if not len(history.workload):
         raise click.ClickException(f"{sacct_path}: no finished or running GPU jobs to replay")
     factor = history.time_limit_factor()
-    options = _options(flex_h, gpu_range, min_tick, max_tick, share,
-                       **({} if factor is None else {"time_limit_factor": factor}))
+    options = _options(flex_h, gpu_range, min_tick, max_tick, share, time_limit_factor=factor)
     workload = history.workload.head(limit) if limit else history.workload
     spec = _cluster(workload, nodes, gpus_per_node)
     result = _run_bench(workload, spec, carbon_spec, options, plot_out is not None, min_tick, max_tick)

@@ -81,7 +81,7 @@ def build_budget(config: Config) -> PeriodBudget | None:
                         max_scale=settings.max_scale)
 
 
-def signer(config: Config) -> tuple[object, object] | tuple[None, None]:
+def signer(config: Config) -> tuple[decision_token.Signer, decision_token.Verifier] | tuple[None, None]:
     """Sign and verify functions over the site key; without a key no cap decisions are sent."""
     path = config.controller.decision_key_file
     try:
@@ -108,8 +108,8 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
         models=default_registry(params_path=config.controller.model_params,
                                 corrections_path=config.controller.model_corrections),
         store=store,
-        sign=sign,  # type: ignore[arg-type]
-        verify=verify,  # type: ignore[arg-type]
+        sign=sign,
+        verify=verify,
         dry_run=dry,
         gpu_enact=config.gpu.enact,
         telemetry=(MeteredEnergy(EnergyInbox(telemetry_dir), store, learn=config.gpu.enact == "power_cap")

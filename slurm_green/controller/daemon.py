@@ -33,6 +33,7 @@ from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.controller.tick import Controller, TickReport
 from slurm_green.core.clock import Clock
 from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.decision import DecisionContext
 from slurm_green.core.decision_token import find_token
 from slurm_green.core.plan import JobDecision, Plan, Policy
 from slurm_green.policy.managed import managed_pending
@@ -95,20 +96,20 @@ class OperatedPolicy:
     def name(self) -> str:
         return self.policy.name
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        self.last_snapshot = snapshot
+    def __call__(self, context: DecisionContext) -> Plan:
+        self.last_snapshot = context.snapshot
         record = paused_since(self.switch)
         self.paused = record is not None
         if record is None:
-            return self.policy(snapshot, forecast, models, now)
-        return released(snapshot, now, f"by {record.get('by', '?')}: {record.get('reason') or 'no reason given'}")
+            return self.policy(context)
+        return released(context.snapshot, context.now, f"by {record.get('by', '?')}: {record.get('reason') or 'no reason given'}")
 
 
 def operated(controller: Controller, state_db: Path) -> OperatedPolicy:
     """Put the off switch in front of ``controller``'s policy (``run``, ``plan`` and ``pause`` do)."""
     if not isinstance(controller.policy, OperatedPolicy):
-        controller.policy = OperatedPolicy(controller.policy, pause_path(state_db))  # type: ignore[assignment]
-    return controller.policy  # type: ignore[return-value]
+        controller.policy = OperatedPolicy(controller.policy, pause_path(state_db))
+    return controller.policy
 
 
 def safe_tick(controller: Controller, clock: Clock, metrics: ControllerMetrics) -> TickReport | None:

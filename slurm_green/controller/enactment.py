@@ -30,7 +30,7 @@ def enact(backend: ClusterBackend, actions: Sequence[Action]) -> list[ActionResu
     for result in results.values():
         if not result.ok:
             first_failure.setdefault(result.action.job_id, result)
-    starts = []
+    starts: list[tuple[int, Action]] = []
     for index, action in enumerate(actions):
         if not isinstance(action, SetStartTime):
             continue

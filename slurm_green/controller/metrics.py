@@ -108,12 +108,13 @@ class ControllerMetrics:
 
     def _carbon(self, report: TickReport, controller: Controller | None) -> None:
         signal = report.forecast
-        self.intensity.set(float(signal.value_at(report.now)) if signal is not None else math.nan)  # type: ignore[attr-defined]
+        self.intensity.set(float(signal.value_at(report.now)) if signal is not None else math.nan)
         self.source.clear()
         if report.carbon_source:
+            feed = controller.carbon if controller is not None else None
             synthetic = False
             try:
-                synthetic = bool(controller.carbon.snapshot(report.now).synthetic)  # type: ignore[union-attr]
+                synthetic = feed is not None and bool(feed.snapshot(report.now).synthetic)
             except Exception:  # the feed answered this tick; if it cannot now, say not synthetic rather than fail
                 pass
             self.source.labels(report.carbon_source, str(synthetic).lower()).set(1)
@@ -158,8 +159,8 @@ class ControllerMetrics:
         self.saved_kg.set(summary["saved_kg"])
         self.saved_kwh.set(summary["saved_kwh"])
         for method, key in (("modelled", "run_energy_kwh"), ("metered", "metered_energy_kwh")):
-            self.energy_kwh.labels(method).set(sum(float(r[key]) for r in rows if r[key] is not None))  # type: ignore[arg-type]
-        self.carbon_kg.set(sum(float(r["run_carbon_kg"]) for r in rows if r["run_carbon_kg"] is not None))  # type: ignore[arg-type]
+            self.energy_kwh.labels(method).set(sum(float(r[key]) for r in rows if r[key] is not None))
+        self.carbon_kg.set(sum(float(r["run_carbon_kg"]) for r in rows if r["run_carbon_kg"] is not None))
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

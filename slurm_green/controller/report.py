@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 
 from slurm_green.controller.config import Config
-from slurm_green.controller.store import StateStore
+from slurm_green.controller.store import Row, StateStore
 from slurm_green.core.decision_token import InvalidToken, unverified_payload
 
 
@@ -43,7 +43,7 @@ def enacted_caps(store: StateStore, job_id: int | None = None) -> dict[int, floa
     for action in store.actions(job_id):
         if not action["ok"]:
             continue
-        job = int(action["job_id"])  # type: ignore[arg-type]
+        job = int(action["job_id"])
         if action["kind"] == "SetDecision":
             try:
                 cap = unverified_payload(str(json.loads(str(action["detail"]))["token"])).get("cap")
@@ -51,15 +51,15 @@ def enacted_caps(store: StateStore, job_id: int | None = None) -> dict[int, floa
                 continue
             caps[job] = float(cap) if isinstance(cap, (int, float)) else None
         elif action["kind"] == "SetGpuFreq":
-            caps[job] = latest.get(job)  # type: ignore[assignment]
+            caps[job] = latest.get(job)
     return caps
 
 
-def job_rows(store: StateStore) -> list[dict[str, object]]:
-    jobs = {int(row["job_id"]): row for row in store.jobs()}  # type: ignore[arg-type]
-    by_job: dict[int, list[dict[str, object]]] = {}
+def job_rows(store: StateStore) -> list[Row]:
+    jobs = {int(row["job_id"]): row for row in store.jobs()}
+    by_job: dict[int, list[Row]] = {}
     for row in store.decisions():
-        by_job.setdefault(int(row["job_id"]), []).append(row)  # type: ignore[arg-type]
+        by_job.setdefault(int(row["job_id"]), []).append(row)
     caps = enacted_caps(store)
     rows = []
     for job_id, decisions in sorted(by_job.items()):
@@ -89,19 +89,19 @@ def job_rows(store: StateStore) -> list[dict[str, object]]:
     return rows
 
 
-def totals(rows: list[dict[str, object]]) -> dict[str, float]:
-    pairs = [(float(r["expected_carbon_kg"]), float(r["carbon_if_now_kg"])) for r in rows  # type: ignore[arg-type]
+def totals(rows: list[Row]) -> dict[str, float]:
+    pairs = [(float(r["expected_carbon_kg"]), float(r["carbon_if_now_kg"])) for r in rows
              if r["expected_carbon_kg"] is not None and r["carbon_if_now_kg"] is not None]
     decided = sum(p[0] for p in pairs)
     at_once = sum(p[1] for p in pairs)
-    energy = [(float(r["expected_energy_kwh"]), float(r["energy_as_asked_kwh"])) for r in rows  # type: ignore[arg-type]
+    energy = [(float(r["expected_energy_kwh"]), float(r["energy_as_asked_kwh"])) for r in rows
               if r.get("expected_energy_kwh") is not None and r.get("energy_as_asked_kwh") is not None]
     return {"jobs": len(rows), "decided_kg": decided, "at_once_kg": at_once, "saved_kg": at_once - decided,
             "saved_fraction": (at_once - decided) / at_once if at_once else 0.0,
             "saved_kwh": sum(asked - decided_kwh for decided_kwh, asked in energy)}
 
 
-def job_report(config: Config) -> tuple[list[dict[str, object]], dict[str, float]]:
+def job_report(config: Config) -> tuple[list[Row], dict[str, float]]:
     store = StateStore(config.controller.state_db, read_only=True)
     try:
         rows = job_rows(store)
@@ -110,29 +110,29 @@ def job_report(config: Config) -> tuple[list[dict[str, object]], dict[str, float
     return rows, totals(rows)
 
 
-def in_period(row: dict[str, object], since: float | None, until: float | None, now: float) -> bool:
+def in_period(row: Row, since: float | None, until: float | None, now: float) -> bool:
     """Whether the job was in the system during ``[since, until)``, as ``sacct -S -E`` selects:
     from its start (or, never started, its submission) to its end (or now)."""
     begin = row["actual_start"] if row["actual_start"] is not None else row["submit_time"]
     end = row["end_time"] if row["end_time"] is not None else now
     if begin is None:
         return since is None and until is None
-    return (until is None or float(begin) < until) and (since is None or float(end) >= since)  # type: ignore[arg-type]
+    return (until is None or float(begin) < until) and (since is None or float(end) >= since)
 
 
-def energy_kwh(row: dict[str, object]) -> tuple[float | None, str]:
+def energy_kwh(row: Row) -> tuple[float | None, str]:
     """The job's energy and how it is known: metered by its Epilog where it was, else modelled."""
     if row["metered_energy_kwh"] is not None:
-        return float(row["metered_energy_kwh"]), "metered"  # type: ignore[arg-type]
+        return float(row["metered_energy_kwh"]), "metered"
     if row["run_energy_kwh"] is not None:
-        return float(row["run_energy_kwh"]), "modelled"  # type: ignore[arg-type]
+        return float(row["run_energy_kwh"]), "modelled"
     return None, "none"
 
 
-def summary(rows: list[dict[str, object]], key: str) -> list[dict[str, object]]:
+def summary(rows: list[Row], key: str) -> list[Row]:
     """Per value of ``key`` (``user``, ``account``): jobs, energy (metered where measured),
     carbon as run, and the estimated carbon saved (``totals``' rule)."""
-    groups: dict[str, list[dict[str, object]]] = {}
+    groups: dict[str, list[Row]] = {}
     for row in rows:
         groups.setdefault(str(row.get(key) or "unknown"), []).append(row)
     out = []
@@ -143,7 +143,7 @@ def summary(rows: list[dict[str, object]], key: str) -> list[dict[str, object]]:
             key: name, "jobs": len(members),
             "energy_kwh": sum(k for k, _ in kwh if k is not None),
             "metered_jobs": sum(how == "metered" for _, how in kwh),
-            "run_carbon_kg": sum(float(r["run_carbon_kg"]) for r in members  # type: ignore[arg-type]
+            "run_carbon_kg": sum(float(r["run_carbon_kg"]) for r in members
                                  if r["run_carbon_kg"] is not None),
             "saved_kg": saved["saved_kg"], "at_once_kg": saved["at_once_kg"],
         })

@@ -13,12 +13,18 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.cluster import Job, JobState
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision
 from slurm_green.core.text import displayable
+
+#: One stored row, column name -> value as SQLite gives it back (int, float, str or None, by
+#: column): the readers (report, accounting, metrics) convert the columns they use.
+Row = dict[str, Any]
 
 #: ``actions.error`` of an action stored before it was enacted and not (yet) given an outcome.
 OUTCOME_UNKNOWN = "unknown"
@@ -101,13 +107,13 @@ _ADDED_COLUMNS = (
 )
 
 
-def same_choice(decision: JobDecision, row: dict[str, object]) -> bool:
+def same_choice(decision: JobDecision, row: Row) -> bool:
     """Whether ``decision`` re-states the stored one: the same choice re-made each tick is
     one decision; a start moved by less than the planner's tolerance is not news."""
     start = row["start_at"]
     if (decision.start_at is None) != (start is None):
         return False
-    if decision.start_at is not None and abs(decision.start_at - float(start)) >= START_TOLERANCE_S:  # type: ignore[arg-type]
+    if decision.start_at is not None and abs(decision.start_at - float(start)) >= START_TOLERANCE_S:
         return False
     return (decision.gpus_per_node, decision.num_nodes, _nodes_text(decision), decision.power_cap_fraction,
             decision.share_with, decision.gpu_type) == (row["gpus_per_node"], row["num_nodes"], row["nodes"],
@@ -193,7 +199,7 @@ class StateStore:
                     (action.job_id, tick_at, type(action).__name__, _action_detail(action), 0, OUTCOME_UNKNOWN,
                      "intended; no outcome recorded (controller stopped while enacting?)"),
                 )
-                ids.append(int(cursor.lastrowid))  # type: ignore[arg-type]
+                ids.append(_inserted(cursor))
         return ids
 
     def record_outcomes(self, ids: Sequence[int], results: Sequence[ActionResult]) -> None:
@@ -253,7 +259,7 @@ class StateStore:
                   job.end_time if not job.state.is_active else None, job.state.value, seen_at) for job in jobs],
             )
 
-    def account_usage(self, now: float, jobs: Iterable[Job], signal: object | None) -> None:
+    def account_usage(self, now: float, jobs: Iterable[Job], signal: CarbonForecast | None) -> None:
         """Add each started job's energy and carbon since it was last accounted, up to now or its end.
 
         Energy is the decided configuration's modelled power (expected energy over expected
@@ -269,7 +275,7 @@ class StateStore:
             self._db.execute("BEGIN")
             for job in jobs:
                 decision = latest.get(job.job_id)
-                if decision is None:
+                if decision is None or job.start_time is None:
                     continue
                 energy, runtime = decision["expected_energy_kwh"], decision["expected_runtime_s"]
                 if not energy or not runtime:
@@ -281,11 +287,11 @@ class StateStore:
                 if end == begin or (end < begin and running):
                     continue
                 # end < begin: a tick saw the job still running just after it ended; take that back
-                kwh_per_s = float(energy) / float(runtime) * (1.0 if end > begin else -1.0)  # type: ignore[arg-type]
+                kwh_per_s = float(energy) / float(runtime) * (1.0 if end > begin else -1.0)
                 kwh = kg = 0.0
                 for piece_start, piece_end in _buckets(min(begin, end), max(begin, end)):
                     piece_kwh = kwh_per_s * (piece_end - piece_start)
-                    piece_kg = (piece_kwh * float(signal.mean_over(piece_start, piece_end)) / 1000.0  # type: ignore[attr-defined]
+                    piece_kg = (piece_kwh * float(signal.mean_over(piece_start, piece_end)) / 1000.0
                                 if signal is not None else None)
                     self._db.execute(
                         "INSERT INTO usage (bucket, job_id, energy_kwh, carbon_kg) VALUES (?,?,?,?)"
@@ -318,15 +324,15 @@ class StateStore:
             row = self._db.execute("SELECT name FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
         return row[0] if row else None
 
-    def jobs(self) -> list[dict[str, object]]:
+    def jobs(self) -> list[Row]:
         return self._rows("SELECT * FROM jobs ORDER BY job_id")
 
-    def job(self, job_id: int) -> dict[str, object] | None:
+    def job(self, job_id: int) -> Row | None:
         """What the store saw of one job (``None``: never managed, or forgotten)."""
         rows = self._rows("SELECT * FROM jobs WHERE job_id = ?", (job_id,))
         return rows[0] if rows else None
 
-    def decisions(self, job_id: int | None = None) -> list[dict[str, object]]:
+    def decisions(self, job_id: int | None = None) -> list[Row]:
         query = "SELECT * FROM decisions"
         args: tuple[object, ...] = ()
         if job_id is not None:
@@ -334,7 +340,7 @@ class StateStore:
             args = (job_id,)
         return self._rows(query + " ORDER BY decided_at, id", args)
 
-    def latest_decisions(self, job_ids: Iterable[int] | None = None) -> dict[int, dict[str, object]]:
+    def latest_decisions(self, job_ids: Iterable[int] | None = None) -> dict[int, Row]:
         """The newest decision per job (of ``job_ids`` only, if given): what the controller intends.
 
         A tick asks for the jobs it sees, through the index, so its cost follows the queue,
@@ -352,9 +358,9 @@ class StateStore:
                 rows += self._rows(
                     "SELECT d.* FROM decisions d JOIN (SELECT job_id, MAX(id) AS id FROM decisions WHERE job_id IN"
                     f" ({','.join('?' * len(chunk))}) GROUP BY job_id) m ON d.id = m.id", tuple(chunk))
-        return {int(row["job_id"]): row for row in rows}  # type: ignore[arg-type]
+        return {int(row["job_id"]): row for row in rows}
 
-    def actions(self, job_id: int | None = None) -> list[dict[str, object]]:
+    def actions(self, job_id: int | None = None) -> list[Row]:
         query = "SELECT * FROM actions"
         args: tuple[object, ...] = ()
         if job_id is not None:
@@ -362,10 +368,10 @@ class StateStore:
             args = (job_id,)
         return self._rows(query + " ORDER BY id", args)
 
-    def ticks(self) -> list[dict[str, object]]:
+    def ticks(self) -> list[Row]:
         return self._rows("SELECT * FROM ticks ORDER BY tick_at")
 
-    def _rows(self, query: str, args: tuple[object, ...] = ()) -> list[dict[str, object]]:
+    def _rows(self, query: str, args: tuple[object, ...] = ()) -> list[Row]:
         cursor = self._db.execute(query, args)
         names = [c[0] for c in cursor.description]
         return [dict(zip(names, row)) for row in cursor.fetchall()]
@@ -387,6 +393,14 @@ def _buckets(start: float, end: float) -> Iterator[tuple[float, float]]:
         cut = min(end, (math.floor(start / USAGE_BUCKET_S) + 1) * USAGE_BUCKET_S)
         yield start, cut
         start = cut
+
+
+def _inserted(cursor: sqlite3.Cursor) -> int:
+    """The id of the row ``cursor`` just inserted (sqlite3 types it optional: it is None only
+    before any INSERT)."""
+    if cursor.lastrowid is None:
+        raise sqlite3.ProgrammingError("no row was inserted")
+    return cursor.lastrowid
 
 
 def _action_detail(action: Action) -> str:

@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_green.controller.store import StateStore
+from slurm_green.controller.store import Row, StateStore
 from slurm_green.core import telemetry
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.telemetry import NodeEnergy
-from slurm_green.models.base import Config, Observation
+from slurm_green.core.models import Config, Observation
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def _gpu_type(snapshot: ClusterSnapshot, job_id: int) -> str | None:
     return node.gpu_type if node is not None else None
 
 
-def _observation(run: MeteredRun, decision: dict[str, object], name: str | None,
+def _observation(run: MeteredRun, decision: Row, name: str | None,
                  gpu: str | None = None) -> Observation | None:
     """Mean GPU power in the configuration the job ran in, and the board it ran on; None if
     it says nothing about one."""
@@ -148,20 +148,20 @@ def _observation(run: MeteredRun, decision: dict[str, object], name: str | None,
     if run.shared or power is None:
         return None  # a shared GPU's energy is not this job's alone
     per_node = decision["gpus_per_node"]
-    if per_node and int(per_node) * run.nodes != run.gpus:  # type: ignore[call-overload]
+    if per_node and int(per_node) * run.nodes != run.gpus:
         log.info("job %s ran on %d GPUs, not as decided: not a sample of that configuration", run.job_id, run.gpus)
         return None
     cap = decision["cap_fraction"]
-    config = Config(gpus=run.gpus, nodes=run.nodes, cap_fraction=float(cap) if cap else 1.0)  # type: ignore[arg-type]
+    config = Config(gpus=run.gpus, nodes=run.nodes, cap_fraction=float(cap) if cap else 1.0)
     return Observation(name, config, power_w=power, gpu=gpu, board=run.board)
 
 
-def _node_count(decision: dict[str, object] | None, snapshot: ClusterSnapshot, job_id: int) -> int | None:
+def _node_count(decision: Row | None, snapshot: ClusterSnapshot, job_id: int) -> int | None:
     """How many nodes' records make a job's run complete: as decided, else as Slurm shows it,
     else 0 (unknown: take what is there); None for a job the controller never decided."""
     if decision is None:
         return None
     if decision["num_nodes"]:
-        return int(decision["num_nodes"])  # type: ignore[call-overload]
+        return int(decision["num_nodes"])
     job = snapshot.job(job_id)
     return job.num_nodes if job is not None else 0

@@ -20,11 +20,13 @@ from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
 from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.decision import DecisionContext, DecisionMemo
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
+from slurm_green.core.models import ModelRegistry, Observation, TelemetrySink
 from slurm_green.core.plan import Plan, Policy
 from slurm_green.core.text import displayable
-from slurm_green.models.base import Observation
 
 log = logging.getLogger(__name__)
 
@@ -32,8 +34,14 @@ PRUNE_EVERY_S = 3600.0  # pruning is a few DELETEs: hourly keeps the store bound
 
 
 class CarbonReading(Protocol):
-    signal: object  #: a ``slurm_green.carbon.signal.CarbonSignal``
-    source: str  #: which source answered
+    """One answer of the feed (``carbon.feed.CarbonSnapshot``)."""
+
+    @property
+    def signal(self) -> CarbonForecast: ...  # a ``slurm_green.carbon.signal.CarbonSignal``
+    @property
+    def source(self) -> str: ...  # which source answered
+    @property
+    def synthetic(self) -> bool: ...  # made-up numbers: every display says so
 
 
 class TelemetrySource(Protocol):
@@ -54,7 +62,7 @@ class CarbonFeed(Protocol):
     def snapshot(self, now: float | None = None) -> CarbonReading: ...
 
 
-def stamped(plan: Plan, models: object) -> Plan:
+def stamped(plan: Plan, models: ModelRegistry) -> Plan:
     """The plan with each decision naming the model parameters it was made with, so a
     stored decision can be traced to the exact fit behind it (``models.params_id``)."""
     params_id = getattr(models, "params_id", None)
@@ -72,7 +80,7 @@ class TickReport:
     results: list[ActionResult] = field(default_factory=list)
     carbon_source: str | None = None
     #: The carbon signal the policy saw (``None``: carbon-agnostic).
-    forecast: object | None = None
+    forecast: CarbonForecast | None = None
     notes: list[str] = field(default_factory=list)
     pending: int = 0
 
@@ -86,7 +94,7 @@ class Controller:
     backend: ClusterBackend
     policy: Policy
     carbon: CarbonFeed | None
-    models: object
+    models: ModelRegistry
     store: StateStore | None = None
     sign: Callable[[int, dict[str, object]], str] | None = None
     verify: Callable[[int, str], dict[str, object]] | None = None
@@ -98,6 +106,8 @@ class Controller:
     retention_s: float | None = None
     #: A budget per period, paced from what the store accounted (None: the policy's own budget only).
     budget: PeriodBudget | None = None
+    #: What the policy keeps between this controller's decisions (``core.decision``).
+    memo: DecisionMemo = field(default_factory=DecisionMemo, repr=False)
     _pruned_at: float = field(default=float("-inf"), repr=False)
     _carbon_log: FailureLog = field(default_factory=lambda: FailureLog(
         log, failing="carbon data unavailable, running carbon-agnostic (deferred jobs are released): {why}",
@@ -117,7 +127,7 @@ class Controller:
         report.notes.append(status.note(now))
         return cast(BudgetedPolicy, self.policy).with_budget_scale(status.scale)
 
-    def _forecast(self, now: float, report: TickReport) -> object | None:
+    def _forecast(self, now: float, report: TickReport) -> CarbonForecast | None:
         if self.carbon is None:
             report.notes.append("no carbon source configured: carbon-agnostic")
             return None
@@ -138,9 +148,8 @@ class Controller:
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
         # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
-        policy = self._policy(now, report)
-        report.plan, _ = colocate(stamped(policy(snapshot, forecast, self.models, now), self.models),
-                                  snapshot, self.verify)
+        plan = self._policy(now, report)(DecisionContext(snapshot, forecast, self.models, now, self.memo))
+        report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
         return report, snapshot
@@ -153,41 +162,42 @@ class Controller:
         outcome. Starts are enacted last, only where the rest of the job's decision took
         (``enactment.enact``)."""
         report, snapshot = self.decide(now)
-        record = self.store is not None and not self.dry_run
-        if record:
+        store = self.store if not self.dry_run else None  # what is recorded, and where
+        if store is not None:
             managed = [job for job in snapshot.jobs if parse_marker(job.admin_comment)]
-            self.store.observe_jobs(now, managed)
-            self.store.account_usage(now, managed, report.forecast)
-            self.store.record_decisions(now, report.plan.decisions)
+            store.observe_jobs(now, managed)
+            store.account_usage(now, managed, report.forecast)
+            store.record_decisions(now, report.plan.decisions)
         if not self.dry_run:
-            intents = self.store.record_intents(now, report.actions) if record else []  # type: ignore[union-attr]
+            intents = store.record_intents(now, report.actions) if store is not None else []
             report.results = enact(self.backend, report.actions)
-            if record:
-                self.store.record_outcomes(intents, report.results)  # type: ignore[union-attr]
+            if store is not None:
+                store.record_outcomes(intents, report.results)
             for failure in report.failures:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
                             failure.error.value if failure.error else "", displayable(failure.message))
         if self.telemetry is not None and not self.dry_run:
-            report.notes.extend(self._learn(now, snapshot))
-        if record:
-            self.store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
-                                   len(report.plan.decisions), report.results)
+            report.notes.extend(self._learn(self.telemetry, now, snapshot))
+        if store is not None:
+            store.record_tick(now, self.policy.name, report.carbon_source, report.notes, report.pending,
+                              len(report.plan.decisions), report.results)
             if self.retention_s is not None and now - self._pruned_at >= PRUNE_EVERY_S:
                 self._pruned_at = now
-                forgotten = self.store.prune(now - self.retention_s)
+                forgotten = store.prune(now - self.retention_s)
                 log.info("store: forgot %d job(s) older than %.0f days", forgotten, self.retention_s / 86400)
         log.info("tick %.0f: %d pending, %d decisions, %d actions, %d failed", now, report.pending,
                  len(report.plan.decisions), len(report.actions), len(report.failures))
         return report
 
-    def _learn(self, now: float, snapshot: ClusterSnapshot) -> list[str]:
+    def _learn(self, telemetry: TelemetrySource, now: float, snapshot: ClusterSnapshot) -> list[str]:
         """Fold finished jobs' measurements into the models (``observe``), so later
         decisions use what was measured. Never fails the tick."""
-        learn = getattr(self.models, "learn", None)  # a models.base.TelemetrySink, or models that do not learn
+        models = self.models  # a core.models.TelemetrySink, or models that do not learn
         try:
-            observations = self.telemetry.observations(now, snapshot)  # type: ignore[union-attr]
-            for seen in observations if learn is not None else ():
-                learn(seen)  # the board's limits, then throughput and power on that GPU type
+            observations = telemetry.observations(now, snapshot)
+            if isinstance(models, TelemetrySink):
+                for seen in observations:
+                    models.learn(seen)  # the board's limits, then throughput and power on that GPU type
         except Exception as exc:  # a broken spool or model must not stop scheduling
             log.warning("telemetry not read: %s", exc)
             return [f"telemetry not read ({exc})"]

@@ -15,7 +15,12 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
+
+#: ``sign`` and ``verify`` with the site key bound: what the controller and the planner hold.
+Signer = Callable[[int, dict[str, object]], str]
+Verifier = Callable[[int, str], dict[str, object]]
 
 PREFIX = "sg1."
 _TOKEN = re.compile(r"sg1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}")
@@ -80,3 +85,33 @@ def replace_token(text: str, token: str) -> str:
     """``text`` with its token (if any) replaced by ``token``; the user's words are kept."""
     kept = " ".join(word for word in text.split() if not word.startswith(PREFIX))
     return f"{kept} {token}".strip()
+
+
+def signed_cap(comment: str, verify: Callable[[str], dict[str, object]], default: float | None,
+               log: Callable[[str], None]) -> float | None:
+    """The cap fraction the controller signed into a job's ``comment``, else ``default``.
+
+    The one rule for what a job's GPUs run under: the Prolog applies it (``gpu.enact.decided_cap``,
+    with the site key and the site default) and so does the simulator's Prolog (``sim/engine.py``).
+    ``verify(token)`` returns the payload of a token signed for this job and raises ``ValueError``
+    (``InvalidToken``) or ``OSError`` (an unreadable key) otherwise. A valid token without ``cap``
+    means "no cap" (None). Anything else that is not a valid, correctly signed decision for this
+    job (no token, forged, another job's token, missing key, a cap that is not a fraction in
+    (0, 1]) falls back to ``default``.
+    """
+    token = find_token(comment)
+    if token is None:
+        log(f"no decision token: site default cap {default}")
+        return default
+    try:
+        payload = verify(token)
+    except (OSError, ValueError) as exc:  # InvalidToken is a ValueError
+        log(f"decision token ignored ({exc}): site default cap {default}")
+        return default
+    cap = payload.get("cap")
+    if cap is None:
+        return None
+    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap <= 1:
+        log(f"signed cap {cap!r} is not a fraction in (0, 1]: site default cap {default}")
+        return default
+    return float(cap)

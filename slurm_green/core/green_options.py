@@ -13,8 +13,9 @@ write into ``--comment`` later is ignored.
 
 from __future__ import annotations
 
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 USER_PREFIX = "green:"
 MARKER_PREFIX = "sg:"
@@ -102,7 +103,7 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
     text = text.strip()
     if text.lower() in _NO:
         return GreenOptions(managed=False)
-    options: dict[str, object] = {}
+    options = GreenOptions()
     seen: set[str] = set()
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
@@ -118,16 +119,17 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
             delay = parse_duration(value)
             if delay > max_delay_limit_s:
                 raise GreenOptionError(f"flex={value}: this site allows at most {max_delay_limit_s / 3600:g}h")
-            options["max_delay_s"] = delay
+            options = replace(options, max_delay_s=delay)
         elif key == "gpus":
-            options["gpus_min"], options["gpus_max"] = _parse_gpu_range(value)
+            low, high = _parse_gpu_range(value)
+            options = replace(options, gpus_min=low, gpus_max=high)
         elif key == "cap":
-            options["accept_cap"] = _parse_bool(key, value)
+            options = replace(options, accept_cap=_parse_bool(key, value))
         elif key == "share":
-            options["accept_share"] = _parse_bool(key, value)
+            options = replace(options, accept_share=_parse_bool(key, value))
         else:
             raise GreenOptionError(f"unknown key {key!r}: allowed are flex, gpus, cap, share")
-    return GreenOptions(**options)  # type: ignore[arg-type]
+    return options
 
 
 def format_marker(options: GreenOptions) -> str:
@@ -144,6 +146,23 @@ def format_marker(options: GreenOptions) -> str:
     if options.deadline is not None:
         fields.append(f"deadline={int(options.deadline)}")
     return MARKER_PREFIX + ";".join(fields)
+
+
+def on_arrival(options: GreenOptions, now: float, begin: float | None = None) -> tuple[GreenOptions, int | None]:
+    """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
+    with their deadline, and the begin time it is deferred to (``None``: not deferred).
+
+    Flex counts from the user's own ``--begin`` when that is later than ``now``, else from
+    ``now``; a managed job is deferred to its deadline (whole seconds) so that it still starts
+    by then when no controller releases it. The simulator's job_submit.lua is this function,
+    and the Lua is tested against it (tests/unit/job_submit), so the two cannot drift.
+    """
+    if not options.managed:
+        return options, None
+    base = begin if begin is not None and begin > now else now
+    deadline = base + options.max_delay_s
+    defer = math.floor(deadline)
+    return replace(options, deadline=deadline), (defer if defer > base else None)
 
 
 def parse_marker(admin_comment: str) -> GreenOptions | None:

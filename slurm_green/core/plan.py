@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.decision import DecisionContext
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,13 +55,12 @@ class Plan:
 
 
 class Policy(Protocol):
-    """A pure function of what is known now; no I/O, no clock of its own.
+    """A pure function of what is known now (``DecisionContext``); no I/O, no clock of its own.
 
-    ``forecast`` is a ``slurm_green.carbon.signal.CarbonSignal`` or ``None`` when no
-    carbon source answered (then a policy must behave carbon-agnostically).
-    ``models`` is a ``slurm_green.models`` registry.
+    Without a forecast (``context.forecast is None``) a policy must behave carbon-agnostically.
     """
 
-    name: str
+    @property
+    def name(self) -> str: ...
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan: ...
+    def __call__(self, context: DecisionContext) -> Plan: ...

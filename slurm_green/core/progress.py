@@ -56,7 +56,7 @@ class JobProgress:
 def _check_number(name: str, value: object) -> None:
     """A finite number >= 0; JSON's true/false and integers too large for a float are not."""
     try:
-        ok = type(value) in (int, float) and math.isfinite(value) and value >= 0  # type: ignore[arg-type,operator]
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
     except OverflowError:
         ok = False
     if not ok:

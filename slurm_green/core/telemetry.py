@@ -50,13 +50,19 @@ class NodeEnergy:
         if not all(math.isfinite(x) and x >= 0 for x in numbers):
             raise ValueError(f"energy {self.energy_j!r} J over {self.seconds!r} s: not a measurement")
         board = (self.board_min_w, self.board_default_w, self.board_max_w)
-        if board != (None, None, None) and not (
-                None not in board and all(math.isfinite(w) for w in board) and 0 < board[0] <= board[1] <= board[2]):
+        if board != (None, None, None) and not _is_board(*board):
             raise ValueError(f"board limits {board!r} W (min, default, max): not a board")
 
     @property
     def file_name(self) -> str:
         return f"{self.job_id}.{self.node}{SUFFIX}"
+
+
+def _is_board(min_w: float | None, default_w: float | None, max_w: float | None) -> bool:
+    """Board limits (W) as NVML reports them: all known, finite, 0 < min <= default <= max."""
+    if min_w is None or default_w is None or max_w is None:
+        return False
+    return all(math.isfinite(w) for w in (min_w, default_w, max_w)) and 0 < min_w <= default_w <= max_w
 
 
 def write(directory: Path, record: NodeEnergy) -> Path:

@@ -36,32 +36,16 @@ def job_gpus(text: str | None) -> list[int]:
 
 def decided_cap(comment: str, job_id: int, key_file: Path, default: float | None, log: Log,
                 array_of: Callable[[int], int | None] | None = None) -> float | None:
-    """The cap fraction the controller signed for this job, else the site default.
+    """The cap fraction the controller signed for this job, else the site default: the rule of
+    ``decision_token.signed_cap``, with the site key read from ``key_file``.
 
-    A valid token without ``cap`` means "no cap". Anything else that is not a valid,
-    correctly signed decision for *this* job (no token, forged, another job's token,
-    missing key, malformed cap) falls back to ``default``. A task of a job array also
-    accepts a token signed for its own array: the controller decides for the pending
-    array as one record, and every task Slurm splits off copies its Comment with a new
-    job id. ``array_of(job_id)`` says which array the job is a task of (asked only when
-    the token is not signed for the job itself).
+    A task of a job array also accepts a token signed for its own array: the controller
+    decides for the pending array as one record, and every task Slurm splits off copies its
+    Comment with a new job id. ``array_of(job_id)`` says which array the job is a task of
+    (asked only when the token is not signed for the job itself).
     """
-    token = decision_token.find_token(comment)
-    if token is None:
-        log(f"no decision token: site default cap {default}")
-        return default
-    try:
-        payload = _verify(decision_token.load_key(key_file), job_id, token, array_of)
-    except (OSError, ValueError) as exc:  # InvalidToken is a ValueError
-        log(f"decision token ignored ({exc}): site default cap {default}")
-        return default
-    cap = payload.get("cap")
-    if cap is None:
-        return None
-    if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not 0 < cap <= 1:
-        log(f"signed cap {cap!r} is not a fraction in (0, 1]: site default cap {default}")
-        return default
-    return float(cap)
+    return decision_token.signed_cap(
+        comment, lambda token: _verify(decision_token.load_key(key_file), job_id, token, array_of), default, log)
 
 
 def _verify(key: bytes, job_id: int, token: str, array_of: Callable[[int], int | None] | None) -> dict[str, object]:

@@ -13,16 +13,22 @@ from types import ModuleType
 from slurm_green.gpu.power import BoardLimits, GpuError
 
 
+def _pynvml() -> ModuleType:
+    """nvidia-ml-py's binding, imported only where a GPU's limits are set (it is an extra)."""
+    try:
+        import pynvml
+    except ImportError as exc:
+        raise GpuError(f"NVML binding not installed (nvidia-ml-py): {exc}") from exc
+    return pynvml
+
+
 class NvmlBackend:
     name = "nvml"
 
-    def __init__(self, nvml: ModuleType | None = None) -> None:
-        """Initialise NVML and map minor numbers to handles; raises GpuError if NVML is unusable."""
-        if nvml is None:
-            try:
-                import pynvml as nvml
-            except ImportError as exc:
-                raise GpuError(f"NVML binding not installed (nvidia-ml-py): {exc}") from exc
+    def __init__(self, binding: ModuleType | None = None) -> None:
+        """Initialise NVML (``binding``: pynvml, or a test's stand-in) and map minor numbers to
+        handles; raises GpuError if NVML is unusable."""
+        nvml = binding if binding is not None else _pynvml()
         self._nvml = nvml
         try:
             nvml.nvmlInit()

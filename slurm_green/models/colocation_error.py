@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from slurm_green.models import colocation, profiles
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.models.fit import fit_load_model
 from slurm_green.models.registry import FittedRegistry
 

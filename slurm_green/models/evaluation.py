@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from slurm_green.models import power_cap, profiles
-from slurm_green.models.base import Config, energy_per_work_j
+from slurm_green.core.models import Config, energy_per_work_j
 from slurm_green.models.power_cap import CapParams
 from slurm_green.models.registry import FittedRegistry
 from slurm_green.models.scaling import fit_scaling

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from slurm_green.models import colocation, power_cap, profiles
+from slurm_green.models.colocation import LoadModel
 from slurm_green.models.params import FittedParams, GpuTypeParams, JobParams
 from slurm_green.models.power_cap import CapParams, GpuPowerParams
 from slurm_green.models.scaling import ScalingParams, fit_scaling
@@ -176,7 +177,7 @@ class _Fit:
         is T4's, only ratios matter), Zeus epochs/s at the network's median batch."""
         jobs: dict[str, JobParams] = {}
         for job in self.gavel_types:
-            base = float(self.gavel[PRIMARY][(job, 1)]["null"])  # type: ignore[arg-type]
+            base = float(self.gavel[PRIMARY][(job, 1)]["null"])
             rows = profiles.gavel_scaling_rows(self.perf, PRIMARY, job)
             jobs[job] = JobParams(job, PRIMARY, "steps", base, fit_scaling(rows, base), CapParams(1.0, 0.0),
                                   f"gavel:{PRIMARY}")
@@ -213,7 +214,7 @@ class _Fit:
 
     def _gavel_speed(self, gpu: str, gavel_type: str | None) -> tuple[float, str]:
         def ratio(t: str) -> float:
-            return float(self.gavel[gpu][(t, 1)]["null"]) / float(self.gavel[PRIMARY][(t, 1)]["null"])  # type: ignore[arg-type]
+            return float(self.gavel[gpu][(t, 1)]["null"]) / float(self.gavel[PRIMARY][(t, 1)]["null"])
 
         if gavel_type is not None:
             return ratio(gavel_type), f"gavel {gpu}/{PRIMARY} {gavel_type}"
@@ -239,7 +240,7 @@ class _Fit:
         """H100 steps/s over Gavel's V100 steps/s of the same model, interpolated (log-log) to the H100 batch."""
         batch = H100_SAME_MODEL_BATCH[family]
         sizes = sorted(b for t in self.gavel_types if (b := gavel_family(t)[1]) and gavel_family(t)[0] == family)
-        tput = [float(self.gavel[PRIMARY][(f"{family} (batch size {b})", 1)]["null"]) for b in sizes]  # type: ignore[arg-type]
+        tput = [float(self.gavel[PRIMARY][(f"{family} (batch size {b})", 1)]["null"]) for b in sizes]
         v100 = float(np.exp(np.interp(np.log(batch), np.log(sizes), np.log(tput))))
         return self.h100_steps[H100_WORKLOAD[family]] / v100
 
@@ -298,13 +299,13 @@ class _Fit:
             alone, shared = profiles.h100_colocation(self.perf, mechanism)
             pairs = colocation.pair_slowdowns(alone, shared)
             both = {**pairs, **{(b, a): (sb, sa) for (a, b), (sa, sb) in pairs.items()}}
-            workload = {t: H100_WORKLOAD.get(gavel_family(t)[0]) for t in self.gavel_types}
+            workload = {t: w for t in self.gavel_types if (w := H100_WORKLOAD.get(gavel_family(t)[0])) is not None}
             return {(a, b): both[(wa, wb)] for a, wa in workload.items() for b, wb in workload.items()
                     if (wa, wb) in both}
-        alone = {j: float(self.gavel[gpu][(j, 1)]["null"]) for j in self.gavel_types}  # type: ignore[arg-type]
+        alone = {j: float(self.gavel[gpu][(j, 1)]["null"]) for j in self.gavel_types}
         return colocation.pair_slowdowns(alone, profiles.gavel_pairs(self.perf, gpu))
 
-    def load_model(self, mechanism: str, exclude: tuple[str, str] | None = None) -> colocation.LoadModel:
+    def load_model(self, mechanism: str, exclude: tuple[str, str] | None = None) -> LoadModel:
         """The load model fitted on the H100 pairs under ``mechanism`` (without the pair ``exclude``)."""
         return fit_load_model(profiles.h100_pairs(self.perf, mechanism), self.gpus["h100"], exclude)
 

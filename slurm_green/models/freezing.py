@@ -30,6 +30,8 @@ the literature shows. Measurements from the training helper are to replace it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,7 +193,8 @@ def holdout(perf: Path) -> list[FreezeHoldout]:
             _score("h100, one workload left out", type_cases)]
 
 
-def _score(scheme: str, cases: list[tuple[FreezeRow, FreezeRow, FreezeParams, FreezeParams | None]]) -> FreezeHoldout:
+def _score(scheme: str,
+           cases: Sequence[tuple[FreezeRow, FreezeRow, FreezeParams, FreezeParams | None]]) -> FreezeHoldout:
     steps, naive, by_params, energy, energy_naive = [], [], [], [], []
     for ref, held, params, param_share_fit in cases:
         steps.append(abs(ref.steps_per_s * params.speedup(held.frozen) / held.steps_per_s - 1))

@@ -14,6 +14,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from slurm_green.models.colocation import LoadModel
 from slurm_green.models.power_cap import CapParams, GpuPowerParams
@@ -52,12 +53,12 @@ class GpuTypeParams:
                 "default": asdict(self.default)}
 
     @classmethod
-    def from_dict(cls, data: dict) -> GpuTypeParams:  # type: ignore[type-arg]
+    def from_dict(cls, data: dict[str, Any]) -> GpuTypeParams:
         return cls(gpu=GpuPowerParams(**data["gpu"]), jobs={d["job_type"]: _job(d) for d in data["jobs"]},
                    default=_job(data["default"]))
 
 
-def _job(d: dict) -> JobParams:  # type: ignore[type-arg]
+def _job(d: dict[str, Any]) -> JobParams:
     return JobParams(**{**d, "scaling": ScalingParams(**d["scaling"]), "cap": CapParams(**d["cap"])})
 
 
@@ -95,7 +96,7 @@ class FittedParams:
         }
 
     @classmethod
-    def from_dict(cls, data: dict) -> FittedParams:  # type: ignore[type-arg]
+    def from_dict(cls, data: dict[str, Any]) -> FittedParams:
         if data.get("format_version") != FORMAT_VERSION:
             raise ValueError(f"fitted-parameters format {data.get('format_version')!r}, expected {FORMAT_VERSION}")
         params = cls(
@@ -146,4 +147,4 @@ def _render(value: object, depth: int = 0) -> str:
     if isinstance(value, dict):
         items = [f"{pad}{json.dumps(k)}: {_render(v, depth + 1)}" for k, v in sorted(value.items())]
         return "{\n" + ",\n".join(items) + "\n" + end + "}"
-    return "[\n" + ",\n".join(pad + _render(v, depth + 1) for v in value) + "\n" + end + "]"  # type: ignore[union-attr]
+    return "[\n" + ",\n".join(pad + _render(v, depth + 1) for v in children) + "\n" + end + "]"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -76,7 +77,7 @@ def scaled_to_board(gpu: GpuPowerParams, name: str, max_w: float, min_w: float |
     return replace(gpu, name=name, tdp_w=max_w, idle_w=gpu.idle_w * scale, cap_min=cap_min)
 
 
-def fit_gpu(name: str, tdp_w: float, groups: Mapping[object, Sequence[CapRow]],
+def fit_gpu(name: str, tdp_w: float, groups: Mapping[Any, Sequence[CapRow]],
             idle_w: float | None = None) -> GpuPowerParams:
     """Fit one GPU's shared constants on all of its (network, batch) sweeps.
 

@@ -11,6 +11,7 @@ import json
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 from pathlib import Path
 
 import pandas as pd
@@ -55,8 +56,9 @@ def _gavel_key(key: str) -> tuple[str, int]:
 
 
 @lru_cache(maxsize=4)
-def gavel(perf: Path) -> dict[str, dict[tuple[str, int], dict[object, object]]]:
-    """``{worker_type: {(job_type, scale_factor): {"null": tput, (other, 1): [self, other]}}}``."""
+def gavel(perf: Path) -> dict[str, dict[tuple[str, int], dict[str | tuple[str, int], Any]]]:
+    """``{worker_type: {(job_type, scale_factor): {"null": tput, (other, 1): [self, other]}}}``
+    (the values as JSON has them: a number alone, a pair shared)."""
     raw = json.loads((perf / "gavel" / "simulation_throughputs.json").read_text())
     return {
         worker: {
@@ -76,7 +78,7 @@ def gavel_scaling_rows(perf: Path, gpu: str, job_type: str) -> list[ScalingRow]:
     rows = []
     for worker, spread in ((gpu, False), (f"{gpu}_unconsolidated", True)):
         for (job, scale), inner in gavel(perf).get(worker, {}).items():
-            tput = float(inner.get("null", 0.0))  # type: ignore[arg-type]
+            tput = float(inner.get("null", 0.0))
             if job == job_type and tput > 0 and not (spread and scale == 1):
                 rows.append(ScalingRow(scale, scale if spread else 1, tput))
     return sorted(rows, key=lambda r: (r.nodes > 1, r.gpus))
@@ -90,7 +92,7 @@ def gavel_pairs(perf: Path, gpu: str) -> dict[tuple[str, str], tuple[float, floa
             continue
         for other, value in inner.items():
             if other != "null":
-                pairs[(job, other[0])] = (float(value[0]), float(value[1]))  # type: ignore[index]
+                pairs[(job, other[0])] = (float(value[0]), float(value[1]))
     return pairs
 
 

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 
 MAX_FACTOR = 4.0
 FIRST_WEIGHT = 0.5

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from slurm_green.models.base import Config, Observation
+from slurm_green.core.models import Config, Observation
 from slurm_green.models.colocation import MECHANISMS, heaviness, pair_power_w
 from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conservative_type
 from slurm_green.models.names import NameResolver, normalise

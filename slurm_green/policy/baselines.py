@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.decision import DecisionContext
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.config_table import cap_choices, config_table
 from slurm_green.policy.gpu_types import job_gpu_types
@@ -29,10 +29,10 @@ class FifoPolicy:
 
     name: str = "fifo"
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        jobs = pending_jobs(snapshot, 0.0)
+    def __call__(self, context: DecisionContext) -> Plan:
+        jobs = pending_jobs(context.snapshot, 0.0, context.memo)
         return Plan(decisions=tuple(
-            JobDecision(int(j), start_at=now, reason="carbon-agnostic FIFO: start now at full power")
+            JobDecision(int(j), start_at=context.now, reason="carbon-agnostic FIFO: start now at full power")
             for j in jobs.job_id))
 
 
@@ -53,29 +53,30 @@ class ZeusCapPolicy:
     step: float = 0.1
     typed: bool = True
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        jobs = pending_jobs(snapshot, 0.0)
+    def __call__(self, context: DecisionContext) -> Plan:
+        snapshot, memo = context.snapshot, context.memo
+        jobs = pending_jobs(snapshot, 0.0, memo)
         if not len(jobs):
             return Plan()
-        gpu_types = job_gpu_types(snapshot, jobs.jobs) if self.typed else (None,) * len(jobs)
-        gpn = gpus_per_node_of(snapshot)
+        gpu_types = job_gpu_types(snapshot, jobs.jobs, memo) if self.typed else (None,) * len(jobs)
+        gpn = gpus_per_node_of(snapshot, memo)
         best = np.ones(len(jobs))
         for gpu in set(gpu_types):
             rows = np.fromiter((t == gpu for t in gpu_types), dtype=bool, count=len(jobs))
-            best[rows] = self._best_caps(jobs, rows, models, gpu, gpn)
+            best[rows] = self._best_caps(jobs, rows, context, gpu, gpn)
         return Plan(decisions=tuple(
-            JobDecision(int(j), start_at=now, power_cap_fraction=float(c) if ok else None,
+            JobDecision(int(j), start_at=context.now, power_cap_fraction=float(c) if ok else None,
                         reason=f"Zeus cap {c:.0%} (eta {self.eta:g}){f' on {g}' if g else ''}, start now",
                         gpu_type=g)
             for j, c, ok, g in zip(jobs.job_id, best, jobs.accept_cap, gpu_types)))
 
-    def _best_caps(self, jobs: PendingJobs, rows: np.ndarray, models: object, gpu: str | None,
+    def _best_caps(self, jobs: PendingJobs, rows: np.ndarray, context: DecisionContext, gpu: str | None,
                    gpn: int) -> np.ndarray:
         """The Zeus cap of each job in ``rows``, all planned on ``gpu``."""
         job_type = [t for t, row in zip(jobs.job_type, rows) if row]
         gpus = jobs.gpus[rows]
-        caps = cap_choices(models, gpu, floor=self.floor, step=self.step)
-        table = config_table(models, set(job_type), set(gpus.tolist()), caps, gpn, gpu)
+        caps = cap_choices(context.models, gpu, floor=self.floor, step=self.step)
+        table = config_table(context.models, set(job_type), set(gpus.tolist()), caps, gpn, gpu, context.memo)
         types = np.fromiter((table.type_index[t] for t in job_type), dtype=np.int64, count=len(job_type))
         cols = np.searchsorted(table.gpus, gpus)
         tput = table.throughput[types, cols]  # [N, C]

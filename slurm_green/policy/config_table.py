@@ -4,8 +4,9 @@ A vectorised policy must not call a Python model per job and per candidate: with
 10,000 pending jobs that is millions of calls. Jobs of one type share their model,
 so the models are asked once per type and candidate configuration and the answers
 are kept in arrays indexed ``[type, gpu_option, cap_option]``. The answers depend
-only on the (immutable) registry, so they are memoised per registry object; this
-does not make a policy stateful, it only avoids asking the same question twice.
+only on the registry and its ``revision``, so a controller's memo (``DecisionMemo``)
+keeps them; this does not make a policy stateful, it only avoids asking the same
+question twice.
 
 A job's speed and power depend on the GPU it runs on, so a table answers for one GPU
 type (``gpu_type``; ``None``: the registry's own type, what every table was before
@@ -17,13 +18,13 @@ and the caps that type allows (``cap_choices``).
 from __future__ import annotations
 
 import math
-import weakref
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
 
-from slurm_green.models.base import Config
+from slurm_green.core.decision import DecisionMemo
+from slurm_green.core.models import Config, ModelRegistry
 
 
 def layout(gpus: int, gpus_per_node: int) -> tuple[int, int] | None:
@@ -73,24 +74,31 @@ class ConfigTable:
     gpu_type: str | None = None
 
 
-_CACHE: "weakref.WeakKeyDictionary[object, dict[tuple, tuple[int, ConfigTable]]]" = weakref.WeakKeyDictionary()
+#: What a table answers for: (GPU type, caps, GPUs per node).
+_TableKey = tuple[str | None, tuple[float, ...], int]
 
 
-def cap_choices(models: object, gpu_type: str | None, *, floor: float, step: float) -> tuple[float, ...]:
+@dataclass
+class _TablesMemo:
+    """A controller's tables (``DecisionMemo``): per key, the registry and its ``revision``
+    they were built from (the held registry keeps the identity check sound), and the table."""
+
+    tables: dict[_TableKey, tuple[ModelRegistry, int, ConfigTable]] = field(default_factory=dict)
+
+
+def cap_choices(models: ModelRegistry, gpu_type: str | None, *, floor: float, step: float) -> tuple[float, ...]:
     """The caps a policy may choose on ``gpu_type`` (the registry's ``allowed_caps``, from the
     board's minimum or ``floor`` if higher, every ``step``); 1.0 is always among them."""
-    return models.allowed_caps(gpu_type, accept_cap=True, floor=floor, step=step)  # type: ignore[attr-defined]
+    return models.allowed_caps(gpu_type, accept_cap=True, floor=floor, step=step)
 
 
-def _build(models: object, job_types: tuple[str | None, ...], gpus: tuple[int, ...], caps: tuple[float, ...],
+def _build(models: ModelRegistry, job_types: tuple[str | None, ...], gpus: tuple[int, ...], caps: tuple[float, ...],
            gpus_per_node: int, gpu_type: str | None) -> ConfigTable:
     shape = (len(job_types), len(gpus), len(caps))
     tput = np.zeros(shape)
     power = np.zeros(shape)
     for t, job_type in enumerate(job_types):
-        # Untyped tables ask as before, so a registry without GPU types still serves them.
-        model = (models.for_job(job_type) if gpu_type is None  # type: ignore[attr-defined]
-                 else models.for_job(job_type, gpu_type))  # type: ignore[attr-defined]
+        model = models.for_job(job_type, gpu_type)
         for g, count in enumerate(gpus):
             nodes = layout(count, gpus_per_node)
             n = nodes[1] if nodes else math.ceil(count / gpus_per_node)
@@ -102,31 +110,30 @@ def _build(models: object, job_types: tuple[str | None, ...], gpus: tuple[int, .
                        tput, power, gpus_per_node, gpu_type)
 
 
-def config_table(models: object, job_types: set[str | None], gpus: set[int], caps: tuple[float, ...],
-                 gpus_per_node: int, gpu_type: str | None = None) -> ConfigTable:
+def config_table(models: ModelRegistry, job_types: set[str | None], gpus: set[int], caps: tuple[float, ...],
+                 gpus_per_node: int, gpu_type: str | None = None, memo: DecisionMemo | None = None) -> ConfigTable:
     """A table covering these types and candidate counts on ``gpu_type`` (``None``: the
-    registry's own type), memoised per registry (weakly) and GPU type.
+    registry's own type), kept in ``memo`` per GPU type (``None``: a one-off table).
 
-    The memo grows to the union of what was asked, so a simulation that sees a few
+    The memo's table grows to the union of what was asked, so a simulation that sees a few
     more types or counts over time rebuilds only a handful of times; it is rebuilt when
     the registry's ``revision`` moves (telemetry corrected a model), so a policy never
     plans with answers the registry no longer gives.
     """
-    try:
-        per_registry = _CACHE.setdefault(models, {})
-    except TypeError:  # a registry that cannot be weakly referenced is simply not memoised
+    if memo is None:
         return _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node, gpu_type)
+    tables = memo.get(_TablesMemo).tables
     key = (gpu_type, tuple(caps), gpus_per_node)
-    revision = getattr(models, "revision", 0)
-    held = per_registry.get(key)
-    table = held[1] if held is not None and held[0] == revision else None
+    revision = models.revision
+    held = tables.get(key)
+    table = held[2] if held is not None and held[0] is models and held[1] == revision else None
     if table is not None and job_types <= table.type_index.keys() and gpus <= set(table.gpus.tolist()):
         return table
     if table is not None:
         job_types = job_types | table.type_index.keys()
         gpus = gpus | set(table.gpus.tolist())
     table = _build(models, _sorted_types(job_types), tuple(sorted(gpus)), tuple(caps), gpus_per_node, gpu_type)
-    per_registry[key] = (revision, table)
+    tables[key] = (models, revision, table)
     return table
 
 

@@ -41,14 +41,15 @@ when either refuses caps. A guest of a running host takes the cap the host's tok
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from slurm_green.core import decision_token
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.core.decision import DecisionContext, DecisionMemo
+from slurm_green.core.models import Config, ModelRegistry
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.models.base import Config
 from slurm_green.policy.pending import _parse_marker, pending_jobs
 
 
@@ -96,13 +97,14 @@ class EaCoPolicy:
     #: Jobs of at most this many GPUs share (1: what Slurm's shards enact).
     max_gpus: int = 1
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        jobs = pending_jobs(snapshot, self.default_runtime_s)
+    def __call__(self, context: DecisionContext) -> Plan:
+        snapshot, models, now = context.snapshot, context.models, context.now
+        jobs = pending_jobs(snapshot, self.default_runtime_s, context.memo)
         hosts: dict[tuple[str, str | None, Layout], list[_Host]] = {}
         sharing = any(options.accept_share for options in jobs.options)  # else: FIFO, nothing to look up
-        for host in _running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
-            hosts.setdefault(host.group, []).append(host)
-        free = _free_gpus(snapshot)
+        for running in _running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
+            hosts.setdefault(running.group, []).append(running)
+        free = _free_gpus(snapshot, context.memo)
         pinnable = {node.name for node in snapshot.nodes if not node.shards_allocated}
         cache: dict[tuple[str, str, str | None], Pair] = {}
         decisions: dict[int, JobDecision] = {}
@@ -133,7 +135,7 @@ class EaCoPolicy:
         return Plan(decisions=tuple(decisions.values()))
 
     def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[_Host]],
-                 models: object, cache: dict[tuple[str, str, str | None], Pair]) -> tuple[_Host | None, Pair]:
+                 models: ModelRegistry, cache: dict[tuple[str, str, str | None], Pair]) -> tuple[_Host | None, Pair]:
         """The host whose pair with ``job`` has the smallest worse slowdown within the bound
         (hosts are grouped by what the slowdown depends on; in a group the first with a slot:
         running hosts, oldest first, then this tick's)."""
@@ -145,8 +147,7 @@ class EaCoPolicy:
             key = (job.name, job_type, gpu)
             slow = cache.get(key)
             if slow is None:
-                slow = cache[key] = models.colocated_slowdown(  # type: ignore[attr-defined]
-                    job.name or None, job_type or None, gpu, self.mechanism)
+                slow = cache[key] = models.colocated_slowdown(job.name or None, job_type or None, gpu, self.mechanism)
             if max(slow) > self.slowdown_bound or max(slow) >= max(best_slow):
                 continue
             host = next((h for h in members if h.slots > 0), None)
@@ -165,26 +166,21 @@ class EaCoPolicy:
                     f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 
 
-def _pair_cap(models: object, type_a: str, type_b: str, gpu: str | None, mechanism: str,
+def _pair_cap(models: ModelRegistry, type_a: str, type_b: str, gpu: str | None, mechanism: str,
               bound: float) -> float | None:
     """Zeus's energy-optimal cap for a pair on one GPU: among ``allowed_caps``, the one with the
     least pair power per unit of both jobs' work (each job's work rate at the cap over its
     rate alone at full power, divided by its co-location slowdown), each job's stretch within
-    ``bound``; among equals the highest cap. None (full power) for 1.0 or for models that
-    offer no caps or pairs' power."""
-    allowed = getattr(models, "allowed_caps", None)
-    pairs = getattr(models, "colocation_arrays", None)
-    if allowed is None or pairs is None:
-        return None
-    caps = np.array(allowed(gpu), dtype=float)
+    ``bound``; among equals the highest cap. None (full power) for 1.0."""
+    caps = np.array(models.allowed_caps(gpu), dtype=float)
     rate, power = [], []
     for job_type in (type_a, type_b):
-        model = models.for_job(job_type or None, gpu)  # type: ignore[attr-defined]
+        model = models.for_job(job_type or None, gpu)
         tput = np.array([model.throughput(Config(1, 1, c)) for c in caps])
         rate.append(tput / model.throughput(Config(1)))
         power.append(np.array([model.power_w(Config(1, 1, c)) for c in caps]))
     n = len(caps)
-    slow_a, slow_b, pair_w = pairs([type_a or None] * n, [type_b or None] * n, gpu, mechanism, power[0], power[1])
+    slow_a, slow_b, pair_w = models.colocation_arrays([type_a or None] * n, [type_b or None] * n, gpu, mechanism, power[0], power[1])
     stretch_a, stretch_b = slow_a / rate[0], slow_b / rate[1]
     energy = np.round(pair_w / (rate[0] / slow_a + rate[1] / slow_b), 9)
     energy = np.where((stretch_a <= bound) & (stretch_b <= bound), energy, np.inf)
@@ -205,15 +201,23 @@ def _take(free: dict[str, int], gpus: int, allowed: set[str] | None = None) -> s
     return name
 
 
-#: The last snapshot's node tuple and its free GPUs per node (the simulator keeps the same tuple
-#: while no node changes): a tick re-reads the nodes only when they changed.
-_FREE: list[object] = [None, {}]
+@dataclass
+class _FreeMemo:
+    """The last snapshot's node tuple and its free GPUs per node, in a controller's memo (the
+    simulator keeps the same tuple while no node changes): a tick re-reads the nodes only
+    when they changed."""
+
+    nodes: tuple[Node, ...] | None = None
+    free: dict[str, int] = field(default_factory=dict)
 
 
-def _free_gpus(snapshot: ClusterSnapshot) -> dict[str, int]:
-    if _FREE[0] is not snapshot.nodes:
-        _FREE[:] = [snapshot.nodes, {node.name: node.gpus_free for node in snapshot.nodes if node.gpus_free > 0}]
-    return dict(_FREE[1])  # type: ignore[call-overload]
+def _free_gpus(snapshot: ClusterSnapshot, memo: DecisionMemo) -> dict[str, int]:
+    """Free GPUs per node with any, a copy the caller may take from."""
+    held = memo.get(_FreeMemo)
+    if held.nodes is not snapshot.nodes:
+        held.nodes = snapshot.nodes
+        held.free = {node.name: node.gpus_free for node in snapshot.nodes if node.gpus_free > 0}
+    return dict(held.free)
 
 
 def _running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -> list[_Host]:

@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node
+from slurm_green.core.decision import DecisionMemo
 
 
 @dataclass(frozen=True)
@@ -46,25 +47,29 @@ def _types(nodes: tuple[Node, ...]) -> ClusterGpuTypes:
     return ClusterGpuTypes(_majority(total), {p: _majority(c) for p, c in per_partition.items()})
 
 
-#: The last snapshot's nodes and their types: nodes change far less often than a policy asks.
-_LAST: tuple[tuple[Node, ...], ClusterGpuTypes] | None = None
+@dataclass
+class _TypesMemo:
+    """The last snapshot's nodes and their types, in a controller's memo: nodes change far
+    less often than a policy asks (the held tuple keeps the identity check sound)."""
+
+    last: tuple[tuple[Node, ...], ClusterGpuTypes] | None = None
 
 
-def cluster_gpu_types(snapshot: ClusterSnapshot) -> ClusterGpuTypes:
+def cluster_gpu_types(snapshot: ClusterSnapshot, memo: DecisionMemo) -> ClusterGpuTypes:
     """The GPU types of ``snapshot``'s nodes (re-read only when the node tuple changes)."""
-    global _LAST
-    if _LAST is None or _LAST[0] is not snapshot.nodes:
-        _LAST = (snapshot.nodes, _types(snapshot.nodes))
-    return _LAST[1]
+    held = memo.get(_TypesMemo)
+    if held.last is None or held.last[0] is not snapshot.nodes:
+        held.last = (snapshot.nodes, _types(snapshot.nodes))
+    return held.last[1]
 
 
-def job_gpu_types(snapshot: ClusterSnapshot, jobs: tuple[Job, ...]) -> tuple[str | None, ...]:
+def job_gpu_types(snapshot: ClusterSnapshot, jobs: tuple[Job, ...], memo: DecisionMemo) -> tuple[str | None, ...]:
     """Each job's planned GPU type, in order (see ``ClusterGpuTypes.of``)."""
-    types = cluster_gpu_types(snapshot)
+    types = cluster_gpu_types(snapshot, memo)
     return tuple(types.of(job) for job in jobs)
 
 
-def gpu_pools(snapshot: ClusterSnapshot) -> list[tuple[str | None, ClusterSnapshot]]:
+def gpu_pools(snapshot: ClusterSnapshot, memo: DecisionMemo) -> list[tuple[str | None, ClusterSnapshot]]:
     """The cluster split by GPU type, for a policy that plans GPU counts and placement.
 
     A job runs on the type it asked for (or its partition's), so each type's nodes form a
@@ -76,7 +81,7 @@ def gpu_pools(snapshot: ClusterSnapshot) -> list[tuple[str | None, ClusterSnapsh
     kinds = sorted({node.gpu_type for node in snapshot.nodes if node.gpus_total > 0}, key=lambda t: t or "")
     if len(kinds) <= 1:
         return [(kinds[0] if kinds else None, snapshot)]
-    types = cluster_gpu_types(snapshot)
+    types = cluster_gpu_types(snapshot, memo)
     pools = []
     for kind in kinds:
         nodes = tuple(node for node in snapshot.nodes if node.gpu_type == kind)

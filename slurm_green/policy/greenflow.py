@@ -60,7 +60,9 @@ from typing import Literal
 
 import numpy as np
 
-from slurm_green.core.cluster import ClusterSnapshot, JobState
+from slurm_green.core.cluster import ClusterSnapshot, JobState, Node
+from slurm_green.core.decision import DecisionContext, DecisionMemo
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
@@ -204,24 +206,25 @@ class GreenFlowPolicy:
     runtime_slack: float | None = 0.25
     growth_horizon_s: float | None = 2 * 3600.0
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        jobs = pending_jobs(snapshot, self.default_runtime_s)
+    def __call__(self, context: DecisionContext) -> Plan:
+        snapshot, memo, now = context.snapshot, context.memo, context.now
+        jobs = pending_jobs(snapshot, self.default_runtime_s, memo)
         if not len(jobs):
             return Plan()
-        if self.resource == "carbon" and forecast is None:
+        if self.resource == "carbon" and context.forecast is None:
             return _carbon_agnostic(jobs, now)
-        pools = gpu_pools(snapshot) if self.typed else [(None, snapshot)]
+        pools = gpu_pools(snapshot, memo) if self.typed else [(None, snapshot)]
         decisions: list[JobDecision] = []
         notes = []
         for gpu, pool in pools:
-            pool_jobs = jobs if pool is snapshot else pending_jobs(pool, self.default_runtime_s)
+            pool_jobs = jobs if pool is snapshot else pending_jobs(pool, self.default_runtime_s, memo)
             if not len(pool_jobs):
                 continue
-            gpn, gpus_free, gpus_total = _node_facts(pool)
-            options, caps = self._options(pool_jobs, forecast, models, now, gpn, gpu)
+            gpn, gpus_free, gpus_total = _node_facts(pool, memo)
+            options, caps = self._options(pool_jobs, context, gpn, gpu)
             solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)),
-                                 pool, gpn)
-            decisions += self._decisions(pool_jobs, options, caps, solved, forecast, now, gpn, gpu)
+                                 pool, gpn, memo)
+            decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
         return Plan(decisions=tuple(decisions), notes=tuple(notes))
 
@@ -233,31 +236,32 @@ class GreenFlowPolicy:
             return self
         return replace(self, budget_fraction=self.budget_fraction * scale)
 
-    def solve(self, snapshot: ClusterSnapshot, forecast: object, models: object, now: float) -> Solution | None:
+    def solve(self, context: DecisionContext) -> Solution | None:
         """The decision's plan before placement, with its objective (None without pending jobs);
         on a cluster of one GPU type (of several, the first pool's)."""
-        gpu, pool = gpu_pools(snapshot)[0] if self.typed else (None, snapshot)
-        jobs = pending_jobs(pool, self.default_runtime_s)
+        memo, now = context.memo, context.now
+        gpu, pool = gpu_pools(context.snapshot, memo)[0] if self.typed else (None, context.snapshot)
+        jobs = pending_jobs(pool, self.default_runtime_s, memo)
         if not len(jobs):
             return None
-        gpn, gpus_free, gpus_total = _node_facts(pool)
-        options, _ = self._options(jobs, forecast, models, now, gpn, gpu)
-        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)), pool, gpn)
+        gpn, gpus_free, gpus_total = _node_facts(pool, memo)
+        options, _ = self._options(jobs, context, gpn, gpu)
+        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)), pool,
+                           gpn, memo)
 
     # -- candidate space ---------------------------------------------------------------
 
-    def _options(self, jobs: PendingJobs, forecast: object | None, models: object, now: float,
-                 gpn: int, gpu: str | None) -> tuple[_Options, np.ndarray]:
+    def _options(self, jobs: PendingJobs, context: DecisionContext, gpn: int,
+                 gpu: str | None) -> tuple[_Options, np.ndarray]:
         """The candidate space of ``jobs`` on GPU type ``gpu``, and its cap axis."""
         # Jobs share few (requested, low, high) ranges: build each range's options once.
         ranges = list(zip(jobs.gpus.tolist(), jobs.gpus_min.tolist(), jobs.gpus_max.tolist()))
-        distinct = dict.fromkeys(ranges)
-        for key in distinct:
-            distinct[key] = gpu_options(*key, gpn)
+        distinct = {key: gpu_options(*key, gpn) for key in dict.fromkeys(ranges)}
         all_counts = {g for opts in distinct.values() for g in opts} | set(jobs.gpus.tolist())
+        models = context.models
         caps = tuple(sorted(set(self.caps or cap_choices(models, gpu, floor=self.cap_floor, step=self.cap_step))
                             | {1.0}))
-        table = config_table(models, set(jobs.job_type), all_counts, caps, gpn, gpu)
+        table = config_table(models, set(jobs.job_type), all_counts, caps, gpn, gpu, context.memo)
         counts = table.gpus
         col_of = {int(g): i for i, g in enumerate(counts)}
         n, g_cols, c_cols = len(jobs), len(counts), len(table.caps)
@@ -285,7 +289,7 @@ class GreenFlowPolicy:
         # Energy stays finite everywhere: the requested configuration at full power is the
         # carbon-agnostic reference even when the user's range excludes it.
         runtime = np.where(ok, runtime, np.inf)
-        intensity, wait = self._intensity(jobs, forecast, now, jobs.runtime_s)
+        intensity, wait = self._intensity(jobs, context.forecast, context.now, jobs.runtime_s)
         return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap), table.caps
 
     def _guard(self, runtime: np.ndarray, counts: np.ndarray, requested: np.ndarray, requested_col: np.ndarray,
@@ -316,20 +320,23 @@ class GreenFlowPolicy:
             ok &= (counts[None, :, None] <= requested[:, None, None]) | (runtime <= self.growth_horizon_s)
         return ok
 
-    def _intensity(self, jobs: PendingJobs, forecast: object | None, now: float,
+    def _intensity(self, jobs: PendingJobs, forecast: CarbonForecast | None, now: float,
                    runtime: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Budget units per kWh when starting now and in the best window before the deadline."""
+        """Budget units per kWh when starting now and in the best window before the deadline.
+
+        Without a forecast (only ``solve`` gets here so: ``__call__`` then plans carbon-agnostically)
+        the hour does not matter, as for energy."""
         n = len(jobs)
         wait = np.zeros((n, 2))
-        if self.resource == "energy":
+        if self.resource == "energy" or forecast is None:
             return np.ones((n, 2)), np.column_stack([wait[:, 0], np.full(n, np.inf)])
-        starts = np.asarray(forecast.starts, dtype=np.float64)  # type: ignore[attr-defined]
+        starts = np.asarray(forecast.starts, dtype=np.float64)
         latest = np.minimum(jobs.deadline, now + self.max_defer_s)
         # The period starts in (now, latest deadline]: a slice, since starts increase.
         first, end = starts.searchsorted([now, latest.max(initial=now)], side="right")
         candidates = starts[first:end]
         # One window search for "now" (column 0) and every candidate start.
-        window_means = forecast.window_means  # type: ignore[attr-defined]
+        window_means = forecast.window_means
         all_ci = window_means(np.concatenate(([now], candidates)), runtime) / 1000.0
         now_ci = all_ci[:, 0]
         if not len(candidates):
@@ -367,7 +374,7 @@ class GreenFlowPolicy:
         return _Choice(col, cap, start, admitted, spent)
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
-               gpn: int) -> Solution:
+               gpn: int, memo: DecisionMemo) -> Solution:
         unit = "kg CO2" if self.resource == "carbon" else "kWh"
         agnostic = _agnostic_choice(o, free_gpus)
         # Jobs the carbon-agnostic plan leaves queued: the crowd that every GPU-second a plan
@@ -384,7 +391,7 @@ class GreenFlowPolicy:
             shape = choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
             key = shape + choice.cap.tobytes()
             if key not in seen:
-                placed_choice, placed = self._enact(choice, o, snapshot, gpn, places.get(shape))
+                placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, places.get(shape))
                 places[shape] = placed
                 seen[key] = (placed_choice, placed, score(placed_choice))
             return seen[key]
@@ -434,7 +441,7 @@ class GreenFlowPolicy:
 
     # -- placement and output ----------------------------------------------------------
 
-    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot, gpn: int,
+    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot, gpn: int, memo: DecisionMemo,
                placed: dict[int, tuple[int, tuple[str, ...]]] | None = None,
                ) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]:
         """``choice`` as it will run: admitted jobs get nodes (``_placement``, or ``placed`` if
@@ -445,7 +452,7 @@ class GreenFlowPolicy:
         if not self.place or not starting.any():
             return choice, {}
         if placed is None:
-            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot), gpn)
+            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), gpn)
         now_placed = np.zeros(len(o.rows), dtype=bool)
         now_placed[list(placed)] = True
         col = np.where(starting & ~now_placed, o.queued_col, choice.col)
@@ -481,7 +488,7 @@ class GreenFlowPolicy:
         return placed
 
     def _decisions(self, jobs: PendingJobs, o: _Options, cap_axis: np.ndarray, solved: Solution,
-                   forecast: object | None, now: float, gpn: int, gpu: str | None) -> tuple[JobDecision, ...]:
+                   now: float, gpn: int, gpu: str | None) -> tuple[JobDecision, ...]:
         choice, placed, price = solved.choice, solved.placed, solved.price
         n = len(jobs)
         rows = np.arange(n)
@@ -544,20 +551,24 @@ class GreenFlowPolicy:
         return tuple(out)
 
 
-#: (node tuple, (GPUs per node, free GPUs)) of the last snapshot: both depend on the nodes only,
-#: which a simulator hands over as the same tuple while none changed (the held reference
-#: keeps the identity check sound).
-_LAST_NODES: "tuple[tuple, tuple[int, int, int]] | None" = None
+@dataclass
+class _NodeFactsMemo:
+    """(node tuple, (GPUs per node, free GPUs, usable GPUs)) of the last snapshot, in a
+    controller's memo: all three depend on the nodes only, which a simulator hands over as
+    the same tuple while none changed (the held reference keeps the identity check sound)."""
+
+    last: tuple[tuple[Node, ...], tuple[int, int, int]] | None = None
 
 
-def _node_facts(snapshot: ClusterSnapshot) -> tuple[int, int, int]:
+def _node_facts(snapshot: ClusterSnapshot, memo: DecisionMemo) -> tuple[int, int, int]:
     """(GPUs per node, free GPUs, usable GPUs) of the snapshot's nodes."""
-    global _LAST_NODES
-    if _LAST_NODES is None or _LAST_NODES[0] is not snapshot.nodes:
-        rows = node_rows(snapshot.nodes)
+    held = memo.get(_NodeFactsMemo)
+    if held.last is None or held.last[0] is not snapshot.nodes:
+        rows = node_rows(snapshot.nodes, memo)
         usable = sum([row[1] for row in rows if row[0]])
-        _LAST_NODES = (snapshot.nodes, (gpus_per_node_of(snapshot), placement_gpus_free(snapshot.nodes), usable))
-    return _LAST_NODES[1]
+        held.last = (snapshot.nodes, (gpus_per_node_of(snapshot, memo), placement_gpus_free(snapshot.nodes, memo),
+                                      usable))
+    return held.last[1]
 
 
 def _feasible_chain(chain: np.ndarray, feasible: np.ndarray) -> np.ndarray:

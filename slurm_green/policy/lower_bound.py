@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from slurm_green.core.forecast import CarbonForecast
+from slurm_green.core.models import ModelRegistry
 from slurm_green.policy.config_table import config_table, gpu_options
 
 _CHUNK = 4096
@@ -28,7 +30,7 @@ class LowerBound:
 
 
 def carbon_lower_bound(submit: np.ndarray, work: np.ndarray, job_type: list[str], requested: np.ndarray,
-                       gpus_min: np.ndarray, gpus_max: np.ndarray, signal: object, models: object,
+                       gpus_min: np.ndarray, gpus_max: np.ndarray, signal: CarbonForecast, models: ModelRegistry,
                        gpus_per_node: int, horizon_s: float = 7 * 86400.0,
                        caps: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)) -> LowerBound:
     """Sum over jobs of (least energy) x (lowest mean intensity over a window of that runtime)."""
@@ -53,9 +55,10 @@ def carbon_lower_bound(submit: np.ndarray, work: np.ndarray, job_type: list[str]
     return LowerBound(float((energy_kwh * intensity).sum() / 1000.0), float(energy_kwh.sum()), horizon_s)
 
 
-def _best_window_intensity(submit: np.ndarray, runtime: np.ndarray, signal: object, horizon_s: float) -> np.ndarray:
+def _best_window_intensity(submit: np.ndarray, runtime: np.ndarray, signal: CarbonForecast,
+                           horizon_s: float) -> np.ndarray:
     """Per job, the lowest mean intensity (g/kWh) of a run starting in [submit, submit + horizon]."""
-    step = float(signal.step)  # type: ignore[attr-defined]
+    step = float(signal.step)
     offsets = np.arange(0.0, horizon_s + step, step)
     out = np.empty(len(submit))
     for lo in range(0, len(submit), _CHUNK):
@@ -67,6 +70,6 @@ def _best_window_intensity(submit: np.ndarray, runtime: np.ndarray, signal: obje
         first_end = (np.floor((s + r) / step) + 1) * step - r
         starts = np.column_stack([s, first[:, None] + offsets[None, :-1], first_end[:, None] + offsets[None, :-1]])
         starts = np.where(starts <= (s + horizon_s)[:, None], starts, s[:, None])
-        means = signal.mean_over(starts, starts + r[:, None])  # type: ignore[attr-defined]
+        means = signal.mean_over(starts, starts + r[:, None])
         out[lo: lo + _CHUNK] = np.asarray(means).min(axis=1)
     return out

@@ -8,13 +8,14 @@ one pass over the snapshot.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from operator import itemgetter
 
 import numpy as np
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.policy.managed import deadline_of
 from slurm_green.policy.placement import node_rows
@@ -48,14 +49,22 @@ class PendingJobs:
         return len(self.jobs)
 
 
-#: Per pending job id: (the Job object, default runtime, its row or None if unmanaged), from the
-#: last call. Jobs are immutable and are replaced when they change, so a row is reused only for
-#: the very same object (held here, so the identity check is sound); only the last call's
-#: pending jobs are kept.
-_ROWS: dict[int, tuple[Job, float, tuple | None]] = {}
+#: One managed pending job's columns: (sort key, job, options, id, submit, deadline, GPUs,
+#: lowest GPUs, highest GPUs, accepts a cap, runtime, job type).
+_Row = tuple[tuple[float, int], Job, GreenOptions, int, float, float, int, int, int, bool, float, str]
 
 
-def _row(job: Job, default_runtime_s: float) -> tuple | None:
+@dataclass
+class _RowsMemo:
+    """Per pending job id: (the Job object, default runtime, its row or None if unmanaged), from
+    the controller's last call. Jobs are immutable and are replaced when they change, so a row
+    is reused only for the very same object (held here, so the identity check is sound); only
+    the last call's pending jobs are kept."""
+
+    rows: dict[int, tuple[Job, float, _Row | None]] = field(default_factory=dict)
+
+
+def _row(job: Job, default_runtime_s: float) -> _Row | None:
     options = _parse_marker(job.admin_comment)
     if options is None or not options.managed:
         return None
@@ -66,9 +75,11 @@ def _row(job: Job, default_runtime_s: float) -> tuple | None:
             job.time_limit_s or default_runtime_s, job.name)
 
 
-def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> PendingJobs:
-    global _ROWS
-    last, kept = _ROWS, {}
+def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: DecisionMemo) -> PendingJobs:
+    """The managed pending jobs of ``snapshot`` as columns (rows reused from ``memo``)."""
+    held = memo.get(_RowsMemo)
+    last: dict[int, tuple[Job, float, _Row | None]] = held.rows
+    kept: dict[int, tuple[Job, float, _Row | None]] = {}
     rows = []
     pending = JobState.PENDING
     for job in [job for job in snapshot.jobs if job.state is pending]:  # most active jobs run
@@ -80,7 +91,7 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> Pending
         kept[job.job_id] = (job, default_runtime_s, row)
         if row is not None:
             rows.append(row)
-    _ROWS = kept
+    held.rows = kept
     rows.sort(key=itemgetter(0))  # FIFO: submit time, then job id (unique, so the order is total)
     n = len(rows)
     cols = list(zip(*rows)) if n else [()] * 12
@@ -101,7 +112,7 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float) -> Pending
     )
 
 
-def gpus_per_node_of(snapshot: ClusterSnapshot, default: int = 8) -> int:
+def gpus_per_node_of(snapshot: ClusterSnapshot, memo: DecisionMemo, default: int = 8) -> int:
     """The most common GPU count per node: the unit in which multi-node jobs are packed."""
-    counts = Counter([row[1] for row in node_rows(snapshot.nodes) if row[1] > 0])  # row[1]: the node's GPUs
+    counts = Counter([row[1] for row in node_rows(snapshot.nodes, memo) if row[1] > 0])  # row[1]: the node's GPUs
     return counts.most_common(1)[0][0] if counts else default

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.cluster import Job
+from slurm_green.core.decision import DecisionContext
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions
+from slurm_green.core.models import ModelRegistry
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.policy.gpu_types import cluster_gpu_types
 from slurm_green.policy.managed import deadline_of, managed_pending
 
@@ -32,17 +35,17 @@ class WindowPolicy:
     def _runtime(self, job: Job) -> float:
         return job.time_limit_s if job.time_limit_s else self.default_runtime_s
 
-    def _cap(self, models: object, gpu: str | None) -> float | None:
+    def _cap(self, models: ModelRegistry, gpu: str | None) -> float | None:
         """The fixed cap on ``gpu``: ``cap_fraction``, or the board's lowest if that is higher."""
         if self.cap_fraction is None:
             return None
-        allowed = models.allowed_caps(gpu, accept_cap=True, floor=self.cap_fraction)  # type: ignore[attr-defined]
+        allowed = models.allowed_caps(gpu, accept_cap=True, floor=self.cap_fraction)
         return min(allowed)
 
-    def _decide(self, job: Job, options: GreenOptions, forecast: object | None, models: object, now: float,
-                gpu: str | None) -> JobDecision:
+    def _decide(self, job: Job, options: GreenOptions, forecast: CarbonForecast | None, models: ModelRegistry,
+                now: float, gpu: str | None) -> JobDecision:
         cap = self._cap(models, gpu) if options.accept_cap else None
-        model = models.for_job(job.name) if gpu is None else models.for_job(job.name, gpu)  # type: ignore[attr-defined]
+        model = models.for_job(job.name, gpu)
         config = Config(gpus=max(1, job.total_gpus), nodes=job.num_nodes, cap_fraction=cap or 1.0)
         full = Config(gpus=config.gpus, nodes=config.nodes)
         runtime = self._runtime(job) * model.throughput(full) / model.throughput(config)
@@ -54,9 +57,9 @@ class WindowPolicy:
                                reason="no carbon forecast: start now (carbon-agnostic)",
                                expected_runtime_s=runtime, expected_energy_kwh=energy_kwh,
                                energy_as_asked_kwh=as_asked_kwh, gpu_type=gpu)
-        start = float(forecast.best_start(now, latest, runtime))  # type: ignore[attr-defined]
-        intensity = float(forecast.mean_over(start, start + runtime))  # type: ignore[attr-defined]
-        intensity_now = float(forecast.mean_over(now, now + runtime))  # type: ignore[attr-defined]
+        start = forecast.best_start(now, latest, runtime)
+        intensity = float(forecast.mean_over(start, start + runtime))
+        intensity_now = float(forecast.mean_over(now, now + runtime))
         if start <= now:
             reason = f"best window is now ({intensity:.0f} g/kWh)"
         else:
@@ -70,9 +73,10 @@ class WindowPolicy:
             energy_as_asked_kwh=as_asked_kwh, gpu_type=gpu,
         )
 
-    def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:
-        types = cluster_gpu_types(snapshot)
-        decisions = tuple(self._decide(job, options, forecast, models, now, types.of(job))
+    def __call__(self, context: DecisionContext) -> Plan:
+        snapshot, forecast = context.snapshot, context.forecast
+        types = cluster_gpu_types(snapshot, context.memo)
+        decisions = tuple(self._decide(job, options, forecast, context.models, context.now, types.of(job))
                           for job, options in managed_pending(snapshot))
         notes = () if forecast is not None else ("carbon-agnostic: every managed job is released",)
         return Plan(decisions=decisions, notes=notes)

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
+from slurm_green.carbon.signal import CarbonSignal
+from slurm_green.core.models import ModelRegistry
 from slurm_green.core.plan import Policy
 from slurm_green.policy import registry
 from slurm_green.policy.registry import PolicyKnobs
@@ -33,13 +36,13 @@ ETAS = (0.0, 0.5, 1.0)
 #: The bench's labels: a registry policy (``policy/registry.py``, the controller's too) and the
 #: knobs that differ from its defaults. The window baselines are start-time shifting alone and
 #: with a fixed 70 % cap.
-LABELS: dict[str, tuple[str, dict[str, object]]] = {
+LABELS: dict[str, tuple[str, dict[str, Any]]] = {
     "fifo": ("fifo", {}), "window": ("window", {"cap_fraction": None}), "window+cap": ("window", {"cap_fraction": 0.7}),
     "zeus": ("zeus", {}), "greenflow": ("greenflow", {}), "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
 }
 
 
-def make_policy(name: str, budget: float | None = None, **knobs: object) -> Policy:
+def make_policy(name: str, budget: float | None = None, **knobs: Any) -> Policy:
     """A policy by its bench label; ``budget`` overrides GreenFlow's/PowerFlow's budget
     fraction, ``knobs`` any other setting of ``PolicyKnobs``."""
     if name not in LABELS:
@@ -47,7 +50,8 @@ def make_policy(name: str, budget: float | None = None, **knobs: object) -> Poli
     base, preset = LABELS[name]
     if budget is not None:
         knobs = {**knobs, "budget_fraction": budget}
-    policy = registry.make_policy(PolicyKnobs(name=base, **{**preset, **knobs}))  # type: ignore[arg-type]
+    policy = registry.make_policy(PolicyKnobs(name=base, **{**preset, **knobs}))
+    # Every registry policy is a frozen dataclass with a ``name``; the Policy protocol does not say so.
     return policy if name == base else replace(policy, name=name)  # type: ignore[type-var]
 
 
@@ -152,7 +156,7 @@ def versus_best(points: list[Point], baselines: dict[str, list[Point]], x_attr: 
     return Versus(best, against, missed)
 
 
-def offered_load(workload: Workload, spec: ClusterSpec, models: object, options: TraceOptions) -> float:
+def offered_load(workload: Workload, spec: ClusterSpec, models: ModelRegistry, options: TraceOptions) -> float:
     """The GPU-time the jobs ask for (requested GPUs x runtime at that size, full power) over the
     cluster's GPU-time while they arrive: about 1 means a FIFO cluster is just kept busy."""
     sim = Simulator(workload, spec, models, None, b"offered-load-key", options)
@@ -162,7 +166,7 @@ def offered_load(workload: Workload, spec: ClusterSpec, models: object, options:
     return asked / (spec.gpus * max(span, float(sim.full_runtime.mean()) if len(workload) else 1.0))
 
 
-def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: object, models: object,
+def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, models: ModelRegistry,
                     options: TraceOptions) -> LowerBound:
     sim = Simulator(workload, spec, models, signal, b"lower-bound-key!", options)  # reuses its work sizes
     gpus = sim.requested
@@ -172,9 +176,10 @@ def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: object, model
                               spec.gpus_per_node)
 
 
-def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: object, carbon_name: str,
+def run_bench(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, models: ModelRegistry, carbon_name: str,
               options: TraceOptions = TraceOptions(), policies: tuple[str, ...] = POLICY_NAMES,
-              sweep: bool = True, on_run: Callable[[str], None] | None = None, **sim_kw: float) -> BenchResult:
+              sweep: bool = True, on_run: Callable[[str], None] | None = None, min_tick_s: float = 300.0,
+              max_tick_s: float = 900.0) -> BenchResult:
     runs: dict[str, RunResult] = {}
     frontier: dict[str, list[Point]] = {}
     for name in policies:
@@ -183,7 +188,7 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: obj
         for setting, policy, opts in settings:
             if on_run is not None:
                 on_run(f"{name} {setting}")
-            run = simulate(workload, spec, policy, signal, models, carbon_name, opts, **sim_kw)
+            run = simulate(workload, spec, policy, signal, models, carbon_name, opts, min_tick_s, max_tick_s)
             s = run.summary
             points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"]))
             if setting in ("default", "budget=1", f"flex={options.flex_s / 3600:g}h", "eta=0.5"):

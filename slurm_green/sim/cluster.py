@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -40,11 +41,12 @@ class ClusterSpec:
             raise ValueError(f"gpu_types names {len(self.gpu_types)} nodes, the cluster has {self.nodes}")
 
     @classmethod
-    def mixed(cls, nodes: int, gpus_per_node: int, types: tuple[str, ...], **kwargs: object) -> "ClusterSpec":
-        """``nodes`` split into equal consecutive blocks, one per type (the first blocks take any remainder)."""
+    def mixed(cls, nodes: int, gpus_per_node: int, types: tuple[str, ...], **kwargs: Any) -> ClusterSpec:
+        """``nodes`` split into equal consecutive blocks, one per type (the first blocks take any remainder);
+        ``kwargs``: the other fields of ``ClusterSpec``."""
         per, extra = divmod(nodes, len(types))
         names = tuple(t for k, t in enumerate(types) for _ in range(per + (k < extra)))
-        return cls(nodes=nodes, gpus_per_node=gpus_per_node, gpu_type=types[0], gpu_types=names, **kwargs)  # type: ignore[arg-type]
+        return cls(nodes=nodes, gpus_per_node=gpus_per_node, gpu_type=types[0], gpu_types=names, **kwargs)
 
     @property
     def typed(self) -> bool:

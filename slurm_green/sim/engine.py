@@ -2,15 +2,16 @@
 
 - **job_submit.lua**: when a trace job arrives it gets the trusted marker in its
   AdminComment (``format_marker``) and, if managed with flexibility, the fallback
-  begin time = its deadline, exactly as the plugin does: a job nobody releases
-  still starts by its deadline.
+  begin time = its deadline, by the plugin's own rule (``green_options.on_arrival``,
+  which the Lua is tested against): a job nobody releases still starts by its deadline.
 - **Slurm**: a FIFO scheduler with EASY backfill (one reservation for the first job
   that does not fit, from the running jobs' time limits) that honours begin times
   (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``) and holds.
   Without a node list it takes the first nodes that fit, in index order, and the
   lowest free GPU indices (no topology awareness), as a plain Slurm would.
 - **Prolog**: at start it verifies the signed decision token in the job's Comment
-  and applies its power-cap fraction; a missing or bad token means full power.
+  and applies its power-cap fraction by the Prolog's own rule (``decision_token.signed_cap``);
+  a missing or bad token, or a cap that is not a fraction in (0, 1], means full power.
 
 A job's runtime and power come from the models for its actual configuration (GPUs,
 nodes actually spanned, cap), so a policy's choice changes runtime and energy. A job
@@ -37,6 +38,7 @@ import math
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -57,8 +59,9 @@ from slurm_green.core.actions import (
 )
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
-from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.models.base import Config, Observation
+from slurm_green.core.forecast import CarbonForecast
+from slurm_green.core.green_options import GreenOptions, format_marker, on_arrival
+from slurm_green.core.models import Config, JobModel, ModelRegistry, Observation
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
@@ -101,12 +104,22 @@ def _shared_fields(per_node: int) -> dict[str, object]:
                                                                            "shards_per_node": 0}
 
 
+def _unlogged(line: str) -> None:
+    """The simulated Prolog's log: nobody reads it (a real Prolog's goes to slurmd's log)."""
+
+
 def _replace_job(job: Job, changes: dict[str, object]) -> Job:
     """``dataclasses.replace`` for ``Job`` without its per-call introspection (hot in the event loop)."""
     values = list(_JOB_VALUES(job))
     for name, value in changes.items():
         values[_JOB_POSITION[name]] = value
     return Job(*values)
+
+
+class Ticking(Protocol):
+    """What the simulator drives: ``controller.tick.Controller``."""
+
+    def tick(self, now: float) -> object: ...
 
 
 @dataclass
@@ -145,9 +158,11 @@ class _Reservation:
 
 
 class Simulator:
-    """See the module docstring. ``signal`` is the true carbon series used for accounting."""
+    """See the module docstring. ``signal`` is the true carbon series used for accounting (``None``:
+    a simulator that only sizes the jobs, its work and time limits, and is never run)."""
 
-    def __init__(self, workload: Workload, spec: ClusterSpec, models: object, signal: object, key: bytes,
+    def __init__(self, workload: Workload, spec: ClusterSpec, models: ModelRegistry, signal: CarbonForecast | None,
+                 key: bytes,
                  options: TraceOptions = TraceOptions(), clock: ManualClock | None = None,
                  verify: Callable[[int, str], dict[str, object]] | None = None, telemetry: bool = False) -> None:
         self.workload = workload
@@ -161,10 +176,11 @@ class Simulator:
         self.options = options
         n = len(workload)
         self.clock = clock or ManualClock(float(workload.submit[0]) if n else 0.0)
-        self._models: dict[tuple[str, str | None], object] = {}
+        self._models: dict[tuple[str, str | None], JobModel] = {}
         #: Each job's requested GPU type; on a mixed cluster it runs only on nodes of that type.
         self.requested_type = spec.requested_types(n)
-        self._type_nodes = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
+        #: Per GPU type, which nodes have it (a job's ``gpu_type``: on a typed cluster, never None).
+        self._type_nodes: dict[str | None, np.ndarray] = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
                             for t in spec.gpus_of_type()}
         capacity = spec.gpus_of_type()
         self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
@@ -208,13 +224,11 @@ class Simulator:
 
     # -- sizes ---------------------------------------------------------------------------
 
-    def _model(self, job_type: str, gpu: str | None = None) -> object:
+    def _model(self, job_type: str, gpu: str | None = None) -> JobModel:
         """``job_type``'s model on ``gpu`` (None: the registry's own type, which defines a job's work)."""
         model = self._models.get((job_type, gpu))
         if model is None:
-            model = self._models[(job_type, gpu)] = (
-                self.models.for_job(job_type or None) if gpu is None  # type: ignore[attr-defined]
-                else self.models.for_job(job_type or None, gpu))  # type: ignore[attr-defined]
+            model = self._models[(job_type, gpu)] = self.models.for_job(job_type or None, gpu)
         return model
 
     def _runs_on(self, alloc: list[tuple[int, np.ndarray]]) -> str | None:
@@ -236,7 +250,7 @@ class Simulator:
         for i, (t, g) in enumerate(zip(w.job_type, self.requested.tolist())):
             key = (t, g)
             if key not in cache:
-                cache[key] = self._model(t).throughput(self._config(g, self._packed_nodes(g)))  # type: ignore[attr-defined]
+                cache[key] = self._model(t).throughput(self._config(g, self._packed_nodes(g)))
             tput[i] = cache[key]
         work = np.where(np.isfinite(w.work), w.work, w.duration_s * tput)
         return work, work / tput
@@ -279,8 +293,7 @@ class Simulator:
             return ActionResult(action, ActionError.JOB_GONE, "no such active job")
         if not job.is_pending:
             return ActionResult(action, ActionError.NOT_PENDING, f"job is {job.state.value}")
-        handler: Callable[[Job, Action], str | None] = self._HANDLERS[type(action)]
-        error = handler(self, job, action)
+        error = self._HANDLERS[type(action)](self, job, action)
         if error:
             return ActionResult(action, ActionError.INVALID, error)
         self._snapshot = None
@@ -295,12 +308,12 @@ class Simulator:
         nodes = action.num_nodes if action.num_nodes is not None else job.num_nodes
         if not 1 <= action.gpus_per_node <= self.spec.gpus_per_node or not 1 <= nodes <= self.spec.nodes:
             return f"{nodes} x {action.gpus_per_node} GPUs does not fit nodes of {self.spec.gpus_per_node}"
-        if self.spec.typed and nodes > int(self._type_nodes[job.gpu_type].sum()):  # type: ignore[index]
+        if self.spec.typed and nodes > int(self._type_nodes[job.gpu_type].sum()):
             return f"{nodes} nodes: the cluster has fewer of type {job.gpu_type}"
         model = self._model(job.name)
         job = self._unbound(job)
-        old = model.throughput(self._config(job.total_gpus, job.num_nodes))  # type: ignore[attr-defined]
-        new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))  # type: ignore[attr-defined]
+        old = model.throughput(self._config(job.total_gpus, job.num_nodes))
+        new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))
         limit = math.ceil((job.time_limit_s or 0.0) * old / new / 60.0) * 60.0
         self._share.pop(job.job_id, None)  # whole GPUs: no longer bound to a partner
         self._update(job, gpus_per_node=action.gpus_per_node, shards_per_node=0, num_nodes=nodes, time_limit_s=limit)
@@ -312,7 +325,7 @@ class Simulator:
         unknown = [n for n in action.nodes if n not in self._node_index]
         if unknown:
             return f"unknown nodes {unknown[:3]}"
-        if self.spec.typed and not all(self._type_nodes[job.gpu_type][self._node_index[n]]  # type: ignore[index]
+        if self.spec.typed and not all(self._type_nodes[job.gpu_type][self._node_index[n]]
                                        for n in action.nodes):
             return f"nodes without {job.gpu_type} GPUs, which the job requested"  # Slurm refuses these too
         self._update(job, nodes=tuple(action.nodes))
@@ -355,9 +368,10 @@ class Simulator:
         self._schedule_needed = True
         return None
 
-    _HANDLERS = {SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold,
-                 Release: _release, SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice,
-                 ShareGpus: _share_gpus}
+    #: Each action's handler by its type (it takes the action of that type).
+    _HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
+        SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold, Release: _release,
+        SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice, ShareGpus: _share_gpus}
 
     def _unbound(self, job: Job) -> Job:
         """A job bound to a partner, as it asked (its whole GPUs), to start alone."""
@@ -410,7 +424,7 @@ class Simulator:
         if allowed is not None:
             ok &= allowed
         if self.spec.typed:
-            ok &= self._type_nodes[job.gpu_type]  # type: ignore[index]
+            ok &= self._type_nodes[job.gpu_type]
         fitting = np.flatnonzero(ok)
         return fitting[:count].tolist() if len(fitting) >= count else None
 
@@ -442,7 +456,8 @@ class Simulator:
     # -- the event loop ----------------------------------------------------------------
 
     def _arrive(self, index: int) -> None:
-        """A trace job is submitted: job_submit.lua marks it and defers it to its deadline."""
+        """A trace job is submitted: job_submit.lua marks it and defers it to its deadline
+        (``green_options.on_arrival``, the plugin's rule)."""
         w, o = self.workload, self.options
         job_id = index + 1
         submit = float(w.submit[index])
@@ -450,15 +465,14 @@ class Simulator:
         per_node, nodes = (gpus, 1) if gpus <= self.spec.gpus_per_node else (
             self.spec.gpus_per_node, self._packed_nodes(gpus))
         gpus = per_node * nodes
-        admin_comment, begin = "", None
+        admin_comment, begin = "", None  # unmanaged: no marker, no deferral
         if o.managed:
             low = max(1, int(gpus / o.gpu_range))
             high = min(self.spec.gpus, int(gpus * o.gpu_range))
-            green = GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
-                                 accept_cap=o.accept_cap, accept_share=bool(self.shares[index]),
-                                 deadline=submit + o.flex_s)
+            green, begin = on_arrival(GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
+                                                   accept_cap=o.accept_cap, accept_share=bool(self.shares[index])),
+                                      submit)
             admin_comment = format_marker(green)
-            begin = math.floor(submit + o.flex_s) if o.flex_s > 0 else None
         self._jobs[job_id] = Job(
             job_id, name=w.job_type[index], user="trace", partition=PARTITION, submit_time=submit,
             eligible_time=begin, time_limit_s=float(self.time_limit[index]), num_nodes=nodes,
@@ -467,17 +481,12 @@ class Simulator:
         self._requeue(job_id)
 
     def _prolog_cap(self, job: Job) -> float:
-        """The cap the job runs under: its signed token's, or its ``--gpu-freq`` level's."""
+        """The cap the job runs under: the Prolog's (``decision_token.signed_cap``, the rule
+        ``gpu.enact.decided_cap`` applies; this site sets no default cap), or its ``--gpu-freq``
+        level's when that is lower."""
         clocks = gpu_freq.cap_for_level(gpu_freq.level_of(job.tres_freq) or "high")
-        token = decision_token.find_token(job.comment)
-        if token is None:
-            return clocks
-        try:
-            payload = self._verify(job.job_id, token)
-        except decision_token.InvalidToken:
-            return clocks
-        cap = payload.get("cap")
-        return min(clocks, max(0.05, float(cap))) if isinstance(cap, (int, float)) else clocks
+        cap = decision_token.signed_cap(job.comment, functools.partial(self._verify, job.job_id), None, _unlogged)
+        return clocks if cap is None else min(clocks, cap)
 
     def _start(self, job: Job, alloc: list[tuple[int, np.ndarray]], now: float) -> None:
         index = job.job_id - 1
@@ -486,9 +495,9 @@ class Simulator:
         config = self._config(gpus, len(alloc), cap)
         gpu = self._runs_on(alloc)
         model = self._model(job.name, gpu)
-        throughput = float(model.throughput(config))  # type: ignore[attr-defined]
+        throughput = float(model.throughput(config))
         runtime = float(self.work[index] / throughput)
-        power = float(model.power_w(config))  # type: ignore[attr-defined]
+        power = float(model.power_w(config))
         end = now + runtime
         self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
         seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
@@ -515,7 +524,7 @@ class Simulator:
         self._ended[job_id] = _replace_job(self._jobs.pop(job_id), dict(state=JobState.COMPLETED,
                                                                          end_time=self.clock.now()))
         self._snapshot = None
-        if running.partner is not None and self._unpair(running):
+        if running.partner is not None and self._unpair(running, running.partner):
             return  # the partner keeps the GPUs
         for i, slots in running.alloc:
             self.free[i, slots] = True
@@ -523,13 +532,13 @@ class Simulator:
             self._free_total += len(slots)
             self._dirty_nodes.add(i)
 
-    def _unpair(self, ended: _Running) -> bool:
+    def _unpair(self, ended: _Running, partner: int) -> bool:
         """The partner of a job that ended returns to its solo rate and holds the GPUs; True
         when it took them over (the ended job was the host)."""
-        other = self._running[ended.partner]  # type: ignore[index]
+        other = self._running[partner]
         other.partner = None
         self._shared_gpus -= ended.gpus
-        self._set_rate(ended.partner, self.clock.now(), other.solo_throughput, other.solo_power_w)  # type: ignore[arg-type]
+        self._set_rate(partner, self.clock.now(), other.solo_throughput, other.solo_power_w)
         if ended.alloc and not other.alloc:
             other.alloc = ended.alloc
             return True
@@ -573,8 +582,8 @@ class Simulator:
         config = self._config(host.gpus, count, cap)
         gpu = self._runs_on(host.alloc)
         model = self._model(job.name, gpu)
-        solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))  # type: ignore[attr-defined]
-        slow, slow_host, pair_w = self.models.colocation(  # type: ignore[attr-defined]
+        solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))
+        slow, slow_host, pair_w = self.models.colocation(
             job.name or None, host_job.name or None, gpu or self.spec.gpu_type, self.spec.share_mechanism,
             solo_power / host.gpus, host.solo_power_w / host.gpus)
         pair_total = pair_w * host.gpus
@@ -640,7 +649,7 @@ class Simulator:
             tested += 1
             if need <= free:
                 ends_before = reservation is None or now + (job.time_limit_s or 0.0) <= reservation.start
-                allowed = None if ends_before else reservation.spare >= job.gpus_per_node
+                allowed = None if ends_before else reservation.spare >= job.gpus_per_node  # type: ignore[union-attr]  # ends_before without one
                 alloc = self._allocate(job, allowed)
                 if alloc is not None:
                     self._start(job, alloc, now)
@@ -648,7 +657,7 @@ class Simulator:
                     free -= need
                     if not ends_before:
                         for node, _ in alloc:
-                            reservation.spare[node] -= job.gpus_per_node
+                            reservation.spare[node] -= job.gpus_per_node  # type: ignore[union-attr]  # as above
                     continue
             if reservation is None:
                 reservation = self._shadow(now, job)
@@ -664,11 +673,14 @@ class Simulator:
             heapq.heappop(self._releases)
         return math.inf
 
-    def run(self, controller: object, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
+    def run(self, controller: Ticking, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
             drain_limit_s: float = 365 * 86400.0, on_progress: Callable[[int], None] | None = None) -> SimRecord:
         """Drive ``controller.tick(now)`` at events (at most every ``min_tick_s``) and at least every
         ``max_tick_s`` while jobs are pending; stop when every job is done, or ``drain_limit_s``
         after the last arrival (the rest are reported unfinished)."""
+        if self.signal is None:
+            raise ValueError("a simulator without a carbon signal only sizes its jobs; it cannot run")
+        signal = self.signal
         n = len(self.workload)
         submit = self.workload.submit
         last_tick = -math.inf
@@ -708,7 +720,7 @@ class Simulator:
                 if job_id in self._jobs and self._jobs[job_id].is_pending:
                     self._requeue(job_id)
             if now >= tick or (changed and now >= last_tick + min_tick_s):
-                controller.tick(now)  # type: ignore[attr-defined]
+                controller.tick(now)
                 last_tick, changed = now, False
                 if self._ended:  # seen once, then gone from squeue
                     self._ended.clear()
@@ -720,7 +732,7 @@ class Simulator:
                 self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
             if on_progress is not None and nodes_changed:
                 on_progress(done)
-        self.record.finish(self.signal, self.spec, now)
+        self.record.finish(signal, self.spec, now)
         return self.record
 
     def _busy(self) -> int:

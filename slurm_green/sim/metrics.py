@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from slurm_green.core.forecast import CarbonForecast
+from slurm_green.sim.cluster import ClusterSpec
+
 _J_PER_KWH = 3.6e6
 
 
@@ -64,18 +67,18 @@ class SimRecord:
         self.sample_power_w.append(power_w)
         self.sample_shared.append(shared)
 
-    def finish(self, signal: object, spec: object, now: float) -> None:
+    def finish(self, signal: CarbonForecast, spec: ClusterSpec, now: float) -> None:
         """Close the samples at ``now``; account the jobs' intensity, idle energy and carbon."""
         ran = np.isfinite(self.start)
-        self.intensity[ran] = signal.mean_over(self.start[ran], self.end[ran])  # type: ignore[attr-defined]
-        self.total_gpus = int(spec.gpus)  # type: ignore[attr-defined]
+        self.intensity[ran] = signal.mean_over(self.start[ran], self.end[ran])
+        self.total_gpus = int(spec.gpus)
         self.ended_at = now
         t = np.asarray(self.sample_t + [max(now, self.sample_t[-1] if self.sample_t else now)])
         idle = self.total_gpus - np.asarray(self.sample_busy, dtype=np.float64)
         dt = np.diff(t)
-        watts = idle * float(spec.idle_w_per_gpu)  # type: ignore[attr-defined]
+        watts = idle * float(spec.idle_w_per_gpu)
         self.idle_energy_kwh = float((watts * dt).sum() / _J_PER_KWH)
-        mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)  # type: ignore[attr-defined]
+        mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)
         self.idle_carbon_kg = float((watts * dt * mean).sum() / _J_PER_KWH / 1000.0)
 
     def jobs_carbon_kg(self, signal: object, start: float, end: float) -> float:

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.store import StateStore
-from slurm_green.controller.tick import Controller
+from slurm_green.controller.tick import Controller, TickReport
 from slurm_green.core import decision_token
+from slurm_green.core.models import ModelRegistry
 from slurm_green.core.plan import Policy
 from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
@@ -38,15 +39,15 @@ class RunResult:
 class _CountingController(Controller):
     ticks: int = 0
 
-    def tick(self, now: float):  # type: ignore[override]
+    def tick(self, now: float) -> TickReport:
         self.ticks += 1
         return super().tick(now)
 
 
-def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: CarbonSignal, models: object,
+def simulate(workload: Workload, spec: ClusterSpec, policy: Policy, signal: CarbonSignal, models: ModelRegistry,
              carbon_name: str = "carbon", options: TraceOptions = TraceOptions(), min_tick_s: float = 300.0,
              max_tick_s: float = 900.0, on_progress: Callable[[int], None] | None = None,
-             truth: object | None = None, learn: bool = False, budget: PeriodBudget | None = None,
+             truth: ModelRegistry | None = None, learn: bool = False, budget: PeriodBudget | None = None,
              store: StateStore | None = None) -> RunResult:
     """Run ``policy`` through the controller over ``workload``.
 

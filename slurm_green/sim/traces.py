@@ -16,6 +16,8 @@ each trace's job size is obtained:
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import re
 import warnings
 from pathlib import Path
@@ -43,7 +45,7 @@ class TraceWarning(UserWarning):
 def read_table(path: Path, columns: tuple[str, ...], **read_csv: object) -> pd.DataFrame:
     """``pd.read_csv`` with a :class:`TraceError` naming the file for an empty, unparsable or incomplete one."""
     try:
-        frame = pd.read_csv(path, **read_csv)  # type: ignore[call-overload]
+        frame = pd.read_csv(path, **read_csv)
     except pd.errors.EmptyDataError:
         raise TraceError(f"{path}: empty file") from None
     except (pd.errors.ParserError, UnicodeDecodeError) as exc:
@@ -151,7 +153,8 @@ def load_trace(path: str | Path, origin: float = DEFAULT_ORIGIN) -> Workload:
     return workload
 
 
-def _reader(path: Path):  # type: ignore[no-untyped-def]
+def _reader(path: Path) -> Callable[[Path, float], Workload]:
+    """The loader of ``path``'s trace format, told by its name; each takes (path, origin)."""
     name = path.name.lower()
     if name.endswith(".trace"):
         return load_gavel

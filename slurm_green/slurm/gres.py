@@ -70,8 +70,8 @@ def parse_item(text: str) -> GresItem | None:
         count = _parse_count(value)
         if count is None:
             return None
-        name, _, gres_type = head.partition(":")
-        return GresItem(name, gres_type or None, count, detail)
+        name, _, typed = head.partition(":")
+        return GresItem(name, typed or None, count, detail)
     fields = text.split(":")
     name = fields[0]
     if not name:

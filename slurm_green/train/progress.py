@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from slurm_green.core import progress
 from slurm_green.core.progress import JobProgress
@@ -74,10 +75,11 @@ class ProgressReporter:
         self._warned = False
 
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] = os.environ, **kwargs: object) -> ProgressReporter:
-        """A reporter for the Slurm job this process runs in (``SLURM_JOB_ID``)."""
+    def from_environment(cls, environ: Mapping[str, str] = os.environ, **kwargs: Any) -> ProgressReporter:
+        """A reporter for the Slurm job this process runs in (``SLURM_JOB_ID``); ``kwargs``: the
+        constructor's other arguments."""
         job = environ.get("SLURM_JOB_ID", "")
-        return cls(progress_dir(environ), int(job) if job.isdigit() else None, **kwargs)  # type: ignore[arg-type]
+        return cls(progress_dir(environ), int(job) if job.isdigit() else None, **kwargs)
 
     @property
     def enabled(self) -> bool:
@@ -85,7 +87,8 @@ class ProgressReporter:
 
     def update(self, done: float, frozen: float = 0.0, force: bool = False) -> Path | None:
         """Report ``done`` units so far at frozen share ``frozen``; the path written, or None."""
-        if not self.enabled:
+        directory, job_id = self.directory, self.job_id
+        if directory is None or job_id is None:  # not ``enabled``
             return None
         now = self.clock()
         if self._last is None:
@@ -94,9 +97,9 @@ class ProgressReporter:
         then, before = self._last
         if now <= then or (now - then < self.every_s and not force):
             return None
-        record = JobProgress(self.job_id, self.unit, done, max(done - before, 0.0) / (now - then), frozen, now)  # type: ignore[arg-type]
+        record = JobProgress(job_id, self.unit, done, max(done - before, 0.0) / (now - then), frozen, now)
         try:
-            path = write(self.directory, record)  # type: ignore[arg-type]
+            path = write(directory, record)
         except OSError as exc:
             if not self._warned:
                 log.warning("cannot write progress to %s (%s); training goes on without reports", self.directory, exc)

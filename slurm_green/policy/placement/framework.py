@@ -161,8 +161,8 @@ def options_for(nodes: Nodes, request: Request, feasible: np.ndarray) -> Options
     earlier_same = np.zeros_like(fits)
     for s in range(1, slots):
         earlier_same[:, s] = ((free[:, :s] == free[:, s:s + 1]) & fits[:, :s]).any(axis=1)
-    r, s = np.nonzero(fits & ~earlier_same)
-    return Options(rows[r], s)
+    hit_rows, hit_slots = np.nonzero(fits & ~earlier_same)
+    return Options(rows[hit_rows], hit_slots)
 
 
 def free_after(nodes: Nodes, request: Request, options: Options) -> np.ndarray:

@@ -25,6 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from slurm_green.core.cluster import ClusterSnapshot, Node
+from slurm_green.core.decision import DecisionMemo
 
 SWITCH_FEATURE = "switch="
 
@@ -47,50 +48,59 @@ def _is_power_of_two(n: int) -> bool:
     return n > 0 and n & (n - 1) == 0
 
 
-#: Per node name: (the Node object, its row), see ``_node_row``.
-_NODE_ROWS: dict[str, tuple[object, tuple]] = {}
+#: (usable for placement, GPUs, GPUs allocated, allocated indices, switch, free GPUs) of a node.
+NodeRow = tuple[bool, int, int, tuple[int, ...], str, int]
 
 
-def _node_row(node: Node) -> tuple[bool, int, int, tuple[int, ...], str, int]:
-    """(usable for placement, GPUs, GPUs allocated, allocated indices, switch, free GPUs) of a node.
+@dataclass
+class _NodeMemo:
+    """What a controller's memo keeps of its nodes (``DecisionMemo``).
 
-    Nodes are immutable and a simulator keeps the unchanged ones between snapshots, so the
-    row is reused for the very same object (held in the memo, so the identity check is sound).
+    Nodes are immutable and a simulator keeps the unchanged ones between snapshots (and hands
+    over the same tuple while none changed), so rows and free-GPU maps are reused for the very
+    same objects; the memo holds them, so the identity checks are sound.
     """
-    hit = _NODE_ROWS.get(node.name)
+
+    #: Per node name: (the Node object, its row), see ``_node_row``.
+    rows: dict[str, tuple[Node, NodeRow]] = field(default_factory=dict)
+    #: (node tuple, its rows) of the last call to ``node_rows``.
+    last_rows: tuple[tuple[Node, ...], list[NodeRow]] | None = None
+    #: (node tuple, FreeGpus built from it): see ``FreeGpus.from_snapshot``.
+    last_free: tuple[tuple[Node, ...], FreeGpus] | None = None
+
+
+def _node_row(node: Node, memo: _NodeMemo) -> NodeRow:
+    """The node's ``NodeRow``, reused for the very same Node object."""
+    hit = memo.rows.get(node.name)
     if hit is not None and hit[0] is node:
         return hit[1]
     available = node.available
     row = (available and node.gpus_total > 0, node.gpus_total, node.gpus_allocated,
            tuple(node.gpu_indices_allocated or range(node.gpus_allocated)), _switch_of(node.name, node.features),
            max(0, node.gpus_total - node.gpus_allocated) if available else 0)
-    if len(_NODE_ROWS) > 1 << 16:
-        _NODE_ROWS.clear()
-    _NODE_ROWS[node.name] = (node, row)
+    if len(memo.rows) > 1 << 16:
+        memo.rows.clear()
+    memo.rows[node.name] = (node, row)
     return row
 
 
-#: (node tuple, its rows) of the last call to ``node_rows``.
-_LAST_ROWS: "tuple[tuple, list[tuple]] | None" = None
-
-
-def node_rows(nodes: tuple[Node, ...]) -> list[tuple[bool, int, int, tuple[int, ...], str, int]]:
+def node_rows(nodes: tuple[Node, ...], memo: DecisionMemo) -> list[NodeRow]:
     """``_node_row`` of each node; the last tuple's rows are kept (one pass per node tuple)."""
-    global _LAST_ROWS
-    if _LAST_ROWS is not None and _LAST_ROWS[0] is nodes:
-        return _LAST_ROWS[1]
-    get = _NODE_ROWS.get
-    rows = [hit[1] if (hit := get(n.name)) is not None and hit[0] is n else _node_row(n) for n in nodes]
-    _LAST_ROWS = (nodes, rows)
+    held = memo.get(_NodeMemo)
+    if held.last_rows is not None and held.last_rows[0] is nodes:
+        return held.last_rows[1]
+    get = held.rows.get
+    rows = [hit[1] if (hit := get(n.name)) is not None and hit[0] is n else _node_row(n, held) for n in nodes]
+    held.last_rows = (nodes, rows)
     return rows
 
 
-def gpus_free(nodes: tuple[Node, ...]) -> int:
+def gpus_free(nodes: tuple[Node, ...], memo: DecisionMemo) -> int:
     """``ClusterSnapshot.gpus_free`` of these nodes (free GPUs on available nodes), from the memoised rows."""
-    return sum([row[5] for row in node_rows(nodes)])
+    return sum([row[5] for row in node_rows(nodes, memo)])
 
 
-def _free_slots(row: tuple, slots: int) -> np.ndarray:
+def _free_slots(row: NodeRow, slots: int) -> np.ndarray:
     """Which of ``slots`` GPU slots are free on a usable node, from its ``_node_row``."""
     total, used, indices = row[1], row[2], row[3]
     free = np.arange(slots) < total
@@ -99,10 +109,6 @@ def _free_slots(row: tuple, slots: int) -> np.ndarray:
     elif used > 0:
         free[list(indices)] = False
     return free
-
-
-#: (node tuple, FreeGpus built from it): see ``FreeGpus.from_snapshot``.
-_LAST: "tuple[tuple, FreeGpus] | None" = None
 
 
 @dataclass
@@ -119,24 +125,24 @@ class FreeGpus:
         self.free_count = self.free.sum(axis=1)
 
     @classmethod
-    def from_snapshot(cls, snapshot: ClusterSnapshot) -> "FreeGpus":
+    def from_snapshot(cls, snapshot: ClusterSnapshot, memo: DecisionMemo) -> FreeGpus:
         """A fresh scratch copy of the snapshot's free GPUs.
 
-        The last node tuple's result is kept (a held reference keeps the identity checks
-        sound): a simulator hands the same tuple again while no node changed, and keeps the
-        unchanged Node objects in a new tuple, so only the nodes that changed are re-read.
+        The last node tuple's result is kept in ``memo``: a simulator hands the same tuple
+        again while no node changed, and keeps the unchanged Node objects in a new tuple, so
+        only the nodes that changed are re-read.
         """
-        global _LAST
+        held = memo.get(_NodeMemo)
         nodes = snapshot.nodes
-        if _LAST is None or _LAST[0] is not nodes:
-            made = cls._updated(*_LAST, nodes) if _LAST is not None else None
-            _LAST = (nodes, made if made is not None else cls._build(nodes))
-        made = _LAST[1]
+        if held.last_free is None or held.last_free[0] is not nodes:
+            made = cls._updated(*held.last_free, nodes, held) if held.last_free is not None else None
+            held.last_free = (nodes, made if made is not None else cls._build(nodes, memo))
+        made = held.last_free[1]
         return cls(made.names, made.free.copy(), made.switch)
 
     @classmethod
-    def _build(cls, all_nodes: tuple) -> "FreeGpus":
-        usable = [(n.name, row) for n, row in zip(all_nodes, node_rows(all_nodes)) if row[0]]
+    def _build(cls, all_nodes: tuple[Node, ...], memo: DecisionMemo) -> FreeGpus:
+        usable = [(n.name, row) for n, row in zip(all_nodes, node_rows(all_nodes, memo)) if row[0]]
         count = len(usable)
         slots = max((row[1] for _, row in usable), default=0)
         free = np.zeros((count, slots), dtype=bool)
@@ -148,7 +154,8 @@ class FreeGpus:
         return cls(tuple(name for name, _ in usable), free, switch)
 
     @classmethod
-    def _updated(cls, old_nodes: tuple, old: "FreeGpus", nodes: tuple) -> "FreeGpus | None":
+    def _updated(cls, old_nodes: tuple[Node, ...], old: FreeGpus, nodes: tuple[Node, ...],
+                 memo: _NodeMemo) -> FreeGpus | None:
         """``old`` (built from ``old_nodes``) with the nodes that are new objects re-read.
 
         Only when every node was and stays usable, in the same order, with the same name,
@@ -161,7 +168,7 @@ class FreeGpus:
         for i, (before, node) in enumerate(zip(old_nodes, nodes)):
             if node is before:
                 continue
-            row = _node_row(node)
+            row = _node_row(node, memo)
             if not row[0] or row[1] != slots or node.name != before.name or node.features != before.features:
                 return None
             free[i] = _free_slots(row, slots)
@@ -191,8 +198,8 @@ class FreeGpus:
             return np.zeros(len(self.names), dtype=bool), np.full(len(self.names), -1)
         if _is_power_of_two(k) and slots % k == 0:
             # Single GPUs (the most common request) need no reduction: a block is a slot.
-            blocks = self.free if k == 1 else self.free.reshape(len(self.names), slots // k, k).all(axis=2)
-            has = blocks.any(axis=1)
+            blocks = self.free if k == 1 else np.asarray(self.free.reshape(len(self.names), slots // k, k).all(axis=2))
+            has = np.asarray(blocks.any(axis=1))
             first = np.where(has, blocks.argmax(axis=1) * k, -1)
             return has, first
         return self.free_count >= k, np.full(len(self.names), -1)

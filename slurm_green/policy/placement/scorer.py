@@ -105,8 +105,8 @@ class Scorer:
         if not len(options):
             return None
         total = np.zeros(len(options))
-        for plugin, weight in self.plugins:
-            total += weight * normalised(plugin.score(nodes, request, options))
+        for scorer, weight in self.plugins:
+            total += weight * normalised(scorer.score(nodes, request, options))
         best = int(np.argmax(total))
         return int(options.node[best]), int(options.gpu[best])
 

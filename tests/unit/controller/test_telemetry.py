@@ -14,7 +14,7 @@ from slurm_green.controller.telemetry import EnergyInbox
 from slurm_green.core import telemetry
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.telemetry import NodeEnergy
-from slurm_green.models.base import Config as ModelConfig
+from slurm_green.core.models import Config as ModelConfig
 
 
 def leave(directory, job_id: int, node: str, energy_j: float = 3600.0, seconds: float = 10.0, **kw) -> None:

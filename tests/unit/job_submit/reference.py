@@ -6,26 +6,29 @@ fuzz campaign (tests/integration/campaign), so that both judge the plugin by one
 
 from __future__ import annotations
 
-import dataclasses
-
 from hypothesis import strategies as st
 
-from slurm_green.core.green_options import find_user_options, format_marker, parse_user_options
+from slurm_green.core.green_options import find_user_options, format_marker, on_arrival, parse_user_options
 
 NOW = 1_700_000_000
 MAX_FLEX_S = 72 * 3600  # the shipped site setting
 
 
-def expected_marker(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S) -> str | None:
-    """What the Python reference says the marker must be (None: no green option); raises
-    GreenOptionError (a ValueError) where the plugin must refuse the submission."""
+def expected_submission(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S,
+                        begin: int = 0) -> tuple[str | None, int]:
+    """What the Python reference says the marker (None: no green option) and the begin time
+    (0: none) must be after the plugin (``green_options.on_arrival``, the simulator's rule too);
+    raises GreenOptionError (a ValueError) where the plugin must refuse the submission."""
     text = find_user_options(comment)
     if text is None:
-        return None
-    options = parse_user_options(text, max_flex_s)
-    if options.managed:
-        options = dataclasses.replace(options, deadline=now + options.max_delay_s)
-    return format_marker(options)
+        return None, begin
+    options, deferred = on_arrival(parse_user_options(text, max_flex_s), now, begin or None)
+    return format_marker(options), begin if deferred is None else deferred
+
+
+def expected_marker(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S) -> str | None:
+    """The marker of ``expected_submission``."""
+    return expected_submission(comment, now, max_flex_s)[0]
 
 
 _PIECES = st.sampled_from(

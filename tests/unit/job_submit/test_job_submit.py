@@ -10,7 +10,7 @@ from slurm_green.core import decision_token
 from slurm_green.core.green_options import GreenOptions, format_marker, parse_user_options
 
 from lua_plugin import LuaPlugin, start_plugin
-from reference import MAX_FLEX_S, NOW, comments, expected_marker
+from reference import MAX_FLEX_S, NOW, comments, expected_marker, expected_submission
 
 KEY = b"k" * 32
 
@@ -230,6 +230,17 @@ def test_lua_accepts_and_rejects_exactly_what_python_does(plugin: LuaPlugin, com
     else:
         assert answer.rc == 0, f"Lua refused {comment!r}: {answer.messages('user')}"
         assert answer.job.get("admin_comment") == expected
+
+
+@given(flex=st.sampled_from(["0", "0s", "1s", "30m", "6h", "1.5d", "0.0000001s", "72h", "off"]),
+       begin=st.sampled_from([0, NOW - 600, NOW, NOW + 1, NOW + 3600]))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_deferral_is_the_python_rule_the_simulator_uses(plugin: LuaPlugin, flex: str, begin: int) -> None:
+    """Lua's marker and begin time are ``green_options.on_arrival``'s, the simulated plugin's."""
+    comment = "green:off" if flex == "off" else f"green:flex={flex}"
+    answer = plugin.submit(comment=comment, begin_time=begin)
+    assert answer.rc == 0
+    assert (answer.job.get("admin_comment"), answer.job["begin_time"]) == expected_submission(comment, begin=begin)
 
 
 @pytest.mark.parametrize(

@@ -120,7 +120,7 @@ def test_arrays_agree_with_single_pairs(registry: FittedRegistry) -> None:
 
 def test_an_unknown_jobs_power_measured_by_telemetry_replaces_the_board_maximum(registry: FittedRegistry) -> None:
     """The Epilog's metered power of a job nobody profiled (observe) is its heaviness from then on."""
-    from slurm_green.models.base import Config
+    from slurm_green.core.models import Config
 
     before = registry.colocation("my-train.sh", "ResNet-50 (batch size 64)", "v100")
     registry.observe("my-train.sh", Config(1), measured_power_w=60.0)  # a light job on a 250 W board

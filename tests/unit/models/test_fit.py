@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.models.registry import FittedRegistry
 
 

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from slurm_green.models.base import Config, energy_per_work_j
+from slurm_green.core.models import Config, energy_per_work_j
 from slurm_green.models.gpu_types import Board, canonical_gpu
 from slurm_green.models.refine import Corrections
 from slurm_green.models.registry import FittedRegistry, fitted_params
@@ -98,7 +98,7 @@ def test_observations_on_another_type_correct_only_that_type(registry: FittedReg
 
 
 def test_one_observation_teaches_the_board_and_the_power_of_its_gpu_type(registry: FittedRegistry) -> None:
-    from slurm_green.models.base import Observation
+    from slurm_green.core.models import Observation
 
     cfg = Config(2, 1, 0.5)
     model = registry.for_job("bert", "NVIDIA H200")
@@ -110,7 +110,7 @@ def test_one_observation_teaches_the_board_and_the_power_of_its_gpu_type(registr
 
 
 def test_a_board_from_an_untyped_gres_is_the_registrys_own_type(registry: FittedRegistry) -> None:
-    from slurm_green.models.base import Observation
+    from slurm_green.core.models import Observation
 
     registry.learn(Observation("bert", Config(1), power_w=200.0, board=(150.0, 300.0, 300.0)))
     assert registry.board() == registry.board("v100") == Board(150.0, 300.0, 300.0)

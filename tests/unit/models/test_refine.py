@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.models.refine import MAX_FACTOR, Corrections
 from slurm_green.models.registry import FittedRegistry, fitted_params
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from slurm_green.models import default_registry
-from slurm_green.models.base import Config, speedup
+from slurm_green.core.models import Config, speedup
 from slurm_green.models.params import PACKAGED_PATH, FittedParams
 from slurm_green.models.registry import FittedRegistry, fitted_params
 

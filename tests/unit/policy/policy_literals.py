@@ -9,8 +9,10 @@ import pandas as pd
 
 from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node
+from slurm_green.core.decision import DecisionContext, DecisionMemo
+from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config, ModelRegistry
 
 T0 = pd.Timestamp("2023-06-01T00:00:00Z")
 NOW = T0.timestamp()
@@ -34,6 +36,8 @@ class SublinearModel:
 
 
 class LiteralModels:
+    revision = 0
+
     def for_job(self, job_type: str | None, gpu: str | None = None) -> SublinearModel:
         return SublinearModel()
 
@@ -69,3 +73,9 @@ def pending(job_id: int, gpus: int = 1, runtime_h: float = 1.0, flex_h: float = 
 
 def snapshot(jobs: list[Job], node_list: tuple[Node, ...]) -> ClusterSnapshot:
     return ClusterSnapshot(taken_at=NOW, jobs=tuple(jobs), nodes=node_list)
+
+
+def context(snap: ClusterSnapshot, forecast: CarbonForecast | None, models: ModelRegistry,
+            now: float = NOW) -> DecisionContext:
+    """A one-off decision's context: a fresh memo, as a controller's first tick has."""
+    return DecisionContext(snap, forecast, models, now, DecisionMemo())

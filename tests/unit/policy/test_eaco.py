@@ -7,12 +7,12 @@ from dataclasses import replace
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from policy_literals import HOUR, NOW, nodes
+from policy_literals import HOUR, NOW, context, nodes
 
 from slurm_green.core import decision_token
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
 from slurm_green.policy.eaco import EaCoPolicy
 
@@ -39,7 +39,7 @@ def job(job_id: int, name: str, share: bool = True, state: JobState = JobState.P
 
 def decide(jobs: list[Job], models, free_nodes: int = 2, **knobs):
     snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(jobs), nodes=nodes(free_nodes))
-    return {d.job_id: d for d in EaCoPolicy(**knobs)(snap, None, models, NOW).decisions}
+    return {d.job_id: d for d in EaCoPolicy(**knobs)(context(snap, None, models)).decisions}
 
 
 def test_a_light_pair_shares_the_gpu_of_a_job_running_on_shards_on_its_node(models):
@@ -101,7 +101,7 @@ def test_the_share_limit_counts_the_partners_already_running(models):
 def test_a_pending_job_released_onto_a_free_gpu_hosts_a_later_one_both_pinned_to_one_node(models):
     snap = ClusterSnapshot(taken_at=NOW, jobs=(job(1, LIGHT), job(2, LIGHT2), job(3, LIGHT)),
                            nodes=nodes(2, used={1: (0, 1, 2)}))
-    plan = {d.job_id: d for d in EaCoPolicy()(snap, None, models, NOW).decisions}
+    plan = {d.job_id: d for d in EaCoPolicy()(context(snap, None, models)).decisions}
     assert plan[1].share_with is None and plan[1].nodes == ("n1",)  # the fullest node with a free GPU
     assert plan[2].share_with == 1 and plan[2].nodes == ("n1",)
     assert plan[3].share_with is None  # job 1's one slot is taken: 3 starts on a free GPU

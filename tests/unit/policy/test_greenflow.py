@@ -5,10 +5,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from policy_literals import HOUR, NOW, SublinearModel, nodes, pending, signal, snapshot
+from policy_literals import HOUR, NOW, SublinearModel, context, nodes, pending, signal, snapshot
 from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.green_options import parse_marker
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.managed import deadline_of
 
@@ -23,8 +23,8 @@ def by_id(plan):
 
 def test_cheap_carbon_buys_gpus_dear_carbon_shrinks_and_caps(models):
     snap = snapshot([pending(1, gpus=4, low=1, high=8)], nodes(2))
-    cheap = GreenFlowPolicy(budget_fraction=None, price=0.0, **UNGUARDED)(snap, signal(FLAT), models, NOW)
-    dear = GreenFlowPolicy(budget_fraction=None, price=1e7, **UNGUARDED)(snap, signal(FLAT), models, NOW)
+    cheap = GreenFlowPolicy(budget_fraction=None, price=0.0, **UNGUARDED)(context(snap, signal(FLAT), models))
+    dear = GreenFlowPolicy(budget_fraction=None, price=1e7, **UNGUARDED)(context(snap, signal(FLAT), models))
     c, d = by_id(cheap)[1], by_id(dear)[1]
     assert c.gpus_per_node * c.num_nodes == 8  # free GPUs and no price: the fastest allowed size
     assert d.gpus_per_node * d.num_nodes == 1  # carbon dear: the most efficient size...
@@ -39,14 +39,14 @@ def test_the_guards_bound_gpu_time_runtime_and_growth(models):
     grow a job, dear carbon may not shrink and cap it past 1.25 x its runtime, and only a short
     job may grow into idle GPUs."""
     snap = snapshot([pending(1, gpus=4, low=1, high=8)], nodes(2))
-    cheap = by_id(GreenFlowPolicy(budget_fraction=None, price=0.0)(snap, signal(FLAT), models, NOW))[1]
+    cheap = by_id(GreenFlowPolicy(budget_fraction=None, price=0.0)(context(snap, signal(FLAT), models)))[1]
     assert cheap.gpus_per_node * cheap.num_nodes == 4  # 8 GPUs would hold 1.15 x the GPU-hours
-    dear = by_id(GreenFlowPolicy(budget_fraction=None, price=1e7)(snap, signal(FLAT), models, NOW))[1]
+    dear = by_id(GreenFlowPolicy(budget_fraction=None, price=1e7)(context(snap, signal(FLAT), models)))[1]
     assert dear.expected_runtime_s <= 1.25 * HOUR * (1 + 1e-9)
     assert dear.gpus_per_node * dear.num_nodes * dear.expected_runtime_s <= 1.1 * 4 * HOUR * (1 + 1e-9)
     horizon = GreenFlowPolicy(budget_fraction=None, price=0.0, gpu_time_slack=None, runtime_slack=None)
-    grown = {h: by_id(horizon(snapshot([pending(1, gpus=2, runtime_h=h, low=1, high=8)], nodes(2)), signal(FLAT),
-                              models, NOW))[1] for h in (1.0, 8.0)}
+    grown = {h: by_id(horizon(context(snapshot([pending(1, gpus=2, runtime_h=h, low=1, high=8)], nodes(2)),
+                                      signal(FLAT), models)))[1] for h in (1.0, 8.0)}
     assert grown[1.0].gpus_per_node * grown[1.0].num_nodes == 8
     assert grown[8.0].gpus_per_node * grown[8.0].num_nodes == 2  # 4 or 8 GPUs would still run 4.6 h or 2.6 h
 
@@ -55,12 +55,12 @@ def test_a_mixed_cluster_is_planned_per_gpu_type_on_that_type_s_nodes(models):
     typed = (replace(nodes(1)[0], name="h0", gpu_type="h100"), replace(nodes(1)[0], name="a0", gpu_type="a40"))
     jobs = [replace(pending(1, gpus=4), gpu_type="h100"), replace(pending(2, gpus=4), gpu_type="a40"),
             replace(pending(3, gpus=2), gpu_type="h100")]
-    plan = GreenFlowPolicy(budget_fraction=1.0)(snapshot(jobs, typed), signal(FLAT), models, NOW)
+    plan = GreenFlowPolicy(budget_fraction=1.0)(context(snapshot(jobs, typed), signal(FLAT), models))
     got = by_id(plan)
     assert {j: (d.gpu_type, d.nodes) for j, d in got.items()} == {
         1: ("h100", ("h0",)), 2: ("a40", ("a0",)), 3: ("h100", ("h0",))}
     assert " h100 at cap" in got[1].reason and len(plan.notes) == 2 and plan.notes[0].startswith("a40: ")
-    blind = by_id(GreenFlowPolicy(budget_fraction=1.0, typed=False)(snapshot(jobs, typed), signal(FLAT), models, NOW))
+    blind = by_id(GreenFlowPolicy(budget_fraction=1.0, typed=False)(context(snapshot(jobs, typed), signal(FLAT), models)))
     assert {d.gpu_type for d in blind.values()} == {None}
 
 
@@ -69,14 +69,14 @@ def test_deferral_goes_to_the_clean_window_but_never_past_the_deadline(models):
     far = snapshot([pending(1, flex_h=6)], nodes(1))
     near = snapshot([pending(1, flex_h=1)], nodes(1))
     policy = GreenFlowPolicy(budget_fraction=None, price=1e6)
-    assert by_id(policy(far, signal(values), models, NOW))[1].start_at == NOW + 3 * HOUR
-    assert by_id(policy(near, signal(values), models, NOW))[1].start_at == NOW
+    assert by_id(policy(context(far, signal(values), models)))[1].start_at == NOW + 3 * HOUR
+    assert by_id(policy(context(near, signal(values), models)))[1].start_at == NOW
 
 
 def test_the_carbon_budget_holds_against_an_independent_reference(models):
     jobs = [pending(i, gpus=2, runtime_h=2, low=1, high=8) for i in range(1, 6)]
     forecast = signal([300.0] * 4 + [100.0] * 68)
-    plan = GreenFlowPolicy(budget_fraction=0.7)(snapshot(jobs, nodes(4)), forecast, models, NOW)
+    plan = GreenFlowPolicy(budget_fraction=0.7)(context(snapshot(jobs, nodes(4)), forecast, models))
     # Reference computed here, not by the policy: 2 GPUs, full power, 2 h, starting now.
     model = SublinearModel()
     ref_kwh = model.power_w(Config(2)) * 2 * HOUR / 3.6e6
@@ -88,7 +88,7 @@ def test_the_carbon_budget_holds_against_an_independent_reference(models):
 def test_powerflow_budgets_energy_and_never_defers(models):
     jobs = [pending(i, gpus=2, low=1, high=4) for i in range(1, 4)]
     values = [400.0] * 2 + [10.0] * 70
-    plan = replace(powerflow(budget_fraction=0.7), **UNGUARDED)(snapshot(jobs, nodes(1)), signal(values), models, NOW)
+    plan = replace(powerflow(budget_fraction=0.7), **UNGUARDED)(context(snapshot(jobs, nodes(1)), signal(values), models))
     model = SublinearModel()
     reference = 3 * model.power_w(Config(2)) * HOUR / 3.6e6
     # 1 GPU at cap 0.6 needs 0.62 x the reference energy, so 0.7 is feasible and must bind.
@@ -102,7 +102,7 @@ def test_started_jobs_are_pinned_to_aligned_blocks_and_queued_ones_keep_their_re
     jobs = [pending(1, gpus=2, low=1, high=2), pending(2, gpus=4, low=2, high=4, submit=NOW + 1)]
     for policy in (GreenFlowPolicy(budget_fraction=None), GreenFlowPolicy(budget_fraction=None, price=1e7),
                    GreenFlowPolicy(budget_fraction=1.0)):
-        plan = by_id(policy(snapshot(jobs, busy), signal(FLAT), models, NOW))
+        plan = by_id(policy(context(snapshot(jobs, busy), signal(FLAT), models)))
         assert plan[1].nodes == ("n0",) and plan[1].start_at == NOW
         # Regression (issue 10): a job that cannot start now was released at its smallest size;
         # Slurm then started it at that size the moment GPUs freed, between ticks, so the increments
@@ -117,13 +117,13 @@ def test_a_job_that_does_not_fit_the_free_shape_queues_at_its_request_instead_of
     split = nodes(2, used={0: (0, 1, 2, 3), 1: (4, 5, 6, 7)})
     jobs = [pending(1, gpus=8, runtime_h=100, low=2, high=8)]
     for policy in (GreenFlowPolicy(budget_fraction=None), GreenFlowPolicy(budget_fraction=1.0)):
-        d = policy(snapshot(jobs, split), signal(FLAT), models, NOW).decisions[0]
+        d = policy(context(snapshot(jobs, split), signal(FLAT), models)).decisions[0]
         assert (d.gpus_per_node, d.num_nodes, d.nodes) == (8, 1, None)
         assert "queued at its requested size" in d.reason
 
 
 def test_without_a_forecast_greenflow_is_carbon_agnostic(models):
-    plan = GreenFlowPolicy()(snapshot([pending(1)], nodes(1)), None, models, NOW)
+    plan = GreenFlowPolicy()(context(snapshot([pending(1)], nodes(1)), None, models))
     assert plan.decisions[0].start_at == NOW and plan.decisions[0].gpus_per_node is None
     assert "carbon-agnostic" in plan.notes[0]
 
@@ -146,7 +146,7 @@ def test_greenflow_and_powerflow_plans_respect_capacity_deadlines_ranges_and_bud
     forecast = signal(values)
     policy = (GreenFlowPolicy(budget_fraction=budget, price=price) if resource == "carbon"
               else powerflow(budget_fraction=budget, price=price))
-    plan = policy(snap, forecast, models, NOW)
+    plan = policy(context(snap, forecast, models))
     free = {n.name: n.gpus_free for n in node_list}
     for d in plan.decisions:
         job = snap.job(d.job_id)
@@ -194,7 +194,7 @@ def test_on_an_empty_cluster_the_plan_is_never_slower_than_starting_everyone_as_
     jobs = [pending(i + 1, gpus=g, runtime_h=r, flex_h=f, low=max(1, g // k), high=g * k, cap=cap,
                     submit=NOW - 60.0 * i) for i, (g, r, f, k, cap) in enumerate(specs)]
     policy = GreenFlowPolicy(budget_fraction=budget) if resource == "carbon" else powerflow(budget_fraction=budget)
-    plan = policy(snapshot(jobs, nodes(8)), signal(values), models, NOW)
+    plan = policy(context(snapshot(jobs, nodes(8)), signal(values), models))
     agnostic = sum(r * HOUR for _, r, _, _, _ in specs)
     planned = sum(d.start_at - NOW + d.expected_runtime_s for d in plan.decisions)
     assert planned <= agnostic * (1 + 1e-9)
@@ -211,7 +211,7 @@ def test_the_objective_of_a_busy_cluster_matches_a_hand_computed_fifo_queue(mode
                                                                        submit=NOW + 1)]
     snap = snapshot(jobs + [running], nodes(1, used={0: tuple(range(8))}))
     for budget in (1.0, 1.5):
-        solved = GreenFlowPolicy(budget_fraction=budget).solve(snap, signal(FLAT), models, NOW)
+        solved = GreenFlowPolicy(budget_fraction=budget).solve(context(snap, signal(FLAT), models))
         assert solved.agnostic_cost_s == pytest.approx(12 * HOUR)
         assert solved.expected_cost_s <= solved.agnostic_cost_s
 
@@ -225,7 +225,7 @@ def test_a_looser_budget_never_gives_a_worse_expected_cost(models, specs, used, 
                     cap=cap, submit=NOW - 60.0 * i) for i, (g, r, f, k, cap) in enumerate(specs)]
     snap, forecast = snapshot(jobs, node_list), signal(values)
     make = GreenFlowPolicy if resource == "carbon" else lambda budget_fraction: powerflow(budget_fraction)
-    costs = [make(budget_fraction=b).solve(snap, forecast, models, NOW) for b in (0.4, 0.6, 0.8, 1.0, 1.3)]
+    costs = [make(budget_fraction=b).solve(context(snap, forecast, models)) for b in (0.4, 0.6, 0.8, 1.0, 1.3)]
     for tight, loose in zip(costs, costs[1:]):
         assert loose.expected_cost_s <= tight.expected_cost_s
     assert costs[3].expected_cost_s <= costs[3].agnostic_cost_s  # budget 1: the carbon-agnostic plan fits

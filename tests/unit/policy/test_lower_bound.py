@@ -1,7 +1,7 @@
 import numpy as np
 
 from policy_literals import HOUR, NOW, LiteralModels, SublinearModel, signal
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.policy.lower_bound import carbon_lower_bound
 
 

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 import pytest
-from policy_literals import HOUR, NOW, nodes, pending, signal, snapshot
+from policy_literals import HOUR, NOW, context, nodes, pending, signal, snapshot
 
 from slurm_green.controller.config import ConfigError, load_config
 from slurm_green.policy.greenflow import GreenFlowPolicy
@@ -78,7 +78,7 @@ def test_a_configured_greenflow_resizes_and_places_an_elastic_job(tmp_path, mode
     # Guards loosened: the literal model's g^0.8 scaling holds more GPU-hours per extra GPU.
     policy = configured(tmp_path, 'name = "greenflow"\ngpu_time_slack = 1.0\n')
     job = pending(1, gpus=1, low=1, high=4, runtime_h=2.0, gpus_per_node=4)
-    plan = policy(snapshot([job], nodes(2, gpus=4)), signal([100.0] * 48), models, NOW)
+    plan = policy(context(snapshot([job], nodes(2, gpus=4)), signal([100.0] * 48), models))
     [decision] = plan.decisions
     assert decision.gpus_per_node is not None and 1 <= decision.gpus_per_node * decision.num_nodes <= 4
     assert decision.nodes is not None and len(decision.nodes) == decision.num_nodes

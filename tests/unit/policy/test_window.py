@@ -4,10 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from policy_literals import context
+
 from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.policy.window import WindowPolicy
 
 T0 = pd.Timestamp("2023-06-01T00:00:00Z")
@@ -29,7 +31,9 @@ class LinearModel:
 
 
 class Models:
-    def for_job(self, job_type):
+    revision = 0
+
+    def for_job(self, job_type, gpu=None):
         return LinearModel()
 
     def allowed_caps(self, gpu, *, accept_cap=True, floor=0.0, step=0.05):
@@ -52,7 +56,7 @@ CURVE = [400] * 6 + [100] * 3 + [400] * 39
 
 
 def test_job_is_deferred_to_the_low_carbon_window():
-    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(),)), signal(CURVE), Models(), NOW).decisions
+    (decision,) = WindowPolicy()(context(ClusterSnapshot(NOW, jobs=(job(),)), signal(CURVE), Models())).decisions
     assert decision.start_at == NOW + 6 * HOUR
     assert decision.expected_carbon_kg < decision.carbon_if_now_kg
     assert decision.power_cap_fraction == 0.7
@@ -60,37 +64,37 @@ def test_job_is_deferred_to_the_low_carbon_window():
 
 
 def test_window_beyond_the_deadline_is_not_used():
-    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(flex_h=3),)), signal(CURVE), Models(), NOW).decisions
+    (decision,) = WindowPolicy()(context(ClusterSnapshot(NOW, jobs=(job(flex_h=3),)), signal(CURVE), Models())).decisions
     assert NOW <= decision.start_at <= NOW + 3 * HOUR
 
 
 def test_best_window_now_releases_at_once():
     curve = [50] * 3 + [400] * 45
-    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(),)), signal(curve), Models(), NOW).decisions
+    (decision,) = WindowPolicy()(context(ClusterSnapshot(NOW, jobs=(job(),)), signal(curve), Models())).decisions
     assert decision.start_at == NOW
     assert "now" in decision.reason
 
 
 def test_without_forecast_every_managed_job_starts_now():
-    plan = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(1), job(2))), None, Models(), NOW)
+    plan = WindowPolicy()(context(ClusterSnapshot(NOW, jobs=(job(1), job(2))), None, Models()))
     assert [d.start_at for d in plan.decisions] == [NOW, NOW]
     assert any("carbon-agnostic" in note for note in plan.notes)
 
 
 def test_unmanaged_running_and_unmarked_jobs_are_left_alone():
     jobs = (job(1, managed=False), job(2, state=JobState.RUNNING), Job(3, comment="green:flex=24h"))
-    assert WindowPolicy()(ClusterSnapshot(NOW, jobs=jobs), signal(CURVE), Models(), NOW).decisions == ()
+    assert WindowPolicy()(context(ClusterSnapshot(NOW, jobs=jobs), signal(CURVE), Models())).decisions == ()
 
 
 @pytest.mark.parametrize("cap, expected", [(True, 0.7), (False, None)])
 def test_cap_only_for_jobs_that_accept_it(cap, expected):
-    (decision,) = WindowPolicy()(ClusterSnapshot(NOW, jobs=(job(cap=cap),)), signal(CURVE), Models(), NOW).decisions
+    (decision,) = WindowPolicy()(context(ClusterSnapshot(NOW, jobs=(job(cap=cap),)), signal(CURVE), Models())).decisions
     assert decision.power_cap_fraction == expected
 
 
 def test_capped_job_runs_longer_but_uses_less_energy():
-    capped = WindowPolicy(cap_fraction=0.5)(ClusterSnapshot(NOW, jobs=(job(),)), None, Models(), NOW).decisions[0]
-    full = WindowPolicy(cap_fraction=None)(ClusterSnapshot(NOW, jobs=(job(),)), None, Models(), NOW).decisions[0]
+    capped = WindowPolicy(cap_fraction=0.5)(context(ClusterSnapshot(NOW, jobs=(job(),)), None, Models())).decisions[0]
+    full = WindowPolicy(cap_fraction=None)(context(ClusterSnapshot(NOW, jobs=(job(),)), None, Models())).decisions[0]
     assert capped.expected_runtime_s > full.expected_runtime_s
     assert capped.expected_energy_kwh < full.expected_energy_kwh
 
@@ -105,7 +109,7 @@ def test_window_plans_on_the_nodes_gpu_type_and_raises_a_cap_to_the_boards_minim
     job = Job(1, name="resnet50", submit_time=NOW, time_limit_s=HOUR, gpus_per_node=1,
               admin_comment=format_marker(options))
     snapshot = ClusterSnapshot(taken_at=NOW, jobs=(job,), nodes=(Node("h0", gpus_total=4, gpu_type="h100"),))
-    decision = WindowPolicy(cap_fraction=0.7)(snapshot, None, registry, NOW).decisions[0]
+    decision = WindowPolicy(cap_fraction=0.7)(context(snapshot, None, registry)).decisions[0]
     assert decision.gpu_type == "h100" and decision.power_cap_fraction == 0.8
     model = registry.for_job("resnet50", "h100")
     assert decision.expected_energy_kwh == pytest.approx(

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from slurm_green.carbon.signal import CarbonSignal
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.sim.workload import Workload
 
 T0 = pd.Timestamp("2023-06-05T00:00:00Z").timestamp()
@@ -29,6 +29,8 @@ class LinearModel:
 
 
 class LinearModels:
+    revision = 0
+
     def for_job(self, job_type: str | None, gpu: str | None = None) -> LinearModel:
         return LinearModel()
 

@@ -29,10 +29,10 @@ class Scripted:
     name: str = "scripted"
     seen: list[ClusterSnapshot] = field(default_factory=list)
 
-    def __call__(self, snapshot, forecast, models, now):
-        self.seen.append(snapshot)
-        jobs = [j for j in snapshot.jobs if j.is_pending]
-        return Plan(tuple(self.decide(j, now) for j in jobs) if self.decide else ())
+    def __call__(self, context):
+        self.seen.append(context.snapshot)
+        jobs = [j for j in context.snapshot.jobs if j.is_pending]
+        return Plan(tuple(self.decide(j, context.now) for j in jobs) if self.decide else ())
 
 
 def run(wl, policy, spec=ONE_NODE, options=TraceOptions(flex_s=2 * HOUR), sim_key=KEY, signer_key=KEY):
@@ -74,9 +74,9 @@ def test_the_prolog_applies_a_signed_cap_and_ignores_a_forged_one():
 
 def test_a_gpu_freq_level_slows_the_job_like_the_cap_it_stands_for():
     class ClocksDown(Scripted):
-        def __call__(self, snapshot, forecast, models, now):
-            jobs = [j for j in snapshot.jobs if j.is_pending]
-            return Plan(tuple(JobDecision(j.job_id, start_at=now, power_cap_fraction=0.5) for j in jobs))
+        def __call__(self, context):
+            jobs = [j for j in context.snapshot.jobs if j.is_pending]
+            return Plan(tuple(JobDecision(j.job_id, start_at=context.now, power_cap_fraction=0.5) for j in jobs))
 
     sim = Simulator(workload((0.0, 1, HOUR)), ONE_NODE, LinearModels(), flat_signal(), KEY, TraceOptions())
     controller = Controller(sim, ClocksDown(), SimCarbonFeed(flat_signal(), "flat"), LinearModels(),
@@ -170,7 +170,7 @@ class HotModel:
 
 
 class HotModels:
-    def for_job(self, job_type):
+    def for_job(self, job_type, gpu=None):
         return HotModel()
 
 

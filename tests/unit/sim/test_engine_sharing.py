@@ -34,9 +34,16 @@ class PairModels:
     second job of a pair (the host) slowed 1.5x, the first 1.25x, the GPU at 150 W."""
 
     slowdown: tuple[float, float] = (GUEST_SLOW, HOST_SLOW)
+    revision = 0
 
-    def for_job(self, job_type: str | None) -> LinearModel:
+    def for_job(self, job_type: str | None, gpu: str | None = None) -> LinearModel:
         return LinearModel()
+
+    def allowed_caps(self, gpu=None, *, accept_cap=True, floor=0.0, step=0.05):
+        return (1.0,)  # a board that cannot be capped: pairs run at full power
+
+    def colocation_arrays(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None):
+        return np.full(len(a), self.slowdown[0]), np.full(len(a), self.slowdown[1]), np.full(len(a), PAIR_W)
 
     def colocated_slowdown(self, a, b, gpu=None, mechanism="timeslice"):
         return self.slowdown
@@ -52,9 +59,10 @@ class Pairing:
     name: str = "pairing"
     seen: list[ClusterSnapshot] = field(default_factory=list)
 
-    def __call__(self, snapshot, forecast, models, now):
+    def __call__(self, context):
+        snapshot = context.snapshot
         self.seen.append(snapshot)
-        return Plan(tuple(JobDecision(j.job_id, start_at=now, nodes=("sim0000",),
+        return Plan(tuple(JobDecision(j.job_id, start_at=context.now, nodes=("sim0000",),
                                       share_with=None if j.job_id == 1 else 1)
                           for j in snapshot.jobs if j.is_pending))
 

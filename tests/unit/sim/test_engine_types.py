@@ -9,7 +9,7 @@ from sim_literals import T0, flat_signal
 from slurm_green.controller.tick import Controller
 from slurm_green.core import decision_token
 from slurm_green.core.actions import ActionError, SetNodes
-from slurm_green.models.base import Config
+from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
 from slurm_green.policy.baselines import FifoPolicy
 from slurm_green.sim.carbon import SimCarbonFeed

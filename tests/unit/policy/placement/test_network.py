@@ -1,18 +1,19 @@
 import numpy as np
 
 from policy_literals import nodes, snapshot
+from slurm_green.core.decision import DecisionMemo
 from slurm_green.policy.placement.network import FreeGpus, fragmentation
 
 
 def test_buddy_block_is_aligned_on_the_fullest_node_that_has_one():
     # n0: 0 and 2 taken (no aligned pair in 0-3, but 4-5 free); n1 empty.
-    free = FreeGpus.from_snapshot(snapshot([], nodes(2, used={0: (0, 2)})))
+    free = FreeGpus.from_snapshot(snapshot([], nodes(2, used={0: (0, 2)})), DecisionMemo())
     assert free.place(2, 1) == ("n0",)
     assert not free.free[0, 4] and not free.free[0, 5] and free.free[0, 1] and free.free[0, 3]
 
 
 def test_odd_sizes_take_the_lowest_free_slots():
-    free = FreeGpus.from_snapshot(snapshot([], nodes(1, used={0: (0,)})))
+    free = FreeGpus.from_snapshot(snapshot([], nodes(1, used={0: (0,)})), DecisionMemo())
     assert free.place(3, 1) == ("n0",)
     assert free.free[0].tolist() == [False, False, False, False, True, True, True, True]
 
@@ -20,24 +21,24 @@ def test_odd_sizes_take_the_lowest_free_slots():
 def test_multi_node_jobs_fill_the_tightest_switch():
     # Switch 0 (n0-n3) has 3 empty nodes, switch 1 (n4-n7) has 2: a 2-node job goes to switch 1.
     used = {0: (0,), 6: (0,), 7: (0,)}
-    free = FreeGpus.from_snapshot(snapshot([], nodes(8, used=used)))
+    free = FreeGpus.from_snapshot(snapshot([], nodes(8, used=used)), DecisionMemo())
     assert sorted(free.place(8, 2)) == ["n4", "n5"]
 
 
 def test_a_job_that_cannot_fit_is_not_placed_and_changes_nothing():
-    free = FreeGpus.from_snapshot(snapshot([], nodes(2, used={0: (0,), 1: (0,)})))
+    free = FreeGpus.from_snapshot(snapshot([], nodes(2, used={0: (0,), 1: (0,)})), DecisionMemo())
     before = free.free.copy()
     assert free.place(8, 1) is None
     assert np.array_equal(before, free.free)
 
 
 def test_a_snapshot_keeping_unchanged_nodes_gives_the_same_free_gpus_as_a_fresh_read():
-    first = nodes(4, used={1: (0,)})
-    FreeGpus.from_snapshot(snapshot([], first))
+    first, memo = nodes(4, used={1: (0,)}), DecisionMemo()
+    FreeGpus.from_snapshot(snapshot([], first), memo)
     changed = nodes(4, used={1: (0, 1, 2, 3, 4, 5, 6, 7), 2: (4, 5)})
     later = (first[0], changed[1], changed[2], first[3])  # a simulator keeps the unchanged Node objects
-    updated = FreeGpus.from_snapshot(snapshot([], later))
-    fresh = FreeGpus._build(later)
+    updated = FreeGpus.from_snapshot(snapshot([], later), memo)
+    fresh = FreeGpus._build(later, DecisionMemo())
     assert updated.names == fresh.names
     assert np.array_equal(updated.free, fresh.free) and np.array_equal(updated.free_count, fresh.free_count)
     assert np.array_equal(updated.switch, fresh.switch)

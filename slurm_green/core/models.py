@@ -1,4 +1,8 @@
-"""The models interface policies and the simulator program against.
+"""The models interface policies, the controller and the simulator program against.
+
+It lives in ``core`` because policies (``DecisionContext.models``) and the simulator
+depend on it and ``slurm_green.models`` implements it (``FittedRegistry``), so neither
+side imports the other.
 
 A ``JobModel`` answers, for one job type, how fast it trains and how much power it
 draws in a given configuration. Throughput is in the job type's own work units per
@@ -8,8 +12,11 @@ matter to a policy, so ``speedup`` is what most callers use.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,15 +41,24 @@ class JobModel(Protocol):
 
 
 class ModelRegistry(Protocol):
-    def for_job(self, job_type: str | None) -> JobModel:
-        """The model of ``job_type``; a conservative default for an unknown or missing type.
+    """What policies and the simulator ask of a registry (``FittedRegistry`` answers all of it)."""
 
-        ``FittedRegistry.for_job(job_type, gpu)`` also takes the GPU type the job runs on.
-        """
+    @property
+    def revision(self) -> int:
+        """Bumped whenever an answer may change (telemetry corrected a model, a board was
+        learned): whoever keeps answers (``policy/config_table``) rebuilds them when it moves."""
         ...
 
+    def for_job(self, job_type: str | None, gpu: str | None = None) -> JobModel:
+        """The model of ``job_type`` on ``gpu`` (None: the registry's own type); a conservative
+        default for an unknown or missing type."""
+        ...
 
-class ColocationModel(Protocol):
+    def allowed_caps(self, gpu: str | None = None, *, accept_cap: bool = True, floor: float = 0.0,
+                     step: float = 0.05) -> tuple[float, ...]:
+        """The cap fractions a policy may choose on ``gpu``, never below ``floor``; (1.0,) without ``accept_cap``."""
+        ...
+
     def colocated_slowdown(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
                            mechanism: str = "timeslice") -> tuple[float, float]:
         """Time stretch (>= 1, ``inf`` if they do not fit) of each job when both share one GPU."""
@@ -54,6 +70,12 @@ class ColocationModel(Protocol):
         """``(slow_a, slow_b, power_w)``: both slowdowns and the shared GPU's power (W) under
         ``mechanism`` (``timeslice`` = gres/shard, ``mps`` = gres/mps); ``power_x_w`` a job's
         measured power alone on one GPU (telemetry), the proxy for a type no table covers."""
+        ...
+
+    def colocation_arrays(self, types_a: Sequence[str | None], types_b: Sequence[str | None], gpu: str | None = None,
+                          mechanism: str = "timeslice", power_a_w: Sequence[float] | np.ndarray | None = None,
+                          power_b_w: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+        """``colocation`` over sequences of pairs: arrays ``slow_a, slow_b, power_w``."""
         ...
 
 
@@ -74,6 +96,7 @@ class Observation:
     board: tuple[float, float, float] | None = None
 
 
+@runtime_checkable
 class TelemetrySink(Protocol):
     def learn(self, seen: Observation) -> None:
         """Refine the models with what one finished job was measured doing (its board's

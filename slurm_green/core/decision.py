@@ -1,0 +1,56 @@
+"""What a policy decides from: one typed context per decision, and the memo that outlives it.
+
+A policy is a pure function of ``DecisionContext``. Deciding again on a cluster that
+barely changed repeats work (parsing the same jobs, reading the same nodes, asking the
+models the same questions), so a policy may keep such derived facts in ``memo``: one
+``DecisionMemo`` per controller (or simulated run), created once and handed over at
+every tick. What it keeps is checked against what it was derived from (the very same
+immutable objects, the registry's ``revision``) before it is reused, so a decision with
+a fresh memo is the same decision, only slower. Keeping it on the controller instead of
+in module globals means two controllers in one process (a benchmark's runs, the tests)
+never see each other's entries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.forecast import CarbonForecast
+from slurm_green.core.models import ModelRegistry
+
+_T = TypeVar("_T")
+
+
+class DecisionMemo:
+    """Derived facts kept between one controller's decisions, one entry per kind.
+
+    Each policy module defines the kinds it keeps (a small class whose instances start
+    empty) and asks ``get(Kind)``; ``core`` needs to know none of them.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[type, object] = {}
+
+    def get(self, kind: type[_T]) -> _T:
+        """This memo's ``kind`` entry, made with ``kind()`` on first use."""
+        entry = self._entries.get(kind)
+        if entry is None:
+            entry = self._entries[kind] = kind()
+        return cast(_T, entry)
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionContext:
+    """Everything a policy may read: the cluster now, the carbon forecast (``None`` when no
+    source answered: decide carbon-agnostically), the models, the time (POSIX seconds) and
+    the controller's memo (see the module docstring)."""
+
+    snapshot: ClusterSnapshot
+    forecast: CarbonForecast | None
+    models: ModelRegistry
+    now: float
+    memo: DecisionMemo

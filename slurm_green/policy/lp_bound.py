@@ -1,0 +1,144 @@
+"""The capacity-aware carbon lower bound: a linear relaxation of every schedule the cluster could run.
+
+Time is cut into slots: each period of the carbon series from the first submission's up
+to ``fine_until``, then blocks of ``coarse_periods`` periods up to the series' end, then one
+*tail* slot from the end on (where the last value holds) without limits. A slot's intensity
+is the **least** of its periods'. Variables ``z[i, t] >= 0``: the fraction of job ``j``'s
+work done in slot ``t`` in configuration ``i`` (``bound_configs``: every count, layout and
+cap of its GPU type; power ``P_i``, GPUs ``g_i``, runtime ``r_i`` for the whole work).
+
+    minimise   sum P_i r_i v_t z[i, t]                               (kg after / 3.6e9)
+    subject to sum_{i of j, t} z[i, t] = 1                           each job's work completes
+               sum_{i of j} r_i z[i, t] <= seconds of t after j's submission   (0 before it)
+               sum_{i on type k} g_i r_i z[i, t] <= GPUs of type k x length of t
+
+**Why it is a lower bound.** Take any schedule the simulator (or Slurm) could run with no
+GPU shared between jobs: each job, from its submission on, runs in configurations of its
+candidate set, one at a time, with at most the cluster's GPUs of each type in use at any
+instant. Set ``z[i, t]`` to the share of ``j``'s work done in ``i`` during ``t``. All its work
+is done (first row); ``j`` runs at most the slot's length after its submission (second);
+integrating the GPUs in use over a slot gives at most GPUs x length (third); and its
+carbon, power times the intensity while it runs, is at least the objective, because each
+slot's intensity is the least of its periods (equal where a slot is one period). So every
+schedule is a feasible point costing no more than its carbon, and the LP's optimum is at
+most the carbon of every schedule. Configurations dropped as dominated use no less
+GPU-seconds, energy and time per unit of work than one kept, so moving their share to it
+keeps every row satisfied and the cost no higher: the optimum is unchanged.
+
+**What it relaxes**, and so why it can be *below* the capacity-blind bound
+(``lower_bound.py``): jobs may pause, resume and change configuration (a 2-hour job can run
+an hour in each of two clean hours with a dirty one between), GPUs are a pool (no
+fragmentation). A start within the job's flexibility is not a constraint: in a real run a
+job may queue past its deadline, so it would cut off real schedules. ``max`` of the two
+bounds is a bound too. The solver's tolerances (HiGHS, about 1e-7) apply.
+
+**Size.** Variables are (configuration, slot) pairs after each job's submission; above
+``max_variables`` it refuses (``LpTooLarge``) instead of running for hours: coarser slots
+(``coarse_periods``, an earlier ``fine_until``) or fewer jobs. Pollux-sized workloads (160
+jobs) and a few hundred Gavel jobs fit at the default.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+from scipy.sparse import coo_matrix
+
+from slurm_green.carbon.signal import CarbonSignal
+from slurm_green.policy.bound_configs import BoundJobs, ClusterShape, Keep, candidates
+
+MAX_VARIABLES = 3_000_000
+
+
+class LpTooLarge(ValueError):
+    """The LP would have more variables than allowed."""
+
+
+@dataclass(frozen=True)
+class Slots:
+    """Consecutive time slots: start (s), length (s; the tail's is infinite) and least intensity (g/kWh)."""
+
+    start: np.ndarray
+    length: np.ndarray
+    intensity: np.ndarray
+
+    @property
+    def end(self) -> np.ndarray:
+        return self.start + self.length
+
+
+@dataclass(frozen=True)
+class LpBound:
+    carbon_kg: float
+    variables: int
+    slots: int
+    capacity: str = "respected (relaxed: preemption, configuration changes, no fragmentation)"
+
+
+def slots(signal: CarbonSignal, first: float, fine_until: float, coarse_periods: int) -> Slots:
+    """Periods from the one holding ``first`` to ``fine_until``, blocks of ``coarse_periods`` periods to the
+    series' end, and the tail; each slot at the least intensity of its periods."""
+    step = float(signal.step)
+    values = np.asarray(signal.values, dtype=np.float64)
+    lead = max(0, math.ceil((signal.start - first) / step))  # periods before the series: its first value
+    grid = np.concatenate((np.full(lead, values[0]), values))
+    origin = signal.start - lead * step
+    begin = int(np.floor((first - origin) / step))
+    fine_end = min(len(grid), max(begin + 1, math.ceil((fine_until - origin) / step)))
+    edges = np.concatenate((np.arange(begin, fine_end), np.arange(fine_end, len(grid), max(1, coarse_periods)),
+                            [len(grid)]))
+    least = np.minimum.reduceat(grid, edges[:-1])
+    start = origin + edges * step
+    return Slots(start, np.concatenate((np.diff(start), [np.inf])), np.concatenate((least, [values[-1]])))
+
+
+def lp_lower_bound(jobs: BoundJobs, signal: CarbonSignal, models: object, shape: ClusterShape,
+                   fine_until: float | None = None, coarse_periods: int = 24,
+                   max_variables: int = MAX_VARIABLES) -> LpBound:
+    """The LP above; ``fine_until`` defaults to a week after the last submission."""
+    cand = candidates(jobs, models, shape, Keep.LP)
+    last = float(jobs.submit.max())
+    grid = slots(signal, float(jobs.submit.min()), last + 7 * 86400.0 if fine_until is None else fine_until,
+                 coarse_periods)
+    n_slots = len(grid.start)
+    submit = jobs.submit[cand.job]
+    first = np.searchsorted(grid.end, submit, side="right")  # first slot ending after the submission
+    counts = n_slots - first
+    n_var = int(counts.sum())
+    if n_var > max_variables:
+        raise LpTooLarge(f"the LP would have {n_var:,} variables ({len(jobs)} jobs, {len(cand.job):,} configurations, "
+                         f"{n_slots:,} slots), more than {max_variables:,}: use coarser slots or fewer jobs")
+    var_cand = np.repeat(np.arange(len(cand.job)), counts)
+    var_slot = first[var_cand] + np.arange(n_var) - np.repeat(np.cumsum(counts) - counts, counts)
+    job = cand.job[var_cand]
+    runtime = cand.runtime_s[var_cand]
+    finite = var_slot < n_slots - 1  # the tail has no time or capacity limit
+    # Job-time rows, one per (job, finite slot after its submission), scaled to a right side of 1.
+    job_first = np.full(len(jobs), n_slots, dtype=np.int64)
+    np.minimum.at(job_first, cand.job, first)
+    job_rows = np.maximum(n_slots - 1 - job_first, 0)
+    row_base = np.cumsum(job_rows) - job_rows
+    avail = grid.end[var_slot] - np.maximum(grid.start[var_slot], jobs.submit[job])
+    time_row = row_base[job] + var_slot - job_first[job]
+    # Capacity rows, one per (GPU type, finite slot).
+    kinds = sorted(set(jobs.gpu_type), key=lambda k: k or "")
+    kind_of = np.array([kinds.index(k) for k in jobs.gpu_type], dtype=np.int64)[job]
+    gpus_of = np.array([shape.gpus(k) for k in kinds], dtype=np.float64)[kind_of]
+    n_time = int(job_rows.sum())
+    cap_row = n_time + kind_of * (n_slots - 1) + var_slot
+    rows = np.concatenate((time_row[finite], cap_row[finite]))
+    cols = np.concatenate((np.flatnonzero(finite),) * 2)
+    data = np.concatenate(((runtime / avail)[finite],
+                           (cand.gpus[var_cand] * runtime / (gpus_of * grid.length[var_slot]))[finite]))
+    n_ub = n_time + len(kinds) * (n_slots - 1)
+    a_ub = coo_matrix((data, (rows, cols)), shape=(n_ub, n_var)).tocsr()
+    a_eq = coo_matrix((np.ones(n_var), (job, np.arange(n_var))), shape=(len(jobs), n_var)).tocsr()
+    cost = cand.power_w[var_cand] * runtime * grid.intensity[var_slot] / 3.6e9
+    result = linprog(cost, A_ub=a_ub, b_ub=np.ones(n_ub), A_eq=a_eq, b_eq=np.ones(len(jobs)), bounds=(0, None),
+                     method="highs")
+    if result.status != 0:
+        raise RuntimeError(f"the LP bound's solver failed: {result.message}")
+    return LpBound(float(result.fun), n_var, n_slots)

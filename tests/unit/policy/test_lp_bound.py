@@ -1,0 +1,57 @@
+import numpy as np
+import pytest
+
+from bound_literals import TableModels, brute_force_schedule_kg, one_node, table_jobs
+from policy_literals import signal
+from slurm_green.policy.lower_bound import carbon_lower_bound
+from slurm_green.policy.lp_bound import LpTooLarge, lp_lower_bound, slots
+
+HOUR = 3600.0
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_lp_is_at_most_every_feasible_schedule_two_jobs_two_gpus(seed):
+    rng = np.random.default_rng(seed)
+    forecast = signal(list(rng.integers(10, 500, size=6).astype(float)))
+    jobs = table_jobs([0.0, float(rng.integers(0, 120))])
+    lp = lp_lower_bound(jobs, forecast, TableModels(), one_node(2))
+    assert lp.carbon_kg <= brute_force_schedule_kg(forecast, jobs, 2, 15 * 60.0) * (1 + 1e-9)
+
+
+def test_when_capacity_binds_the_lp_is_above_the_capacity_blind_bound_and_below_every_schedule():
+    # Three one-GPU jobs of two hours at least on one GPU, one clean stretch: only one job gets it.
+    forecast = signal([500.0, 10.0, 10.0, 500.0, 500.0, 500.0, 500.0, 500.0])
+    jobs = table_jobs([0.0, 0.0, 0.0], low=1, high=1)
+    lp = lp_lower_bound(jobs, forecast, TableModels(), one_node(1))
+    blind = carbon_lower_bound(jobs, forecast, TableModels(), one_node(1))
+    assert lp.carbon_kg > 1.5 * blind.carbon_kg
+    assert lp.carbon_kg <= brute_force_schedule_kg(forecast, jobs, 1, 30 * 60.0) * (1 + 1e-9)
+
+
+def test_the_lp_can_be_below_the_capacity_blind_bound_since_it_may_pause_a_job():
+    # A two-hour job with clean hours apart: the LP runs it in both, a real run must straddle a dirty one.
+    forecast = signal([500.0, 0.0, 500.0, 0.0, 500.0, 500.0])
+    jobs = table_jobs([0.0], low=1, high=1)
+    lp = lp_lower_bound(jobs, forecast, TableModels(), one_node(1))
+    blind = carbon_lower_bound(jobs, forecast, TableModels(), one_node(1))
+    assert lp.carbon_kg == pytest.approx(0.0, abs=1e-12) and blind.carbon_kg > 0.05
+
+
+def test_coarse_slots_take_their_least_period_and_the_tail_holds_the_last_value():
+    forecast = signal([5.0, 4.0, 3.0, 9.0, 8.0, 1.0, 6.0, 7.0])
+    grid = slots(forecast, forecast.start, forecast.start + 2 * HOUR, 3)
+    np.testing.assert_allclose(grid.intensity, [5.0, 4.0, 3.0, 1.0, 7.0])
+    np.testing.assert_allclose(grid.length, [HOUR, HOUR, 3 * HOUR, 3 * HOUR, np.inf])
+
+
+def test_coarse_slots_only_lower_the_bound():
+    forecast = signal(list(np.random.default_rng(7).integers(10, 500, size=48).astype(float)))
+    jobs = table_jobs([0.0, 30.0, 90.0])
+    fine = lp_lower_bound(jobs, forecast, TableModels(), one_node(2), fine_until=forecast.end)
+    coarse = lp_lower_bound(jobs, forecast, TableModels(), one_node(2), fine_until=forecast.start, coarse_periods=6)
+    assert coarse.carbon_kg <= fine.carbon_kg * (1 + 1e-9) and coarse.slots < fine.slots
+
+
+def test_it_refuses_an_lp_above_its_size_limit():
+    with pytest.raises(LpTooLarge, match="variables"):
+        lp_lower_bound(table_jobs([0.0, 1.0]), signal([1.0] * 24), TableModels(), one_node(2), max_variables=10)

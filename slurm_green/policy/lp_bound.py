@@ -25,12 +25,18 @@ most the carbon of every schedule. Configurations dropped as dominated use no le
 GPU-seconds, energy and time per unit of work than one kept, so moving their share to it
 keeps every row satisfied and the cost no higher: the optimum is unchanged.
 
-**What it relaxes**, and so why it can be *below* the capacity-blind bound
-(``lower_bound.py``): jobs may pause, resume and change configuration (a 2-hour job can run
-an hour in each of two clean hours with a dirty one between), GPUs are a pool (no
-fragmentation). A start within the job's flexibility is not a constraint: in a real run a
-job may queue past its deadline, so it would cut off real schedules. ``max`` of the two
-bounds is a bound too. The solver's tolerances (HiGHS, about 1e-7) apply.
+**Each job's own cut.** The relaxation alone lets a job pause and resume (a 2-hour job
+could run an hour in each of two clean hours with a dirty one between) and change
+configuration, so by itself it can fall below the capacity-blind bound
+(``lower_bound.py``). Every job therefore also gets the row ``its cost >= its
+capacity-blind bound on the slots' intensities`` (``Slots.as_signal``, at most the true
+intensity everywhere): a real run of the job is contiguous, in one configuration, and its
+cost above is at least the integral of that signal over it, hence at least that bound. With
+the series' periods as slots (``fine_until`` at or past its end) the LP is thus never below
+the capacity-blind bound; with coarse slots it can be, and ``max`` of the two is the bound to
+quote. GPUs stay a pool (no fragmentation). A start within the job's flexibility is not a
+constraint: in a real run a job may queue past its deadline, so it would cut off real
+schedules. The solver's tolerances (HiGHS, about 1e-7) apply.
 
 **Size.** Variables are (configuration, slot) pairs after each job's submission; above
 ``max_variables`` it refuses (``LpTooLarge``) instead of running for hours: coarser slots
@@ -44,11 +50,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
 from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.policy.bound_configs import BoundJobs, ClusterShape, Keep, candidates
+from slurm_green.policy.lower_bound import carbon_lower_bound
 
 MAX_VARIABLES = 3_000_000
 
@@ -68,6 +76,13 @@ class Slots:
     @property
     def end(self) -> np.ndarray:
         return self.start + self.length
+
+    def as_signal(self, step: float) -> CarbonSignal:
+        """The slots' intensities as a signal of ``step`` periods: at most the true one everywhere."""
+        periods = np.rint(self.length[:-1] / step).astype(np.int64)
+        values = np.repeat(self.intensity[:-1], periods)
+        index = pd.to_datetime(self.start[0] + step * np.arange(len(values)), unit="s", utc=True)
+        return CarbonSignal.from_series(pd.Series(values, index=index))
 
 
 @dataclass(frozen=True)
@@ -133,11 +148,18 @@ def lp_lower_bound(jobs: BoundJobs, signal: CarbonSignal, models: object, shape:
     cols = np.concatenate((np.flatnonzero(finite),) * 2)
     data = np.concatenate(((runtime / avail)[finite],
                            (cand.gpus[var_cand] * runtime / (gpus_of * grid.length[var_slot]))[finite]))
-    n_ub = n_time + len(kinds) * (n_slots - 1)
-    a_ub = coo_matrix((data, (rows, cols)), shape=(n_ub, n_var)).tocsr()
-    a_eq = coo_matrix((np.ones(n_var), (job, np.arange(n_var))), shape=(len(jobs), n_var)).tocsr()
     cost = cand.power_w[var_cand] * runtime * grid.intensity[var_slot] / 3.6e9
-    result = linprog(cost, A_ub=a_ub, b_ub=np.ones(n_ub), A_eq=a_eq, b_eq=np.ones(len(jobs)), bounds=(0, None),
+    # Each job's own cut: at least its capacity-blind bound on the slots' intensities (scaled to -1).
+    own = carbon_lower_bound(jobs, grid.as_signal(float(signal.step)), models, shape).per_job_kg
+    cut = np.flatnonzero(own[job] > 0)
+    n_ub = n_time + len(kinds) * (n_slots - 1)
+    rows = np.concatenate((rows, n_ub + job[cut]))
+    cols = np.concatenate((cols, cut))
+    data = np.concatenate((data, -cost[cut] / own[job[cut]]))
+    b_ub = np.concatenate((np.ones(n_ub), np.where(own > 0, -1.0, 0.0)))
+    a_ub = coo_matrix((data, (rows, cols)), shape=(n_ub + len(jobs), n_var)).tocsr()
+    a_eq = coo_matrix((np.ones(n_var), (job, np.arange(n_var))), shape=(len(jobs), n_var)).tocsr()
+    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(len(jobs)), bounds=(0, None),
                      method="highs")
     if result.status != 0:
         raise RuntimeError(f"the LP bound's solver failed: {result.message}")

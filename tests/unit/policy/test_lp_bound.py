@@ -28,13 +28,24 @@ def test_when_capacity_binds_the_lp_is_above_the_capacity_blind_bound_and_below_
     assert lp.carbon_kg <= brute_force_schedule_kg(forecast, jobs, 1, 30 * 60.0) * (1 + 1e-9)
 
 
-def test_the_lp_can_be_below_the_capacity_blind_bound_since_it_may_pause_a_job():
-    # A two-hour job with clean hours apart: the LP runs it in both, a real run must straddle a dirty one.
+def test_a_job_cannot_pause_below_its_own_bound():
+    # A two-hour job with clean hours apart: the relaxation alone would run it in both (0 kg); each job's
+    # cut (its capacity-blind bound) makes it straddle a dirty hour as a real run must.
     forecast = signal([500.0, 0.0, 500.0, 0.0, 500.0, 500.0])
     jobs = table_jobs([0.0], low=1, high=1)
     lp = lp_lower_bound(jobs, forecast, TableModels(), one_node(1))
     blind = carbon_lower_bound(jobs, forecast, TableModels(), one_node(1))
-    assert lp.carbon_kg == pytest.approx(0.0, abs=1e-12) and blind.carbon_kg > 0.05
+    assert blind.carbon_kg > 0.05 and lp.carbon_kg == pytest.approx(blind.carbon_kg, rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_with_the_series_periods_as_slots_the_lp_is_never_below_the_capacity_blind_bound(seed):
+    rng = np.random.default_rng(seed)
+    forecast = signal(list(rng.integers(10, 500, size=24).astype(float)))
+    jobs = table_jobs(sorted(rng.integers(0, 600, size=4).astype(float)))
+    lp = lp_lower_bound(jobs, forecast, TableModels(), one_node(2), fine_until=forecast.end)
+    blind = carbon_lower_bound(jobs, forecast, TableModels(), one_node(2))
+    assert lp.carbon_kg >= blind.carbon_kg * (1 - 1e-7)
 
 
 def test_coarse_slots_take_their_least_period_and_the_tail_holds_the_last_value():

@@ -24,16 +24,19 @@ import sys
 import time
 import types
 from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.cli.sim import _cluster, _load, _models, _options, _signal
 from slurm_green.policy.lower_bound import carbon_lower_bound
 from slurm_green.policy.lp_bound import LpTooLarge, lp_lower_bound
 from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs, make_policy
 from slurm_green.sim.bounds import bound_inputs
+from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import simulate
 from slurm_green.sim.workload import Workload
@@ -48,7 +51,7 @@ RUNS: dict[str, PolicyKnobs] = {**{name: PolicyKnobs(name=name) for name in POLI
 REPO = Path(__file__).resolve().parents[1]
 
 
-def old_bound_kg(commit: str, workload: Workload, spec: object, signal: object, models: object,
+def old_bound_kg(commit: str, workload: Workload, spec: ClusterSpec, signal: CarbonSignal, models: object,
                  options: TraceOptions) -> float:
     """The pre-issue-10 bound, run from its source at ``commit`` with the arguments its caller passed."""
     source = subprocess.run(["git", "-C", str(REPO), "show", f"{commit}:slurm_green/policy/lower_bound.py"],
@@ -58,14 +61,14 @@ def old_bound_kg(commit: str, workload: Workload, spec: object, signal: object, 
     sim = Simulator(workload, spec, models, signal, b"old-lower-bound!", options)
     gpus = sim.requested
     low = np.maximum(1, (gpus / options.gpu_range).astype(np.int64))
-    high = np.minimum(spec.gpus, (gpus * options.gpu_range).astype(np.int64))  # type: ignore[attr-defined]
+    high = np.minimum(spec.gpus, (gpus * options.gpu_range).astype(np.int64))
     return float(old.carbon_lower_bound(workload.submit, sim.work, list(workload.job_type), gpus, low, high,
-                                        signal, models, spec.gpus_per_node).carbon_kg)  # type: ignore[attr-defined]
+                                        signal, models, spec.gpus_per_node).carbon_kg)
 
 
-def cell(workload: Workload, region: str, options: TraceOptions, commit: str, console: Console) -> dict[str, object]:
+def cell(workload: Workload, region: str, options: TraceOptions, commit: str, console: Console) -> dict[str, Any]:
     spec, models = _cluster(workload, None, None), _models()
-    signal = _signal(region, workload)
+    signal = cast(CarbonSignal, _signal(region, workload))  # the CLI's helper is typed loosely
     jobs, shape = bound_inputs(workload, spec, models, options)
     began = time.perf_counter()
     blind = carbon_lower_bound(jobs, signal, models, shape)
@@ -77,14 +80,15 @@ def cell(workload: Workload, region: str, options: TraceOptions, commit: str, co
     except LpTooLarge as exc:
         lp_kg, lp_note = float("nan"), f"refused: {exc}"
     lp_s = time.perf_counter() - began
-    out: dict[str, object] = {
+    policies: dict[str, dict[str, float]] = {}
+    out: dict[str, Any] = {
         "jobs": len(workload), "blind_kg": blind.carbon_kg, "blind_s": blind_s, "lp_kg": lp_kg, "lp_s": lp_s,
-        "lp": lp_note, "old_kg": old_bound_kg(commit, workload, spec, signal, models, options), "policies": {}}
+        "lp": lp_note, "old_kg": old_bound_kg(commit, workload, spec, signal, models, options), "policies": policies}
     for label, knobs in RUNS.items():
         run = simulate(workload, spec, make_policy(knobs), signal, models, region, options)
         per_job = run.record.energy_j / 3.6e6 * run.record.intensity / 1000.0
         below = int((per_job < blind.per_job_kg * (1 - 1e-9)).sum())
-        out["policies"][label] = {"carbon_kg": run.summary["carbon_kg"], "finished": run.summary["finished"],
+        policies[label] = {"carbon_kg": run.summary["carbon_kg"], "finished": run.summary["finished"],
                                   "jobs_below_own_bound": below}
         kg = run.summary["carbon_kg"]
         if below or kg < blind.carbon_kg * (1 - 1e-9) or kg < lp_kg * (1 - 1e-9):
@@ -94,7 +98,7 @@ def cell(workload: Workload, region: str, options: TraceOptions, commit: str, co
     return out
 
 
-def table(rows: list[tuple[str, str, dict]]) -> Table:
+def table(rows: list[tuple[str, str, dict[str, Any]]]) -> Table:
     t = Table(title="carbon kg (jobs' energy); x = policy / max(capacity-blind, LP) bound")
     for col in ("trace", "region", "capacity-blind\n(wall s)", "LP\n(wall s)", "old bound\n(new / old)",
                 *RUNS):

@@ -111,7 +111,7 @@ def candidates(jobs: BoundJobs, models: object, shape: ClusterShape, keep: Keep,
         job = np.repeat(idx, kept.sum())
         parts.append((job, np.tile(gpus[kept], len(idx)), np.tile(power[kept], len(idx)),
                       jobs.work[job] / np.tile(tput[kept], len(idx))))
-    job, gpus, power, runtime = (np.concatenate(p) for p in zip(*parts)) if parts else (np.empty(0),) * 4
+    job, gpus, power, runtime = (np.concatenate(column) for column in zip(*parts))  # every job has a candidate
     return Candidates(job.astype(np.int64), gpus.astype(np.int64), power, runtime)
 
 

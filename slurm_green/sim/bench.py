@@ -170,7 +170,7 @@ def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: CarbonSignal,
     return carbon_lower_bound(jobs, signal, models, shape)
 
 
-def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: object, carbon_name: str,
+def run_bench(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, models: object, carbon_name: str,
               options: TraceOptions = TraceOptions(), policies: tuple[str, ...] = POLICY_NAMES,
               sweep: bool = True, on_run: Callable[[str], None] | None = None, **sim_kw: float) -> BenchResult:
     runs: dict[str, RunResult] = {}

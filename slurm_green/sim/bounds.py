@@ -28,7 +28,7 @@ def bound_inputs(workload: Workload, spec: ClusterSpec, models: object,
     else:
         low = high = submitted
     types = tuple(sim.requested_type) if spec.typed else (None,) * len(workload)
-    nodes = dict(Counter(spec.gpu_types)) if spec.typed else {None: spec.nodes}
+    nodes: dict[str | None, int] = {**Counter(spec.gpu_types)} if spec.typed else {None: spec.nodes}
     jobs = BoundJobs(workload.submit, sim.work, tuple(t or None for t in workload.job_type), types,
                      layout[:, 0], layout[:, 1], low, high, options.accept_cap and options.managed)
     return jobs, ClusterShape(spec.gpus_per_node, nodes)

@@ -7,35 +7,36 @@ is the **least** of its periods'. Variables ``z[i, t] >= 0``: the fraction of jo
 work done in slot ``t`` in configuration ``i`` (``bound_configs``: every count, layout and
 cap of its GPU type; power ``P_i``, GPUs ``g_i``, runtime ``r_i`` for the whole work).
 
-    minimise   sum P_i r_i v_t z[i, t]                               (kg after / 3.6e9)
+    minimise   sum_j w_j                                             (kg)
     subject to sum_{i of j, t} z[i, t] = 1                           each job's work completes
                sum_{i of j} r_i z[i, t] <= seconds of t after j's submission   (0 before it)
                sum_{i on type k} g_i r_i z[i, t] <= GPUs of type k x length of t
+               w_j >= cost_j = sum_{i of j, t} P_i r_i v_t z[i, t] / 3.6e9
+               w_j >= B_j, the job's capacity-blind bound (``lower_bound.py``)
 
 **Why it is a lower bound.** Take any schedule the simulator (or Slurm) could run with no
 GPU shared between jobs: each job, from its submission on, runs in configurations of its
 candidate set, one at a time, with at most the cluster's GPUs of each type in use at any
 instant. Set ``z[i, t]`` to the share of ``j``'s work done in ``i`` during ``t``. All its work
 is done (first row); ``j`` runs at most the slot's length after its submission (second);
-integrating the GPUs in use over a slot gives at most GPUs x length (third); and its
-carbon, power times the intensity while it runs, is at least the objective, because each
-slot's intensity is the least of its periods (equal where a slot is one period). So every
-schedule is a feasible point costing no more than its carbon, and the LP's optimum is at
-most the carbon of every schedule. Configurations dropped as dominated use no less
-GPU-seconds, energy and time per unit of work than one kept, so moving their share to it
-keeps every row satisfied and the cost no higher: the optimum is unchanged.
+integrating the GPUs in use over a slot gives at most GPUs x length (third); its ``cost_j``,
+power times each slot's least intensity for the time it runs there, is at most its carbon
+(equal where a slot is one period), and so is ``B_j``; set ``w_j`` to its carbon. So every
+schedule is a feasible point whose objective is its carbon, and the LP's optimum is at most
+the carbon of every schedule. Configurations dropped as dominated (``Keep.LP``: no better on
+GPU-seconds, energy and time per unit of work than one kept or a mix of kept ones) change
+nothing: moving their share to what beats them keeps the rows satisfied and no ``cost_j``
+higher, and ``w_j`` may stay where it was.
 
-**Each job's own cut.** The relaxation alone lets a job pause and resume (a 2-hour job
-could run an hour in each of two clean hours with a dirty one between) and change
-configuration, so by itself it can fall below the capacity-blind bound
-(``lower_bound.py``). Every job therefore also gets the row ``its cost >= its
-capacity-blind bound on the slots' intensities`` (``Slots.as_signal``, at most the true
-intensity everywhere): a real run of the job is contiguous, in one configuration, and its
-cost above is at least the integral of that signal over it, hence at least that bound. With
-the series' periods as slots (``fine_until`` at or past its end) the LP is thus never below
-the capacity-blind bound; with coarse slots it can be, and ``max`` of the two is the bound to
-quote. GPUs stay a pool (no fragmentation). A start within the job's flexibility is not a
-constraint: in a real run a job may queue past its deadline, so it would cut off real
+**What the rows buy.** The relaxation alone lets a job pause and resume (a 2-hour job could
+run an hour in each of two clean hours with a dirty one between) and change configuration,
+and coarse slots take each block's cleanest period: ``cost_j`` alone can fall far below the
+capacity-blind bound. ``w_j >= B_j`` makes the LP never below that bound; it is above it
+where jobs compete for the same clean slots (capacity), by what the relaxation cannot share
+out. (A per-job row ``cost_j >= B_j`` on the slots' intensities would be valid with every
+configuration, but not together with dropping the dominated ones, which is what keeps the LP
+this small.) GPUs stay a pool (no fragmentation). A start within the job's flexibility is
+not a constraint: in a real run a job may queue past its deadline, so it would cut off real
 schedules. The solver's tolerances (HiGHS, about 1e-7) apply.
 
 **Size.** Variables are (configuration, slot) pairs after each job's submission; above
@@ -50,7 +51,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 from scipy.optimize import linprog
 from scipy.sparse import coo_matrix
 
@@ -76,13 +76,6 @@ class Slots:
     @property
     def end(self) -> np.ndarray:
         return self.start + self.length
-
-    def as_signal(self, step: float) -> CarbonSignal:
-        """The slots' intensities as a signal of ``step`` periods: at most the true one everywhere."""
-        periods = np.rint(self.length[:-1] / step).astype(np.int64)
-        values = np.repeat(self.intensity[:-1], periods)
-        index = pd.to_datetime(self.start[0] + step * np.arange(len(values)), unit="s", utc=True)
-        return CarbonSignal.from_series(pd.Series(values, index=index))
 
 
 @dataclass(frozen=True)
@@ -149,17 +142,20 @@ def lp_lower_bound(jobs: BoundJobs, signal: CarbonSignal, models: object, shape:
     data = np.concatenate(((runtime / avail)[finite],
                            (cand.gpus[var_cand] * runtime / (gpus_of * grid.length[var_slot]))[finite]))
     cost = cand.power_w[var_cand] * runtime * grid.intensity[var_slot] / 3.6e9
-    # Each job's own cut: at least its capacity-blind bound on the slots' intensities (scaled to -1).
-    own = carbon_lower_bound(jobs, grid.as_signal(float(signal.step)), models, shape).per_job_kg
-    cut = np.flatnonzero(own[job] > 0)
-    n_ub = n_time + len(kinds) * (n_slots - 1)
-    rows = np.concatenate((rows, n_ub + job[cut]))
-    cols = np.concatenate((cols, cut))
-    data = np.concatenate((data, -cost[cut] / own[job[cut]]))
-    b_ub = np.concatenate((np.ones(n_ub), np.where(own > 0, -1.0, 0.0)))
-    a_ub = coo_matrix((data, (rows, cols)), shape=(n_ub + len(jobs), n_var)).tocsr()
-    a_eq = coo_matrix((np.ones(n_var), (job, np.arange(n_var))), shape=(len(jobs), n_var)).tocsr()
-    result = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(len(jobs)), bounds=(0, None),
+    n_ub, n_jobs = n_time + len(kinds) * (n_slots - 1), len(jobs)
+    # Each job's carbon w_j: at least its cost here, and at least its capacity-blind bound (w_j's lower bound).
+    floor = carbon_lower_bound(jobs, signal, models, shape).per_job_kg
+    scale = np.where(floor > 0, floor, 1.0)
+    all_z = np.arange(n_var)
+    rows = np.concatenate((rows, n_ub + job, n_ub + np.arange(n_jobs)))
+    cols = np.concatenate((cols, all_z, n_var + np.arange(n_jobs)))
+    data = np.concatenate((data, cost / scale[job], -1.0 / scale))
+    b_ub = np.concatenate((np.ones(n_ub), np.zeros(n_jobs)))
+    a_ub = coo_matrix((data, (rows, cols)), shape=(n_ub + n_jobs, n_var + n_jobs)).tocsr()
+    a_eq = coo_matrix((np.ones(n_var), (job, all_z)), shape=(n_jobs, n_var + n_jobs)).tocsr()
+    objective = np.concatenate((np.zeros(n_var), np.ones(n_jobs)))
+    bounds = np.column_stack((np.concatenate((np.zeros(n_var), floor)), np.full(n_var + n_jobs, np.inf)))
+    result = linprog(objective, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=np.ones(n_jobs), bounds=bounds,
                      method="highs")
     if result.status != 0:
         raise RuntimeError(f"the LP bound's solver failed: {result.message}")

@@ -301,8 +301,8 @@ def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, g
     tables = _tables(json_out)
     tables.print(_summary_table(title, {k: v.summary for k, v in result.runs.items()}, "fifo",
                                 result.lower_bound.carbon_kg))
-    tables.print(f"carbon lower bound: {result.lower_bound.carbon_kg:.2f} kg (oracle, capacity ignored, "
-                 f"{result.lower_bound.horizon_s / 86400:g}-day window)")
+    tables.print(f"carbon lower bound: {result.lower_bound.carbon_kg:.2f} kg (each job alone in its least-carbon "
+                 "configuration and start, capacity ignored; docs/policies.md)")
     for line in [*_speedup_lines(result), FORECAST_NOTE]:
         tables.print(line)
     if json_out:

@@ -1,11 +1,21 @@
-"""A carbon lower bound: what no scheduler can beat on a workload.
+"""The capacity-blind carbon lower bound: what no schedule can beat, job by job.
 
-An oracle that knows the whole future and ignores JCT and capacity: every job runs
-in its most energy-efficient configuration (GPU count within its allowed range,
-power cap) in the lowest-carbon window starting within ``horizon_s`` of its
-submission. Capacity is ignored (all jobs may overlap), so the bound is loose where
-the cluster is busy; it also leaves out idle power. A policy's distance to it is
-the carbon that remains to be saved by any means that keep the same models.
+Each job alone, with perfect knowledge of the carbon series: the least, over every
+configuration it could run in (``bound_configs``: every GPU count of its range in every
+layout, every cap of its GPU type, that type's models) and every start at or after its
+submission (no horizon: beyond the series' end the last value holds, so a start at the
+end covers every later one), of ``power x integral of intensity over the run``
+(``least_window``, exact). The sum over jobs bounds any schedule under the same models:
+each job of a schedule runs in one such configuration from one such start, so it emits at
+least its own minimum; capacity is ignored (all jobs may overlap), and idle power is left
+out (bounds the jobs' carbon, ``carbon_kg``).
+
+What it does not cover: two jobs sharing a GPU (EaCO co-location) draw the pair's power,
+which no solo configuration describes; the bound holds for runs where no job shares.
+
+Until issue 10 this took each job's least-energy configuration and then that
+configuration's best window within 7 days: a faster configuration can reach a cleaner
+trough, and real waits can exceed 7 days, so policies were measured below that "bound".
 """
 
 from __future__ import annotations
@@ -14,62 +24,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from slurm_green.core.forecast import CarbonForecast
+from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.core.models import ModelRegistry
-from slurm_green.policy.config_table import config_table, gpu_options
-
-_CHUNK = 4096
+from slurm_green.policy.bound_configs import BoundJobs, ClusterShape, Keep, candidates
+from slurm_green.policy.least_window import least_per_group
 
 
 @dataclass(frozen=True)
 class LowerBound:
     carbon_kg: float
-    energy_kwh: float
-    horizon_s: float
+    per_job_kg: np.ndarray
     capacity: str = "ignored"
 
 
-def carbon_lower_bound(submit: np.ndarray, work: np.ndarray, job_type: list[str], requested: np.ndarray,
-                       gpus_min: np.ndarray, gpus_max: np.ndarray, signal: CarbonForecast, models: ModelRegistry,
-                       gpus_per_node: int, horizon_s: float = 7 * 86400.0,
-                       caps: tuple[float, ...] = (0.5, 0.6, 0.7, 0.8, 0.9, 1.0)) -> LowerBound:
-    """Sum over jobs of (least energy) x (lowest mean intensity over a window of that runtime)."""
-    n = len(submit)
-    per_job = [gpu_options(int(g), int(lo), int(hi), gpus_per_node)
-               for g, lo, hi in zip(requested, gpus_min, gpus_max)]
-    table = config_table(models, set(job_type), {g for o in per_job for g in o}, tuple(sorted(set(caps))),
-                         gpus_per_node)
-    col_of = {int(g): i for i, g in enumerate(table.gpus)}
-    types = np.fromiter((table.type_index[t] for t in job_type), dtype=np.int64, count=n)
-    joules_per_work = table.power_w / table.throughput  # [T, G, C]
-    best_jpw = np.empty(n)
-    runtime = np.empty(n)
-    for j, opts in enumerate(per_job):
-        cols = [col_of[g] for g in opts]
-        sub = joules_per_work[types[j]][cols]
-        g, c = np.unravel_index(int(np.argmin(sub)), sub.shape)
-        best_jpw[j] = sub[g, c]
-        runtime[j] = work[j] / table.throughput[types[j], cols[g], c]
-    energy_kwh = work * best_jpw / 3.6e6
-    intensity = _best_window_intensity(np.asarray(submit, dtype=np.float64), runtime, signal, horizon_s)
-    return LowerBound(float((energy_kwh * intensity).sum() / 1000.0), float(energy_kwh.sum()), horizon_s)
-
-
-def _best_window_intensity(submit: np.ndarray, runtime: np.ndarray, signal: CarbonForecast,
-                           horizon_s: float) -> np.ndarray:
-    """Per job, the lowest mean intensity (g/kWh) of a run starting in [submit, submit + horizon]."""
-    step = float(signal.step)
-    offsets = np.arange(0.0, horizon_s + step, step)
-    out = np.empty(len(submit))
-    for lo in range(0, len(submit), _CHUNK):
-        s = submit[lo: lo + _CHUNK]
-        r = runtime[lo: lo + _CHUNK]
-        # The window mean is piecewise linear in the start, with kinks where the start or the
-        # end crosses a period boundary: those starts, and submission itself, are the candidates.
-        first = (np.floor(s / step) + 1) * step
-        first_end = (np.floor((s + r) / step) + 1) * step - r
-        starts = np.column_stack([s, first[:, None] + offsets[None, :-1], first_end[:, None] + offsets[None, :-1]])
-        starts = np.where(starts <= (s + horizon_s)[:, None], starts, s[:, None])
-        means = signal.mean_over(starts, starts + r[:, None])
-        out[lo: lo + _CHUNK] = np.asarray(means).min(axis=1)
-    return out
+def carbon_lower_bound(jobs: BoundJobs, signal: CarbonSignal, models: ModelRegistry, shape: ClusterShape) -> LowerBound:
+    """Sum over jobs of the least ``power x integral of intensity`` over every configuration and start."""
+    cand = candidates(jobs, models, shape, Keep.CARBON)
+    per_job = least_per_group(signal, jobs.submit[cand.job], cand.runtime_s, cand.power_w, cand.job, len(jobs)) / 3.6e9
+    return LowerBound(float(per_job.sum()), per_job)

@@ -21,6 +21,7 @@ from slurm_green.core.plan import Policy
 from slurm_green.policy import registry
 from slurm_green.policy.registry import PolicyKnobs
 from slurm_green.policy.lower_bound import LowerBound, carbon_lower_bound
+from slurm_green.sim.bounds import bound_inputs
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import RunResult, simulate
@@ -89,8 +90,7 @@ class BenchResult:
         return {
             "policies": policies,
             "lower_bound_carbon_kg": self.lower_bound.carbon_kg,
-            "lower_bound": {"energy_kwh": self.lower_bound.energy_kwh, "horizon_s": self.lower_bound.horizon_s,
-                            "capacity": self.lower_bound.capacity},
+            "lower_bound": {"capacity": self.lower_bound.capacity},
             "frontier": {k: [p.__dict__ for p in v] for k, v in self.frontier.items()},
             # NaN (the sweep never got that low) is not JSON: null, i.e. "not reached".
             "greenflow_jct_speedup_at_equal_carbon": {k: _finite_or_none(v) for k, v in self.equal_carbon.items()},
@@ -168,12 +168,9 @@ def offered_load(workload: Workload, spec: ClusterSpec, models: ModelRegistry, o
 
 def lower_bound_for(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, models: ModelRegistry,
                     options: TraceOptions) -> LowerBound:
-    sim = Simulator(workload, spec, models, signal, b"lower-bound-key!", options)  # reuses its work sizes
-    gpus = sim.requested
-    low = np.maximum(1, (gpus / options.gpu_range).astype(np.int64))
-    high = np.minimum(spec.gpus, (gpus * options.gpu_range).astype(np.int64))
-    return carbon_lower_bound(workload.submit, sim.work, list(workload.job_type), gpus, low, high, signal, models,
-                              spec.gpus_per_node)
+    """The capacity-blind carbon lower bound of ``workload`` as the simulator runs it."""
+    jobs, shape = bound_inputs(workload, spec, models, options)
+    return carbon_lower_bound(jobs, signal, models, shape)
 
 
 def run_bench(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, models: ModelRegistry, carbon_name: str,

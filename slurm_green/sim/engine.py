@@ -255,6 +255,15 @@ class Simulator:
         work = np.where(np.isfinite(w.work), w.work, w.duration_s * tput)
         return work, work / tput
 
+    def submitted_layout(self, index: int) -> tuple[int, int]:
+        """(GPUs per node, nodes) trace job ``index`` is submitted with: its request packed onto whole nodes."""
+        gpus = int(self.requested[index])
+        return (gpus, 1) if gpus <= self.spec.gpus_per_node else (self.spec.gpus_per_node, self._packed_nodes(gpus))
+
+    def gpu_range(self, gpus: int) -> tuple[int, int]:
+        """The GPU counts (``gpus=MIN-MAX``) the simulated user of a job submitted with ``gpus`` allows."""
+        return max(1, int(gpus / self.options.gpu_range)), min(self.spec.gpus, int(gpus * self.options.gpu_range))
+
     # -- ClusterBackend -------------------------------------------------------------------
 
     def snapshot(self) -> ClusterSnapshot:
@@ -461,14 +470,11 @@ class Simulator:
         w, o = self.workload, self.options
         job_id = index + 1
         submit = float(w.submit[index])
-        gpus = int(self.requested[index])
-        per_node, nodes = (gpus, 1) if gpus <= self.spec.gpus_per_node else (
-            self.spec.gpus_per_node, self._packed_nodes(gpus))
+        per_node, nodes = self.submitted_layout(index)
         gpus = per_node * nodes
         admin_comment, begin = "", None  # unmanaged: no marker, no deferral
         if o.managed:
-            low = max(1, int(gpus / o.gpu_range))
-            high = min(self.spec.gpus, int(gpus * o.gpu_range))
+            low, high = self.gpu_range(gpus)
             green, begin = on_arrival(GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
                                                    accept_cap=o.accept_cap, accept_share=bool(self.shares[index])),
                                       submit)

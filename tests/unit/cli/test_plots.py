@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -23,7 +24,7 @@ def result() -> BenchResult:
                       for b, jct, kg in ((1.0, 40, 50.0), (0.8, 48, 42.0), (0.6, 60, 35.0))],
         "zeus": [Point("eta=0.5", 32 * 3600, 90.0, 47.0)],
     }
-    return BenchResult(runs={}, frontier=frontier, lower_bound=LowerBound(30.0, 80.0, 7 * 86400.0))
+    return BenchResult(runs={}, frontier=frontier, lower_bound=LowerBound(30.0, np.array([30.0])))
 
 
 def test_fifo_is_drawn_on_top_with_its_own_marker():

@@ -1,27 +1,34 @@
 import numpy as np
+import pytest
 
-from policy_literals import HOUR, NOW, LiteralModels, SublinearModel, signal
-from slurm_green.core.models import Config
+from bound_literals import TableModels, brute_force_job_kg, one_node, table_jobs
+from policy_literals import signal
 from slurm_green.policy.lower_bound import carbon_lower_bound
 
 
-def test_lower_bound_is_least_energy_in_the_cleanest_window():
-    forecast = signal([500.0] * 5 + [50.0] * 2 + [500.0] * 200)
-    model = SublinearModel()
-    work = model.throughput(Config(1)) * HOUR  # one GPU-hour at full power
-    bound = carbon_lower_bound(np.array([NOW]), np.array([work]), ["x"], np.array([2]), np.array([1]),
-                               np.array([4]), forecast, LiteralModels(), 8, horizon_s=24 * HOUR,
-                               caps=(0.5, 1.0))
-    best_kwh = work * model.power_w(Config(1, 1, 0.5)) / model.throughput(Config(1, 1, 0.5)) / 3.6e6
-    runtime = work / model.throughput(Config(1, 1, 0.5))
-    assert runtime <= 2 * HOUR  # fits in the clean window
-    assert np.isclose(bound.energy_kwh, best_kwh)
-    assert np.isclose(bound.carbon_kg, best_kwh * 50.0 / 1000.0)
+def test_a_faster_configuration_in_a_trough_beats_the_least_energy_one():
+    # The least-energy configuration (1 GPU at cap 0.5) needs 150 min; 2 GPUs at full power need
+    # 75 min, most of it in the one clean hour: less carbon for 67 % more energy.
+    forecast = signal([400.0, 400.0, 20.0, 400.0, 400.0, 400.0])
+    bound = carbon_lower_bound(table_jobs([0.0]), forecast, TableModels(), one_node(2))
+    fast = 400.0 * (3600 * 20.0 + 900 * 400.0) / 3.6e9
+    least_energy = 120.0 * (3600 * 20.0 + 5400 * 400.0) / 3.6e9
+    assert bound.carbon_kg == pytest.approx(fast) and fast < 0.7 * least_energy
 
 
-def test_a_short_horizon_cannot_reach_the_clean_window():
-    forecast = signal([500.0] * 5 + [50.0] * 2 + [500.0] * 200)
-    model = SublinearModel()
-    work = np.array([model.throughput(Config(1)) * HOUR])
-    args = (np.array([NOW]), work, ["x"], np.array([1]), np.array([1]), np.array([1]), forecast, LiteralModels(), 8)
-    assert carbon_lower_bound(*args, horizon_s=2 * HOUR).carbon_kg > carbon_lower_bound(*args, horizon_s=24 * HOUR).carbon_kg
+@pytest.mark.parametrize("seed", range(5))
+def test_each_job_gets_the_brute_force_minimum_over_every_configuration_and_start(seed):
+    rng = np.random.default_rng(seed)
+    forecast = signal(list(rng.integers(10, 500, size=6).astype(float)))
+    submits = sorted(rng.integers(0, 5 * 60, size=3).astype(float))  # whole minutes, anywhere in the series
+    bound = carbon_lower_bound(table_jobs(submits), forecast, TableModels(), one_node(2))
+    want = [brute_force_job_kg(forecast, float(s), 1, 2) for s in table_jobs(submits).submit]
+    np.testing.assert_allclose(bound.per_job_kg, want, rtol=1e-9)
+    assert bound.carbon_kg == pytest.approx(sum(want))
+
+
+def test_a_job_submitted_after_the_series_runs_at_its_last_value():
+    forecast = signal([10.0, 500.0])
+    bound = carbon_lower_bound(table_jobs([600.0]), forecast, TableModels(), one_node(2))
+    assert bound.carbon_kg == pytest.approx(min(p * 7200 / t for t, p in [(1.0, 200.0), (0.8, 120.0), (1.6, 400.0),
+                                                                          (1.25, 240.0)]) * 500.0 / 3.6e9)

@@ -1,0 +1,80 @@
+"""The capacity-aware window baseline on literal clusters and forecasts."""
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from policy_literals import HOUR, NOW, nodes, pending, signal, snapshot
+
+from slurm_green.core.cluster import Job, JobState
+from slurm_green.core.plan import Plan
+from slurm_green.policy.window import WindowPolicy
+from slurm_green.policy.window_aware import CapacityAwareWindowPolicy
+
+#: 400 g/kWh but for a 3-hour dip to 100 from 06:00.
+DIP = [400] * 6 + [100] * 3 + [400] * 39
+AWARE = CapacityAwareWindowPolicy(cap_fraction=None)
+BLIND = WindowPolicy(cap_fraction=None)
+
+
+def gpus_per_hour(plan: Plan, gpus: dict[int, int], hours: int = 48) -> np.ndarray:
+    """GPU-hours the plan puts into each hour from NOW (by each decision's start and runtime)."""
+    begins = NOW + HOUR * np.arange(hours)
+    out = np.zeros(hours)
+    for d in plan.decisions:
+        end = d.start_at + d.expected_runtime_s
+        out += gpus[d.job_id] * np.clip(np.minimum(end, begins + HOUR) - np.maximum(d.start_at, begins), 0, None) / HOUR
+    return out
+
+
+def test_it_does_not_stack_more_gpu_time_into_the_clean_window_than_the_cluster_has(models):
+    jobs = [pending(i, gpus=4, runtime_h=3, flex_h=24) for i in range(1, 5)]
+    snap = snapshot(jobs, nodes(1, 8))
+    sizes = {job.job_id: 4 for job in jobs}
+    assert gpus_per_hour(BLIND(snap, signal(DIP), models, NOW), sizes).max() == 16  # all four in the dip
+    plan = AWARE(snap, signal(DIP), models, NOW)
+    assert gpus_per_hour(plan, sizes).max() <= 8
+    assert [d.start_at for d in plan.decisions] == [NOW + 6 * HOUR] * 2 + [NOW] * 2
+    assert "cleaner starts are full" in plan.decisions[2].reason
+
+
+def running(job_id: int, gpus: int, started_h: float, limit_h: float) -> Job:
+    return Job(job_id, state=JobState.RUNNING, submit_time=NOW + started_h * HOUR, start_time=NOW + started_h * HOUR,
+               time_limit_s=limit_h * HOUR, gpus_per_node=gpus, nodes=("n0",))
+
+
+@pytest.mark.parametrize("holder", [
+    running(9, 8, started_h=-1, limit_h=8),  # ends at 07:00
+    replace(running(9, 8, started_h=0, limit_h=7), state=JobState.PENDING, start_time=None),  # unmanaged: starts now
+])
+def test_gpu_time_already_committed_keeps_a_job_out_of_the_window_it_fills(models, holder):
+    plan = AWARE(snapshot([holder, pending(1, gpus=8, runtime_h=3, flex_h=24)], nodes(1, 8)), signal(DIP), models, NOW)
+    (decision,) = plan.decisions
+    assert decision.start_at == NOW + 7 * HOUR  # the dip's last two hours, the first start with room
+
+
+def test_it_never_defers_past_the_deadline_and_releases_now_when_nothing_has_room(models):
+    jobs = [pending(i, gpus=g, runtime_h=r, flex_h=f)
+            for i, (g, r, f) in enumerate([(8, 3, 2), (4, 1, 5), (2, 6, 30), (8, 2, 8), (1, 1, 0.5)], start=1)]
+    plan = AWARE(snapshot([running(9, 8, -1, 4), *jobs], nodes(1, 8)), signal(DIP), models, NOW)
+    deadlines = {job.job_id: job.submit_time + f * HOUR for job, f in zip(jobs, (2, 5, 30, 8, 0.5))}
+    assert all(NOW <= d.start_at <= deadlines[d.job_id] for d in plan.decisions)
+    full = plan.decisions[4]  # 1 GPU for 1 h within 30 min: the running job holds every GPU until 03:00
+    assert full.start_at == NOW and "no start before the deadline has room: released now" in full.reason
+
+
+def test_the_earliest_deadline_gets_the_clean_window_first(models):
+    late, early = pending(1, gpus=8, runtime_h=3, flex_h=24), pending(2, gpus=8, runtime_h=3, flex_h=8, submit=NOW + 1)
+    first, second = AWARE(snapshot([late, early], nodes(1, 8)), signal(DIP), models, NOW).decisions
+    assert (first.job_id, second.job_id) == (1, 2)  # decisions keep the snapshot's order
+    assert second.start_at == NOW + 6 * HOUR and first.start_at != NOW + 6 * HOUR
+
+
+def test_on_an_empty_big_cluster_it_decides_exactly_as_the_blind_window(models):
+    jobs = [pending(i, gpus=g, runtime_h=r, flex_h=f, cap=c)
+            for i, (g, r, f, c) in enumerate([(8, 3, 24, True), (4, 1, 5, False), (16, 6, 30, True), (1, 1, 0.5, True)],
+                                             start=1)]
+    snap = snapshot(jobs, nodes(64, 8))
+    for aware, blind in ((CapacityAwareWindowPolicy(), WindowPolicy()), (AWARE, BLIND)):
+        assert aware(snap, signal(DIP), models, NOW) == blind(snap, signal(DIP), models, NOW)
+        assert aware(snap, None, models, NOW) == blind(snap, None, models, NOW)

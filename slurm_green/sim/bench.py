@@ -23,7 +23,7 @@ from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import RunResult, simulate
 from slurm_green.sim.workload import Workload
 
-BASELINES = ("fifo", "window", "window+cap", "zeus")
+BASELINES = ("fifo", "window", "window+cap", "window-aware", "zeus")
 POLICY_NAMES = BASELINES + ("greenflow", "powerflow", "eaco")  # the bench's labels, in its order
 BUDGETS = (1.2, 1.0, 0.9, 0.8, 0.7, 0.6)
 FLEX_HOURS = (0.0, 6.0, 24.0)
@@ -32,10 +32,12 @@ ETAS = (0.0, 0.5, 1.0)
 
 #: The bench's labels: a registry policy (``policy/registry.py``, the controller's too) and the
 #: knobs that differ from its defaults. The window baselines are start-time shifting alone and
-#: with a fixed 70 % cap.
+#: with a fixed 70 % cap, each job on its own (capacity-blind, as CATS users do), and
+#: ``window-aware``: uncapped, placing each job where the cluster still has room for it.
 LABELS: dict[str, tuple[str, dict[str, object]]] = {
     "fifo": ("fifo", {}), "window": ("window", {"cap_fraction": None}), "window+cap": ("window", {"cap_fraction": 0.7}),
-    "zeus": ("zeus", {}), "greenflow": ("greenflow", {}), "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
+    "window-aware": ("window-aware", {"cap_fraction": None}), "zeus": ("zeus", {}), "greenflow": ("greenflow", {}),
+    "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
 }
 
 
@@ -122,7 +124,7 @@ def settings_of(name: str, options: TraceOptions, budgets: tuple[float, ...] = B
     """``name``'s settings along its knob: (label, policy, trace options)."""
     if name in ("greenflow", "powerflow"):
         return [(f"budget={b:g}", make_policy(name, b), options) for b in budgets]
-    if name in ("window", "window+cap"):
+    if name in ("window", "window+cap", "window-aware"):
         return [(f"flex={h:g}h", make_policy(name), replace(options, flex_s=h * 3600.0)) for h in FLEX_HOURS]
     if name == "zeus":
         return [(f"eta={e:g}", make_policy(name, eta=e), options) for e in ETAS]

@@ -108,7 +108,7 @@ class CarbonSignal:
 
     def start_candidates(self, earliest: float, latest: float, duration: float) -> tuple[np.ndarray, np.ndarray]:
         """Every start in ``[earliest, latest]`` where the mean over ``[start, start + duration]`` can
-        be lowest, in time order, with that mean.
+        be lowest, in time order (the first is ``earliest``), with that mean.
 
         The mean is piecewise linear in the start time, with kinks only where the
         start or the end crosses a period boundary, so the minimum is at one of
@@ -148,3 +148,8 @@ def earliest_best(means: np.ndarray) -> int:
     ``_TIE_TOLERANCE`` of it count as equal and the earliest wins."""
     best = means.min()
     return int(np.flatnonzero(means <= best + _TIE_TOLERANCE * max(abs(best), 1.0))[0])
+
+
+def below(means: np.ndarray, reference: float) -> np.ndarray:
+    """Which of ``means`` are lower than ``reference`` by more than the tie tolerance (a real gain)."""
+    return means < reference - _TIE_TOLERANCE * max(abs(reference), 1.0)

@@ -8,8 +8,8 @@ yardstick must know the capacity. This one keeps a GPU-time profile per forecast
 jobs that are not managed from now on (Slurm starts them as soon as it can), then the
 managed pending jobs are placed one by one, **greedily in deadline order** (then submit
 time, then job id), each at the lowest-carbon start that still has room for its GPU-time
-over its whole run, never after its deadline; a job for which no cleaner start has room
-is released now (it queues as under FIFO). Each placed job's GPU-time is committed, so
+over its whole run, never after its deadline; a job for which no start cleaner than now
+has room is released now (it queues as under FIFO). Each placed job's GPU-time is committed, so
 the jobs after it see it.
 
 Greedy, not optimal: an earlier-deadline job may take a window a later one needed more.
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from slurm_green.carbon.signal import earliest_best
+from slurm_green.carbon.signal import below, earliest_best
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.gpu_types import gpu_pools
@@ -68,13 +68,19 @@ class CapacityAwareWindowPolicy(WindowPolicy):
         return max(0.0, started + self._runtime(job) - now)
 
     def _place(self, run: WindowRun, profile: GpuTimeProfile, forecast: object, now: float) -> JobDecision:
-        """``run`` at its cleanest start with room (committed), else now."""
+        """``run`` at its cleanest start with room, if cleaner than now, else now; committed either way.
+
+        A start no cleaner than now is never taken, even when now has no room: deferring
+        then buys no carbon and only keeps the job out of Slurm's queue (it could start
+        sooner than its predecessors' time limits say).
+        """
         starts, means = forecast.start_candidates(now, run.latest, run.runtime_s)  # type: ignore[attr-defined]
         room = profile.fits(starts, run.runtime_s, run.gpus)
+        room[1:] &= below(means[1:], means[0])  # starts[0] is now: a later start must be cleaner than now
         if room.any():
             start = float(starts[room][earliest_best(means[room])])
             note = "" if start == starts[earliest_best(means)] else "; cleaner starts are full"
         else:
-            start, note = now, "; no start before the deadline has room: released now"
+            start, note = now, "; no start cleaner than now has room: released now"
         profile.commit(start, run.runtime_s, run.gpus)
         return self._decision(run, start, forecast, now, note)

@@ -60,7 +60,7 @@ def test_it_never_defers_past_the_deadline_and_releases_now_when_nothing_has_roo
     deadlines = {job.job_id: job.submit_time + f * HOUR for job, f in zip(jobs, (2, 5, 30, 8, 0.5))}
     assert all(NOW <= d.start_at <= deadlines[d.job_id] for d in plan.decisions)
     full = plan.decisions[4]  # 1 GPU for 1 h within 30 min: the running job holds every GPU until 03:00
-    assert full.start_at == NOW and "no start before the deadline has room: released now" in full.reason
+    assert full.start_at == NOW and "no start cleaner than now has room: released now" in full.reason
 
 
 def test_the_earliest_deadline_gets_the_clean_window_first(models):
@@ -78,3 +78,10 @@ def test_on_an_empty_big_cluster_it_decides_exactly_as_the_blind_window(models):
     for aware, blind in ((CapacityAwareWindowPolicy(), WindowPolicy()), (AWARE, BLIND)):
         assert aware(snap, signal(DIP), models, NOW) == blind(snap, signal(DIP), models, NOW)
         assert aware(snap, None, models, NOW) == blind(snap, None, models, NOW)
+
+
+def test_a_full_cluster_does_not_defer_a_job_to_a_start_no_cleaner_than_now(models):
+    # every GPU is held until 03:00 and carbon is flat: waiting for room buys nothing, so Slurm queues it now
+    plan = AWARE(snapshot([running(9, 8, -1, 4), pending(1, gpus=8, runtime_h=3, flex_h=24)], nodes(1, 8)),
+                 signal([400] * 48), models, NOW)
+    assert plan.decisions[0].start_at == NOW

@@ -85,3 +85,11 @@ def test_a_full_cluster_does_not_defer_a_job_to_a_start_no_cleaner_than_now(mode
     plan = AWARE(snapshot([running(9, 8, -1, 4), pending(1, gpus=8, runtime_h=3, flex_h=24)], nodes(1, 8)),
                  signal([400] * 48), models, NOW)
     assert plan.decisions[0].start_at == NOW
+
+
+def test_each_gpu_type_fills_only_its_own_nodes(models):
+    typed = (replace(nodes(1, 8)[0], name="h0", gpu_type="h100"), replace(nodes(1, 8)[0], name="a0", gpu_type="a40"))
+    holder = replace(running(9, 8, started_h=-1, limit_h=8), nodes=("h0",), gpu_type="h100")  # h0 full until 07:00
+    jobs = [replace(pending(i, gpus=8, runtime_h=3, flex_h=24), gpu_type=t) for i, t in ((1, "h100"), (2, "a40"))]
+    on_h100, on_a40 = AWARE(snapshot([holder, *jobs], typed), signal(DIP), models, NOW).decisions
+    assert (on_h100.start_at, on_a40.start_at) == (NOW + 7 * HOUR, NOW + 6 * HOUR)

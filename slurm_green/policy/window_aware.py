@@ -35,6 +35,8 @@ from slurm_green.policy.window import WindowPolicy, WindowRun, carbon_agnostic_n
 
 @dataclass(frozen=True)
 class CapacityAwareWindowPolicy(WindowPolicy):
+    """``WindowPolicy``'s caps, runtimes and reasons; starts chosen against a GPU-time profile (module doc)."""
+
     name: str = "window-aware"
 
     def __call__(self, snapshot: ClusterSnapshot, forecast: object | None, models: object, now: float) -> Plan:

@@ -260,7 +260,7 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: obj
                 on_run(f"{name} {setting}")
             run = simulate(workload, spec, policy, signal, models, carbon_name, opts, **sim_kw)
             s = run.summary
-            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"], s["finished"], s["jobs"]))
+            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"], int(s["finished"]), int(s["jobs"])))
             if setting in ("default", "budget=1", f"flex={options.flex_s / 3600:g}h", "eta=0.5"):
                 runs[name] = run
         frontier[name] = points

@@ -52,8 +52,9 @@ class GpuTimeProfile:
     def fits(self, starts: np.ndarray, duration: float, gpus: int) -> np.ndarray:
         """Whether ``gpus`` GPUs from each of ``starts`` for ``duration`` s overfill no period."""
         first, seconds = self._overlap(np.asarray(starts, dtype=np.float64), duration)
-        begins = self.origin + self.step * np.arange(first, first + seconds.shape[1])
-        room = self.gpus * (begins + self.step - np.maximum(begins, self.now)) - self.used[first:first + seconds.shape[1]]
+        periods = seconds.shape[1]
+        begins = self.origin + self.step * np.arange(first, first + periods)
+        room = self.gpus * (begins + self.step - np.maximum(begins, self.now)) - self.used[first:first + periods]
         return (gpus * seconds <= room + _FIT_TOLERANCE * self.gpus * self.step).all(axis=1)
 
     def commit(self, start: float, duration: float, gpus: int) -> None:

@@ -93,8 +93,8 @@ class WindowPolicy:
         """Each job alone: its own lowest-carbon start before its deadline (capacity-blind, as CATS)."""
         if forecast is None:
             return self._decision(run, now, None, now)
-        return self._decision(run, float(forecast.best_start(now, run.latest, run.runtime_s)),  # type: ignore[attr-defined]
-                              forecast, now)
+        start = float(forecast.best_start(now, run.latest, run.runtime_s))  # type: ignore[attr-defined]
+        return self._decision(run, start, forecast, now)
 
     def _runs(self, snapshot: ClusterSnapshot, models: object, now: float) -> list[WindowRun]:
         types = cluster_gpu_types(snapshot)

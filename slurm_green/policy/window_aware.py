@@ -55,7 +55,8 @@ class CapacityAwareWindowPolicy(WindowPolicy):
 
     def _committed(self, pool: ClusterSnapshot, forecast: object, now: float) -> GpuTimeProfile:
         """The pool's profile with what is already committed: running jobs, unmanaged pending ones."""
-        profile = GpuTimeProfile.on_grid(now, forecast.start, forecast.step, pool.gpus_total)  # type: ignore[attr-defined]
+        profile = GpuTimeProfile.on_grid(now, forecast.start, forecast.step,  # type: ignore[attr-defined]
+                                         pool.gpus_total)
         managed = {job.job_id for job, _ in managed_pending(pool)}
         for job in pool.jobs:
             if job.is_pending and job.job_id not in managed:

@@ -105,7 +105,8 @@ class BenchResult:
             "frontier": {k: [{**p.__dict__, "complete": p.complete} for p in v] for k, v in self.frontier.items()},
             "incomplete_points": [f"{k} {p.setting}" for k, v in self.frontier.items() for p in v if not p.complete],
             **{f"{policy}_vs_best_{x.split('_')[0]}": {
-                how: self.versus_best(policy, x, how == "interpolated").to_dict() for how in ("measured", "interpolated")}
+                how: self.versus_best(policy, x, how == "interpolated").to_dict()
+                for how in ("measured", "interpolated")}
                for policy, x in (("greenflow", "carbon_kg"), ("powerflow", "energy_kwh")) if policy in self.frontier},
             # NaN (the sweep never got that low) is not JSON: null, i.e. "not reached".
             "greenflow_jct_speedup_at_equal_carbon": {k: _finite_or_none(v) for k, v in self.equal_carbon.items()},
@@ -260,7 +261,8 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: object, models: obj
                 on_run(f"{name} {setting}")
             run = simulate(workload, spec, policy, signal, models, carbon_name, opts, **sim_kw)
             s = run.summary
-            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"], int(s["finished"]), int(s["jobs"])))
+            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"], int(s["finished"]),
+                                int(s["jobs"])))
             if setting in ("default", "budget=1", f"flex={options.flex_s / 3600:g}h", "eta=0.5"):
                 runs[name] = run
         frontier[name] = points

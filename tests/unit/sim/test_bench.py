@@ -85,7 +85,8 @@ def test_the_bench_report_and_json_say_not_reached_instead_of_nan():
 def test_the_json_records_each_points_finished_jobs_and_both_readings_of_vs_best():
     frontier = {"greenflow": GREENFLOW + pts(("budget=0.7", 1.0, 70.0), finished=9),
                 "fifo": pts(("default", 4.0, 95.0))}
-    data = BenchResult(runs={"fifo": FIFO_RUN}, frontier=frontier, lower_bound=LowerBound(60.0, 600.0, 86400.0)).to_dict()
+    bound = LowerBound(60.0, 600.0, 86400.0)
+    data = BenchResult(runs={"fifo": FIFO_RUN}, frontier=frontier, lower_bound=bound).to_dict()
     assert [(p["setting"], p["finished"], p["jobs"], p["complete"]) for p in data["frontier"]["greenflow"]][-1] == \
         ("budget=0.7", 9, 10, False)
     assert data["incomplete_points"] == ["greenflow budget=0.7"]

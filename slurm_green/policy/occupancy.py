@@ -49,13 +49,29 @@ class GpuTimeProfile:
         ends = starts[:, None] + duration
         return first, np.clip(np.minimum(ends, begins + self.step) - np.maximum(starts[:, None], begins), 0.0, None)
 
+    def _lengths(self, first: int, periods: int) -> np.ndarray:
+        """Seconds of each of ``periods`` periods from ``first`` that lie after ``now``."""
+        begins = self.origin + self.step * np.arange(first, first + periods)
+        return begins + self.step - np.maximum(begins, self.now)
+
     def fits(self, starts: np.ndarray, duration: float, gpus: int) -> np.ndarray:
         """Whether ``gpus`` GPUs from each of ``starts`` for ``duration`` s overfill no period."""
         first, seconds = self._overlap(np.asarray(starts, dtype=np.float64), duration)
         periods = seconds.shape[1]
-        begins = self.origin + self.step * np.arange(first, first + periods)
-        room = self.gpus * (begins + self.step - np.maximum(begins, self.now)) - self.used[first:first + periods]
+        room = self.gpus * self._lengths(first, periods) - self.used[first:first + periods]
         return (gpus * seconds <= room + _FIT_TOLERANCE * self.gpus * self.step).all(axis=1)
+
+    def earliest_room(self, duration: float, gpus: int) -> float:
+        """The first start, now or a period's start, from which ``gpus`` GPUs have every period of
+        ``duration`` s to themselves: where Slurm's queue would about start a job released now
+        without room (each period it touches counted whole, so it errs late)."""
+        need = max(1, int(np.ceil(duration / self.step)))
+        free = (self.gpus - min(gpus, self.gpus)) * self._lengths(0, len(self.used))
+        blocked = np.flatnonzero(self.used > free + _FIT_TOLERANCE * self.gpus * self.step)
+        gap_starts = np.concatenate(([0], blocked + 1))
+        gap_ends = np.concatenate((blocked, [np.iinfo(np.int64).max]))  # no period past ``used`` is blocked
+        first = int(gap_starts[np.flatnonzero(gap_ends - gap_starts >= need)[0]])
+        return float(max(self.now, self.origin + first * self.step))
 
     def commit(self, start: float, duration: float, gpus: int) -> None:
         """Hold ``gpus`` GPUs from ``start`` (not before ``now``) for ``duration`` s, fitting or not."""

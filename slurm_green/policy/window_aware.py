@@ -5,12 +5,13 @@ every job pick its own cleanest window; on a loaded cluster they all pick the sa
 and queue past it, so the blind baseline can emit *more* than FIFO. A fair carbon-aware
 yardstick must know the capacity. This one keeps a GPU-time profile per forecast period
 (``policy/occupancy.py``): running jobs hold their GPUs until their time limit, pending
-jobs that are not managed from now on (Slurm starts them as soon as it can), then the
-managed pending jobs are placed one by one, **greedily in deadline order** (then submit
-time, then job id), each at the lowest-carbon start that still has room for its GPU-time
-over its whole run, never after its deadline; a job for which no start cleaner than now
-has room is released now (it queues as under FIFO). Each placed job's GPU-time is committed, so
-the jobs after it see it.
+jobs that are not managed from the first start with room (Slurm starts them as soon as it
+can), then the managed pending jobs are placed one by one, **greedily in deadline order**
+(then submit time, then job id), each at the lowest-carbon start that still has room for
+its GPU-time over its whole run, never after its deadline; a job for which no start
+cleaner than now has room is released now (it queues as under FIFO, and its GPU-time is
+held from the first start with room). Each placed job's GPU-time is committed, so the
+jobs after it see it.
 
 Greedy, not optimal: an earlier-deadline job may take a window a later one needed more.
 The starts tried are those of ``CarbonSignal.start_candidates`` (period boundaries, and
@@ -60,7 +61,8 @@ class CapacityAwareWindowPolicy(WindowPolicy):
         managed = {job.job_id for job, _ in managed_pending(pool)}
         for job in pool.jobs:
             if job.is_pending and job.job_id not in managed:
-                profile.commit(now, self._runtime(job), job.total_gpus)
+                profile.commit(profile.earliest_room(self._runtime(job), job.total_gpus), self._runtime(job),
+                               job.total_gpus)
             elif not job.is_pending:
                 profile.commit(now, self._left(job, now), job.total_gpus)
         return profile
@@ -75,15 +77,19 @@ class CapacityAwareWindowPolicy(WindowPolicy):
 
         A start no cleaner than now is never taken, even when now has no room: deferring
         then buys no carbon and only keeps the job out of Slurm's queue (it could start
-        sooner than its predecessors' time limits say).
+        sooner than its predecessors' time limits say). A job released now without room
+        queues, so its GPU-time is held from the first start with room
+        (``GpuTimeProfile.earliest_room``), not stacked onto now: otherwise the windows
+        after the queue look empty and later jobs are deferred into them.
         """
         starts, means = forecast.start_candidates(now, run.latest, run.runtime_s)  # type: ignore[attr-defined]
         room = profile.fits(starts, run.runtime_s, run.gpus)
         room[1:] &= below(means[1:], means[0])  # starts[0] is now: a later start must be cleaner than now
         if room.any():
-            start = float(starts[room][earliest_best(means[room])])
+            start = held_from = float(starts[room][earliest_best(means[room])])
             note = "" if start == starts[earliest_best(means)] else "; cleaner starts are full"
         else:
             start, note = now, "; no start cleaner than now has room: released now"
-        profile.commit(start, run.runtime_s, run.gpus)
+            held_from = profile.earliest_room(run.runtime_s, run.gpus)  # it queues: held from where it can start
+        profile.commit(held_from, run.runtime_s, run.gpus)
         return self._decision(run, start, forecast, now, note)

@@ -93,3 +93,13 @@ def test_each_gpu_type_fills_only_its_own_nodes(models):
     jobs = [replace(pending(i, gpus=8, runtime_h=3, flex_h=24), gpu_type=t) for i, t in ((1, "h100"), (2, "a40"))]
     on_h100, on_a40 = AWARE(snapshot([holder, *jobs], typed), signal(DIP), models, NOW).decisions
     assert (on_h100.start_at, on_a40.start_at) == (NOW + 7 * HOUR, NOW + 6 * HOUR)
+
+
+def test_a_job_released_into_a_queue_holds_gpu_time_where_it_will_run_not_now(models):
+    # every GPU is held until 03:00; job 1 (deadline in 30 min) has no room and is released now: it will run
+    # 03:00-07:00, so job 2 cannot have the dip from 06:00 and takes 07:00, the next start with room cleaner than now
+    queued, flexible = pending(1, gpus=8, runtime_h=4, flex_h=0.5), pending(2, gpus=8, runtime_h=3, flex_h=24)
+    first, second = AWARE(snapshot([running(9, 8, -1, 4), queued, flexible], nodes(1, 8)), signal(DIP), models,
+                          NOW).decisions
+    assert first.start_at == NOW and "released now" in first.reason
+    assert second.start_at == NOW + 7 * HOUR

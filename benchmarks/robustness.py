@@ -114,7 +114,7 @@ def run_cell(cell: Cell) -> dict[str, object]:
                 policy = replace(policy, **dict(cell.greenflow))
             s = simulate(workload, spec, policy, signal, models, cell.region, opts).summary
             points.append({"setting": setting, "avg_jct_s": s["avg_jct_s"], "energy_kwh": s["energy_kwh"],
-                           "carbon_kg": s["carbon_kg"], "finished": s["finished"]})
+                           "carbon_kg": s["carbon_kg"], "finished": s["finished"], "jobs": s["jobs"]})
         frontier[name] = points
     fifo = frontier["fifo"][0]["avg_jct_s"]
     noise = fifo / simulate(jittered(workload, cell.seed), spec, make_policy("fifo"), signal,
@@ -128,8 +128,7 @@ def figures(frontier: dict[str, list[dict[str, float]]]) -> dict[str, object]:
     fifo = frontier["fifo"][0]
     at_one = next(p for p in frontier["greenflow"] if p["setting"] == "budget=1")
     cap = TIGHT * fifo["carbon_kg"]
-    as_points = {k: [Point(p["setting"], p["avg_jct_s"], p["energy_kwh"], p["carbon_kg"]) for p in v]
-                 for k, v in frontier.items()}
+    as_points = {k: [Point(**p) for p in v] for k, v in frontier.items()}
     greenflow = best_at(as_points["greenflow"], "carbon_kg", cap)
     tight: dict[str, float | None] = {}
     for base in BASELINES:
@@ -140,7 +139,7 @@ def figures(frontier: dict[str, list[dict[str, float]]]) -> dict[str, object]:
     reached = [best_at(as_points[b], "carbon_kg", cap) for b in tight]
     reached = [j for j in reached if j == j]
     best = min(reached) / greenflow if reached and greenflow == greenflow else None
-    all_done = all(p["finished"] == fifo["finished"] for pts in frontier.values() for p in pts)
+    all_done = all(p.complete for pts in as_points.values() for p in pts)
     return {"fifo_over_greenflow_at_1": fifo["avg_jct_s"] / at_one["avg_jct_s"],
             "carbon_greenflow_over_fifo_at_1": at_one["carbon_kg"] / fifo["carbon_kg"],
             "greenflow_reaches_tight": greenflow == greenflow,

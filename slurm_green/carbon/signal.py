@@ -101,10 +101,20 @@ class CarbonSignal:
     def best_start(self, earliest: float, latest: float, duration: float) -> float:
         """The start in ``[earliest, latest]`` minimising the mean over ``[start, start + duration]``.
 
+        Ties go to the earliest start (sooner is better for the user).
+        """
+        starts, means = self.start_candidates(earliest, latest, duration)
+        return float(starts[earliest_best(means)])
+
+    def start_candidates(self, earliest: float, latest: float, duration: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every start in ``[earliest, latest]`` where the mean over ``[start, start + duration]`` can
+        be lowest, in time order (the first is ``earliest``), with that mean.
+
         The mean is piecewise linear in the start time, with kinks only where the
         start or the end crosses a period boundary, so the minimum is at one of
-        those kinks or at an end of the interval: all are evaluated at once.
-        Ties go to the earliest start (sooner is better for the user).
+        those kinks or at an end of the interval: all are evaluated at once. A policy
+        that must skip some starts (capacity) picks the best of the rest with
+        :func:`earliest_best`.
         """
         if latest < earliest:
             raise ValueError("best_start needs latest >= earliest")
@@ -117,9 +127,7 @@ class CarbonSignal:
             means = np.asarray(self.value_at(candidates), dtype=np.float64)
         else:
             means = (self._integral(candidates + duration) - self._integral(candidates)) / duration
-        best = means.min()
-        pick = np.flatnonzero(means <= best + _TIE_TOLERANCE * max(abs(best), 1.0))[0]
-        return float(candidates[pick])
+        return candidates, means
 
     def _integral(self, t: np.ndarray) -> np.ndarray:
         """Integral of intensity from ``starts[0]`` to ``t`` (negative before the start)."""
@@ -133,3 +141,15 @@ class CarbonSignal:
         end is clamped (``np.clip`` costs more than the search on the policies' small arrays).
         """
         return np.maximum(np.searchsorted(self.starts, t, side="right") - 1, 0)
+
+
+def earliest_best(means: np.ndarray) -> int:
+    """The index of the lowest of ``means`` (in time order); means within a relative
+    ``_TIE_TOLERANCE`` of it count as equal and the earliest wins."""
+    best = means.min()
+    return int(np.flatnonzero(means <= best + _TIE_TOLERANCE * max(abs(best), 1.0))[0])
+
+
+def below(means: np.ndarray, reference: float) -> np.ndarray:
+    """Which of ``means`` are lower than ``reference`` by more than the tie tolerance (a real gain)."""
+    return means < reference - _TIE_TOLERANCE * max(abs(reference), 1.0)

@@ -271,7 +271,9 @@ def _run_bench(workload: Workload, spec: ClusterSpec, carbon_spec: str, options:
 
 
 def _speedup_lines(result: BenchResult) -> list[str]:
-    """GreenFlow (PowerFlow) against each baseline at equal carbon (energy); "not reached", never NaN."""
+    """GreenFlow (PowerFlow) against each baseline at equal carbon (energy), then against the strongest
+    swept baseline point measured-only and on GreenFlow's interpolated frontier (an estimate,
+    ``sim.bench.interpolated_at``); "not reached", never NaN."""
     from slurm_green.sim.bench import speedup_text
 
     lines = []
@@ -279,6 +281,16 @@ def _speedup_lines(result: BenchResult) -> list[str]:
         for base, ratio in ratios.items():
             lines.append(f"{policy} at {base}'s {x}: {base} JCT / {policy} JCT = {speedup_text(ratio)}"
                          + (f"  ({policy}'s sweep never gets that low)" if not np.isfinite(ratio) else ""))
+    for policy, x, attr in (("GreenFlow", "carbon", "carbon_kg"), ("PowerFlow", "energy", "energy_kwh")):
+        if policy.lower() not in result.frontier:
+            continue
+        for how in ("measured-only", "interpolated"):
+            versus = result.versus_best(policy.lower(), attr, how == "interpolated")
+            lines.append(f"{policy} vs the strongest baseline point at its {x}, {how}: "
+                         f"{speedup_text(versus.speedup)}" + (f" (against {versus.against})" if versus.against else ""))
+    incomplete = [f"{k} {p.setting}" for k, v in result.frontier.items() for p in v if not p.complete]
+    if incomplete:
+        lines.append(f"left jobs unfinished, not compared: {', '.join(incomplete)}")
     return lines
 
 

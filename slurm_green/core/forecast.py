@@ -21,6 +21,11 @@ class CarbonForecast(Protocol):
         ...
 
     @property
+    def start(self) -> float:
+        """Start of the first period."""
+        ...
+
+    @property
     def step(self) -> float:
         """Period length in seconds."""
         ...
@@ -39,4 +44,9 @@ class CarbonForecast(Protocol):
 
     def best_start(self, earliest: float, latest: float, duration: float) -> float:
         """The start in ``[earliest, latest]`` with the lowest mean intensity over ``duration``."""
+        ...
+
+    def start_candidates(self, earliest: float, latest: float, duration: float) -> tuple[np.ndarray, np.ndarray]:
+        """Every start in ``[earliest, latest]`` where the mean over ``duration`` can be lowest,
+        in time order (the first is ``earliest``), with those means."""
         ...

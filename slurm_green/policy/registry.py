@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Protocol
 
 from slurm_green.core.plan import Policy
@@ -25,6 +26,7 @@ from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.window import WindowPolicy
+from slurm_green.policy.window_aware import CapacityAwareWindowPolicy
 
 
 class PolicySettings(Protocol):
@@ -75,8 +77,8 @@ def _zeus(settings: PolicySettings) -> Policy:
     return ZeusCapPolicy(eta=settings.eta)
 
 
-def _window(settings: PolicySettings) -> Policy:
-    return WindowPolicy(cap_fraction=settings.cap_fraction, default_runtime_s=settings.default_runtime_h * 3600.0)
+def _window(settings: PolicySettings, kind: type[WindowPolicy] = WindowPolicy) -> Policy:
+    return kind(cap_fraction=settings.cap_fraction, default_runtime_s=settings.default_runtime_h * 3600.0)
 
 
 def _flow(policy: GreenFlowPolicy, settings: PolicySettings) -> Policy:
@@ -102,6 +104,7 @@ def _eaco(settings: PolicySettings) -> Policy:
 
 _BUILDERS: dict[str, Callable[[PolicySettings], Policy]] = {
     "window": _window,
+    "window-aware": partial(_window, kind=CapacityAwareWindowPolicy),
     "fifo": _fifo,
     "zeus": _zeus,
     "greenflow": _greenflow,
@@ -116,6 +119,9 @@ def make_policy(settings: PolicySettings) -> Policy:
     """The policy ``settings.name`` with these settings.
 
     ``fifo`` releases every job as asked (carbon-agnostic Slurm: a site's measuring mode);
+    ``window`` starts each job in its own cleanest window (capacity-blind, as CATS users do),
+    ``window-aware`` in the cleanest one that still has GPU-time for it
+    (``policy/window_aware.py``);
     ``zeus`` caps each job at its type's energy-time optimum (``eta``); ``cap_fraction`` is
     the window policy's fixed power cap (GreenFlow and PowerFlow choose each job's cap
     themselves); ``budget_fraction``, ``place_nodes`` (pin jobs started now to nodes, enacted

@@ -2,9 +2,11 @@
 
 Each policy runs at its default setting, then along a sweep of its knob (GreenFlow's
 and PowerFlow's budget fraction, the window policies' flexibility, Zeus' eta), which
-traces a JCT-carbon frontier. "At equal carbon" compares a baseline's JCT with the
-best JCT of any GreenFlow setting that used no more carbon than that baseline; "at
-equal energy" does the same for PowerFlow.
+traces a JCT-carbon frontier. "At equal carbon" compares a baseline's JCT with
+GreenFlow's at that carbon, read two ways: measured-only (the best JCT of any swept
+setting that used no more carbon) and interpolated (on the lower-left convex hull of
+the swept points, ``interpolated_at``: an estimate, not a measurement). "At equal
+energy" does the same for PowerFlow. Only runs that finished every job count.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import RunResult, simulate
 from slurm_green.sim.workload import Workload
 
-BASELINES = ("fifo", "window", "window+cap", "zeus")
+BASELINES = ("fifo", "window", "window+cap", "window-aware", "zeus")
 POLICY_NAMES = BASELINES + ("greenflow", "powerflow", "eaco")  # the bench's labels, in its order
 BUDGETS = (1.2, 1.0, 0.9, 0.8, 0.7, 0.6)
 FLEX_HOURS = (0.0, 6.0, 24.0)
@@ -36,10 +38,12 @@ ETAS = (0.0, 0.5, 1.0)
 
 #: The bench's labels: a registry policy (``policy/registry.py``, the controller's too) and the
 #: knobs that differ from its defaults. The window baselines are start-time shifting alone and
-#: with a fixed 70 % cap.
+#: with a fixed 70 % cap, each job on its own (capacity-blind, as CATS users do), and
+#: ``window-aware``: uncapped, placing each job where the cluster still has room for it.
 LABELS: dict[str, tuple[str, dict[str, Any]]] = {
     "fifo": ("fifo", {}), "window": ("window", {"cap_fraction": None}), "window+cap": ("window", {"cap_fraction": 0.7}),
-    "zeus": ("zeus", {}), "greenflow": ("greenflow", {}), "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
+    "window-aware": ("window-aware", {"cap_fraction": None}), "zeus": ("zeus", {}), "greenflow": ("greenflow", {}),
+    "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
 }
 
 
@@ -58,10 +62,19 @@ def make_policy(name: str, budget: float | None = None, **knobs: Any) -> Policy:
 
 @dataclass
 class Point:
+    """One run of a sweep. ``finished`` of ``jobs``: a run that left jobs unfinished leaves them
+    out of its JCT and carbon (``SimRecord.summary``), so it would look better than it was."""
+
     setting: str
     avg_jct_s: float
     energy_kwh: float
     carbon_kg: float
+    finished: int
+    jobs: int
+
+    @property
+    def complete(self) -> bool:
+        return self.finished >= self.jobs
 
 
 @dataclass
@@ -72,10 +85,12 @@ class BenchResult:
     equal_carbon: dict[str, float] = field(default_factory=dict)  #: baseline -> its JCT / GreenFlow's
     equal_energy: dict[str, float] = field(default_factory=dict)  #: baseline -> its JCT / PowerFlow's
 
-    def versus_best(self, policy: str = "greenflow", x_attr: str = "carbon_kg") -> Versus:
-        """``policy``'s speed-up over the strongest baseline point at equal-or-less ``x_attr``."""
+    def versus_best(self, policy: str = "greenflow", x_attr: str = "carbon_kg", interpolate: bool = False) -> Versus:
+        """``policy``'s speed-up over the strongest baseline point at its ``x_attr``: measured-only
+        (equal-or-less), or read from ``policy``'s interpolated frontier (``interpolated_at``)."""
         baselines = {b: pts for b, pts in self.frontier.items() if b in BASELINES}
-        return versus_best(self.frontier.get(policy, []), baselines, x_attr)
+        return versus_best(self.frontier.get(policy, []), baselines, x_attr,
+                           interpolated_at if interpolate else best_at)
 
     def to_dict(self) -> dict[str, object]:
         fifo = self.runs["fifo"].summary
@@ -91,7 +106,12 @@ class BenchResult:
             "policies": policies,
             "lower_bound_carbon_kg": self.lower_bound.carbon_kg,
             "lower_bound": {"capacity": self.lower_bound.capacity},
-            "frontier": {k: [p.__dict__ for p in v] for k, v in self.frontier.items()},
+            "frontier": {k: [{**p.__dict__, "complete": p.complete} for p in v] for k, v in self.frontier.items()},
+            "incomplete_points": [f"{k} {p.setting}" for k, v in self.frontier.items() for p in v if not p.complete],
+            **{f"{policy}_vs_best_{x.split('_')[0]}": {
+                how: self.versus_best(policy, x, how == "interpolated").to_dict()
+                for how in ("measured", "interpolated")}
+               for policy, x in (("greenflow", "carbon_kg"), ("powerflow", "energy_kwh")) if policy in self.frontier},
             # NaN (the sweep never got that low) is not JSON: null, i.e. "not reached".
             "greenflow_jct_speedup_at_equal_carbon": {k: _finite_or_none(v) for k, v in self.equal_carbon.items()},
             "powerflow_jct_speedup_at_equal_energy": {k: _finite_or_none(v) for k, v in self.equal_energy.items()},
@@ -111,22 +131,29 @@ def speedup_text(ratio: float | None) -> str:
 class Versus:
     """A policy's frontier against every swept point of every baseline, at equal-or-less carbon (energy).
 
-    ``speedup`` is the smallest ratio baseline JCT / the policy's best JCT at no more than
-    that baseline point's ``x``, over the baseline points the policy's sweep reaches: the
-    speed-up over the strongest baseline it can match. ``not_reached`` lists the baseline
-    points that used less than any setting of the policy (no comparison is possible there).
+    ``speedup`` is the smallest ratio baseline JCT / the policy's JCT at that baseline point's
+    ``x`` (as ``versus_best``'s ``read`` gives it), over the baseline points the policy's
+    sweep reaches: the speed-up over the strongest baseline it can match. ``not_reached``
+    lists the baseline points that used less than any setting of the policy (no comparison
+    is possible there).
     """
 
     speedup: float
     against: str
     not_reached: list[str]
+    #: baseline points whose run left jobs unfinished: not compared (their JCT and carbon leave those jobs out)
+    incomplete: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"speedup": _finite_or_none(self.speedup), "against": self.against, "not_reached": self.not_reached,
+                "incomplete": self.incomplete}
 
 
 def settings_of(name: str, options: TraceOptions, budgets: tuple[float, ...] = BUDGETS) -> list[tuple[str, Policy, TraceOptions]]:
     """``name``'s settings along its knob: (label, policy, trace options)."""
     if name in ("greenflow", "powerflow"):
         return [(f"budget={b:g}", make_policy(name, b), options) for b in budgets]
-    if name in ("window", "window+cap"):
+    if name in ("window", "window+cap", "window-aware"):
         return [(f"flex={h:g}h", make_policy(name), replace(options, flex_s=h * 3600.0)) for h in FLEX_HOURS]
     if name == "zeus":
         return [(f"eta={e:g}", make_policy(name, eta=e), options) for e in ETAS]
@@ -134,26 +161,75 @@ def settings_of(name: str, options: TraceOptions, budgets: tuple[float, ...] = B
 
 
 def best_at(points: list[Point], x_attr: str, x: float) -> float:
-    """The best JCT among swept settings that use no more than ``x`` (carbon or energy).
+    """The best JCT among swept settings that finished every job and use no more than ``x``
+    (carbon or energy): measured-only.
 
     No interpolation: realised carbon is not monotone in the budget (deferred jobs can
     queue past their window), so only settings actually measured at or under ``x``
     count. NaN when no setting gets that low.
     """
-    fits = [p.avg_jct_s for p in points if getattr(p, x_attr) <= x]
+    fits = [p.avg_jct_s for p in points if p.complete and getattr(p, x_attr) <= x]
     return min(fits) if fits else float("nan")
 
 
-def versus_best(points: list[Point], baselines: dict[str, list[Point]], x_attr: str) -> Versus:
-    best, against, missed = float("nan"), "", []
+def frontier_hull(points: list[Point], x_attr: str) -> list[tuple[float, float]]:
+    """The vertices (x, JCT) of the lower-left convex hull of the complete points, by rising x.
+
+    It runs from the lowest-x point (the best JCT there) down to the point of least JCT:
+    the Pareto points (none has both more x and more JCT than another), less those above
+    the segment between their neighbours. Between two vertices the hull is the straight
+    line; beyond the last the least JCT holds (``interpolated_at``).
+    """
+    measured = sorted((getattr(p, x_attr), p.avg_jct_s) for p in points
+                      if p.complete and np.isfinite(p.avg_jct_s) and np.isfinite(getattr(p, x_attr)))
+    hull: list[tuple[float, float]] = []
+    for x, jct in measured:
+        if hull and jct >= hull[-1][1]:
+            continue  # as much x or more for no less JCT: dominated
+        while len(hull) >= 2 and _not_below(hull[-2], hull[-1], (x, jct)):
+            hull.pop()
+        hull.append((x, jct))
+    return hull
+
+
+def _not_below(a: tuple[float, float], b: tuple[float, float], c: tuple[float, float]) -> bool:
+    """Whether ``b`` lies on or above the segment from ``a`` to ``c`` (a, b, c by rising x)."""
+    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]) <= 0
+
+
+def interpolated_at(points: list[Point], x_attr: str, x: float) -> float:
+    """The JCT at ``x`` on ``points``' lower-left convex hull (``frontier_hull``); NaN below its lowest x.
+
+    What an interpolated point means: mixing two measured settings, a share ``t`` of the
+    jobs (or of the time) under one and the rest under the other, would spend
+    ``t x1 + (1 - t) x2`` and give ``t jct1 + (1 - t) jct2`` **if** the two halves did not
+    change each other's waits. On a loaded cluster they do (the half that grows or defers
+    jobs delays the other), and no policy here runs such a mix, so an interpolated JCT is
+    an estimate of what time-sharing two settings could reach, never a measured run; the
+    measured-only figure (``best_at``) stands beside it.
+    """
+    hull = frontier_hull(points, x_attr)
+    if not hull or x < hull[0][0]:
+        return float("nan")
+    xs, jcts = zip(*hull)
+    return float(np.interp(x, xs, jcts))
+
+
+def versus_best(points: list[Point], baselines: dict[str, list[Point]], x_attr: str,
+                read: Callable[[list[Point], str, float], float] = best_at) -> Versus:
+    """``points``' speed-up over every complete baseline point (``Versus``); ``read`` gives their JCT at an x."""
+    best, against, missed, incomplete = float("nan"), "", [], []
     for base, base_points in baselines.items():
         for p in base_points:
-            ratio = p.avg_jct_s / best_at(points, x_attr, getattr(p, x_attr))
+            if not p.complete:
+                incomplete.append(f"{base} {p.setting}")
+                continue
+            ratio = p.avg_jct_s / read(points, x_attr, getattr(p, x_attr))
             if not np.isfinite(ratio):
                 missed.append(f"{base} {p.setting}")
             elif not ratio >= best:  # also true while best is NaN
                 best, against = ratio, f"{base} {p.setting}"
-    return Versus(best, against, missed)
+    return Versus(best, against, missed, incomplete)
 
 
 def offered_load(workload: Workload, spec: ClusterSpec, models: ModelRegistry, options: TraceOptions) -> float:
@@ -187,7 +263,8 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, model
                 on_run(f"{name} {setting}")
             run = simulate(workload, spec, policy, signal, models, carbon_name, opts, min_tick_s, max_tick_s)
             s = run.summary
-            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"]))
+            points.append(Point(setting, s["avg_jct_s"], s["energy_kwh"], s["carbon_kg"], int(s["finished"]),
+                                int(s["jobs"])))
             if setting in ("default", "budget=1", f"flex={options.flex_s / 3600:g}h", "eta=0.5"):
                 runs[name] = run
         frontier[name] = points
@@ -196,6 +273,8 @@ def run_bench(workload: Workload, spec: ClusterSpec, signal: CarbonSignal, model
         if base not in runs:
             continue
         s = runs[base].summary
+        if s["finished"] < s["jobs"]:
+            continue  # its JCT and carbon leave the unfinished jobs out: no yardstick (see incomplete_points)
         if "greenflow" in frontier:
             result.equal_carbon[base] = s["avg_jct_s"] / best_at(frontier["greenflow"], "carbon_kg", s["carbon_kg"])
         if "powerflow" in frontier:

@@ -19,10 +19,10 @@ FIXTURE = Path(__file__).resolve().parents[1] / "slurm" / "fixtures" / "24.11" /
 def result() -> BenchResult:
     """FIFO sits exactly on a GreenFlow point, where it used to be hidden; JCTs span 30-60 h."""
     frontier = {
-        "fifo": [Point("default", 40 * 3600, 100.0, 50.0)],
-        "greenflow": [Point(f"budget={b:g}", jct * 3600, 100.0, kg)
+        "fifo": [Point("default", 40 * 3600, 100.0, 50.0, 9, 9)],
+        "greenflow": [Point(f"budget={b:g}", jct * 3600, 100.0, kg, 9, 9)
                       for b, jct, kg in ((1.0, 40, 50.0), (0.8, 48, 42.0), (0.6, 60, 35.0))],
-        "zeus": [Point("eta=0.5", 32 * 3600, 90.0, 47.0)],
+        "zeus": [Point("eta=0.5", 32 * 3600, 90.0, 47.0, 9, 9)],
     }
     return BenchResult(runs={}, frontier=frontier, lower_bound=LowerBound(30.0, np.array([30.0])))
 

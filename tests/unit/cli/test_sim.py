@@ -18,7 +18,7 @@ def test_bench_writes_every_policy_and_the_lower_bound(tmp_path):
     result = CliRunner().invoke(main, ["bench", "--limit", "30", "--no-sweep", "--carbon", "GB", "--json", str(out)])
     assert result.exit_code == 0, result.output
     data = json.loads(out.read_text())
-    assert set(data["policies"]) == {"fifo", "window", "window+cap", "zeus", "greenflow", "powerflow", "eaco"}
+    assert set(data["policies"]) == {"fifo", "window", "window+cap", "window-aware", "zeus", "greenflow", "powerflow", "eaco"}
     for numbers in data["policies"].values():
         assert numbers["avg_jct_s"] > 0 and numbers["energy_kwh"] > 0 and numbers["carbon_kg"] > 0
         assert numbers["carbon_kg"] >= data["lower_bound_carbon_kg"]

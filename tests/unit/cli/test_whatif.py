@@ -81,6 +81,6 @@ def test_json_to_stdout_keeps_stdout_pure(tmp_path):
         pytest.skip("no 24.11 sacct capture")
     result = whatif("--sacct", str(capture), "--json", "-")
     assert result.exit_code == 0, result.output
-    assert set(json.loads(result.stdout)["policies"]) == {"fifo", "window", "window+cap", "zeus", "greenflow",
-                                                          "powerflow", "eaco"}
+    assert set(json.loads(result.stdout)["policies"]) == {"fifo", "window", "window+cap", "window-aware", "zeus",
+                                                          "greenflow", "powerflow", "eaco"}
     assert "what if:" in result.stderr and not (Path.cwd() / "-").exists()

@@ -10,6 +10,7 @@ from slurm_green.controller.config import ConfigError, load_config
 from slurm_green.policy.greenflow import GreenFlowPolicy
 from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs, make_policy
 from slurm_green.policy.window import WindowPolicy
+from slurm_green.policy.window_aware import CapacityAwareWindowPolicy
 
 
 def configured(tmp_path, policy: str):
@@ -19,7 +20,7 @@ def configured(tmp_path, policy: str):
 
 
 def test_every_name_the_configuration_accepts_builds_that_policy(tmp_path):
-    assert POLICY_NAMES == ("window", "fifo", "zeus", "greenflow", "powerflow", "eaco")
+    assert POLICY_NAMES == ("window", "window-aware", "fifo", "zeus", "greenflow", "powerflow", "eaco")
     for name in POLICY_NAMES:
         assert configured(tmp_path, f'name = "{name}"\n').name == name
 
@@ -34,10 +35,12 @@ def test_greenflow_and_powerflow_get_their_budget_and_runtime_from_the_file(tmp_
 def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
     assert configured(tmp_path, 'name = "greenflow"\n') == GreenFlowPolicy(budget_fraction=1.0)
     assert configured(tmp_path, "cap_fraction = 0.6\n") == WindowPolicy(cap_fraction=0.6)
+    aware = configured(tmp_path, 'name = "window-aware"\ncap_fraction = 0.6\ndefault_runtime_h = 2\n')
+    assert aware == CapacityAwareWindowPolicy(cap_fraction=0.6, default_runtime_s=7200.0)
 
 
 @pytest.mark.parametrize("text, says", [
-    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, fifo, zeus, greenflow, powerflow, eaco"),
+    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, window-aware, fifo, zeus, greenflow, powerflow, eaco"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
                      "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta)"),
@@ -59,7 +62,7 @@ def test_the_guards_reach_greenflow_and_powerflow(tmp_path):
 
 
 def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():
-    with pytest.raises(ValueError, match="unknown policy 'sjf'; choose from window, fifo, zeus, greenflow, "
+    with pytest.raises(ValueError, match="unknown policy 'sjf'; choose from window, window-aware, fifo, zeus, greenflow, "
                                          "powerflow, eaco"):
         make_policy(PolicyKnobs(name="sjf"))
 

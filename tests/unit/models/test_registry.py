@@ -29,14 +29,39 @@ def gpu_types(reg: FittedRegistry) -> st.SearchStrategy[str]:
     return st.sampled_from([*reg.gpu_types, "h200"])
 
 
-@settings(max_examples=300, deadline=None)
-@given(data=st.data())
-def test_more_gpus_on_the_same_nodes_never_lower_throughput(reg: FittedRegistry, data: st.DataObject) -> None:
-    model = reg.for_job(data.draw(st.sampled_from([*reg.job_types, "unknown-job"])), data.draw(gpu_types(reg)))
-    g = data.draw(gpus)
-    n = data.draw(st.integers(min_value=1, max_value=g))
-    c = data.draw(caps)
-    assert model.throughput(Config(g + 1, n, c)) >= model.throughput(Config(g, n, c)) * (1 - 1e-12)
+def measured_drops(perf) -> set[tuple[str, str, int]]:
+    """(job type, GPU type, g) where Gavel's own table measured fewer steps/s at the next GPU
+    count after g than at g (LM on a P100: 77.1 at 1 GPU, 72.5 at 2): the model keeps what was measured."""
+    table = json.loads((perf / "gavel" / "simulation_throughputs.json").read_text())
+    drops = set()
+    for gpu, rows in table.items():
+        counts: dict[str, dict[int, float]] = {}
+        for key, value in rows.items():
+            job, _, count = key.strip("()").rpartition(", ")
+            if isinstance(value, dict):
+                value = value.get("null")
+            if isinstance(value, (int, float)) and count.isdigit():
+                counts.setdefault(job.strip("'\""), {})[int(count)] = float(value)
+        for job, by_count in counts.items():
+            ordered = sorted(by_count)
+            drops |= {(job, gpu, a) for a, b in zip(ordered, ordered[1:]) if by_count[b] < by_count[a]}
+    return drops
+
+
+def test_more_gpus_on_the_same_nodes_never_lower_throughput_unless_measured_so(reg: FittedRegistry, perf) -> None:
+    """Every job type and GPU type, 1-64 GPUs on 1, 2, 4, 8 or all nodes, caps 0-1.2: exhaustive, so
+    a drop is found every run or never (a random draw found this one only now and then)."""
+    drops = measured_drops(perf)
+    found = []
+    for job_type in [*reg.job_types, "unknown-job"]:
+        for gpu in [*reg.gpu_types, "h200"]:
+            model = reg.for_job(job_type, gpu)
+            for g in range(1, 64):
+                for n in sorted({1, 2, 4, 8, g} & set(range(1, g + 1))):
+                    for c in (0.0, 0.3, 0.5, 0.7, 1.0, 1.2):
+                        if model.throughput(Config(g + 1, n, c)) < model.throughput(Config(g, n, c)) * (1 - 1e-12):
+                            found.append((job_type, gpu, g))
+    assert found and set(found) <= drops  # the measured drops are kept; none is made up
 
 
 @settings(max_examples=300, deadline=None)

@@ -170,7 +170,9 @@ class Simulator:
         self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
         #: Each job's work, and its true runtime at the requested size at full power.
         self.work, self.full_runtime = self._resolve_work()
-        self.time_limit = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
+        derived = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
+        given = workload.time_limit_s
+        self.time_limit = derived if given is None else np.where(np.isfinite(given), given, derived)
         self.record = SimRecord.empty(n)
         self.free = np.ones((spec.nodes, spec.gpus_per_node), dtype=bool)
         self.free_count = np.full(spec.nodes, spec.gpus_per_node, dtype=np.int64)
@@ -483,7 +485,7 @@ class Simulator:
         runtime = float(self.work[index] / throughput)
         power = float(model.power_w(config))  # type: ignore[attr-defined]
         end = now + runtime
-        self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
+        self.record.started(index, now, end, gpus, tuple(i for i, _ in alloc), cap, power * runtime)
         seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
                                                        throughput, power, throughput, power, now, end,
@@ -573,7 +575,7 @@ class Simulator:
         power = pair_total * solo_power / (solo_power + host.solo_power_w)
         throughput = solo_tput / slow
         end = now + float(self.work[index]) / throughput
-        self.record.started(index, now, end, host.gpus, count, cap, power * (end - now))
+        self.record.started(index, now, end, host.gpus, tuple(i for i, _ in host.alloc), cap, power * (end - now))
         running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
                                                        throughput, power, solo_tput, solo_power, now, end,
                                                        float(self.work[index]), partner=host_id)

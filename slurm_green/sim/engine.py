@@ -68,6 +68,10 @@ PARTITION = "gpu"
 _JOB_FIELDS = tuple(f.name for f in fields(Job))
 #: Slurm's bf_max_job_test default: queued jobs the backfill pass looks at.
 BACKFILL_DEPTH = 500
+#: Slurm's bf_window default: a blocked job that cannot start within it reserves nothing.
+BACKFILL_WINDOW_S = 86400.0
+#: Slurm's bf_resolution default: a reservation's start and end are rounded down to it.
+BACKFILL_RESOLUTION_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -134,14 +138,36 @@ class _Running:
         return (self.limit_end, job_id, self.gpus)
 
 
-@dataclass
-class _Reservation:
-    """EASY backfill's reservation for the first job that cannot start."""
+class _Held:
+    """One backfill pass's reservations, as Slurm's backfill keeps them (its node_space map):
+    **whole nodes** held for each blocked job from its expected start to that plus its time
+    limit, times rounded down to ``BACKFILL_RESOLUTION_S``. Kept as arrays (one row per
+    reservation) because every later job asks which nodes are free of them."""
 
-    start: float
-    #: GPUs per node a backfilled job running past ``start`` may still take; on nodes the
-    #: reserved job does not need, more than any job takes on one node.
-    spare: np.ndarray
+    def __init__(self, nodes: int) -> None:
+        self.start = np.empty(BACKFILL_DEPTH)
+        self.end = np.empty(BACKFILL_DEPTH)
+        self.nodes = np.zeros((BACKFILL_DEPTH, nodes), dtype=bool)
+        self.count = 0
+
+    def add(self, start: float, end: float, nodes: list[int]) -> None:
+        k = self.count
+        self.start[k] = math.floor(start / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
+        self.end[k] = math.floor(end / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
+        self.nodes[k, nodes] = True
+        self.count += 1
+
+    def free_during(self, start: float, end: float) -> np.ndarray | None:
+        """Nodes no reservation holds at any time in [start, end] (None: no reservation at
+        all). Like Slurm, a job ending exactly when a reservation starts overlaps it."""
+        if not self.count:
+            return None
+        k = self.count
+        overlap = (self.start[:k] <= end) & (self.end[:k] > start)
+        return ~self.nodes[:k][overlap].any(axis=0)
+
+    def ends_after(self, now: float) -> list[float]:
+        return self.end[:self.count][self.end[:self.count] > now].tolist()
 
 
 class Simulator:
@@ -590,36 +616,47 @@ class Simulator:
         self._set_rate(host_id, now, host.solo_throughput / slow_host, pair_total - power)
         self._snapshot = None
 
-    def _shadow(self, now: float, job: Job) -> _Reservation:
-        """EASY backfill reservation for ``job``, on specific nodes as Slurm makes it.
+    def _reserve(self, now: float, job: Job, held: _Held) -> None:
+        """Backfill's reservation for a blocked ``job``, on specific whole nodes, as Slurm makes one.
 
-        Running jobs are released in the order of their expected ends (start + time limit);
-        the first moment the job fits, the nodes it would take then are reserved for it.
-        A job that never fits (larger than the cluster) reserves nothing.
+        The earliest time it fits, with running jobs ending by their time limits and the
+        nodes of earlier reservations off limits while they overlap its own run, is found
+        among the moments something frees (a time limit, a reservation's end); the nodes it
+        would take then are held. Beyond ``BACKFILL_WINDOW_S`` nothing is reserved.
         """
+        limit = job.time_limit_s or 0.0
         free = self.free_count.copy()
-        for end, job_id, _ in self._limit_ends:
-            for i, slots in self._running[job_id].alloc:
-                free[i] += len(slots)
-            nodes = self._fit(job, free)
+        ends = self._limit_ends
+        times = sorted({now, *held.ends_after(now), *(end for end, _, _ in ends if end > now)})
+        released = 0
+        for t in times:
+            if t > now + BACKFILL_WINDOW_S:
+                return
+            while released < len(ends) and ends[released][0] <= t:
+                for i, slots in self._running[ends[released][1]].alloc:
+                    free[i] += len(slots)
+                released += 1
+            nodes = self._fit(job, free, held.free_during(t, t + limit))
             if nodes is not None:
-                spare = np.full(len(free), self.spec.gpus_per_node + 1)  # more than any job takes on a node
-                spare[nodes] = free[nodes] - job.gpus_per_node
-                return _Reservation(max(now, end), spare)
-        return _Reservation(math.inf, np.full(len(free), self.spec.gpus_per_node + 1))
+                held.add(t, t + limit, nodes)
+                return
 
     def _schedule(self, now: float) -> None:
-        """One FIFO + EASY backfill pass over the eligible queue.
+        """One pass of Slurm's scheduling over the eligible queue: FIFO, then backfill.
 
-        The first job that cannot start gets a reservation on the nodes it will take
-        (``_shadow``); a later job may start now if it ends before the reservation by its
-        time limit, or if it takes only GPUs that the reserved job will not need on them.
+        Jobs start in queue order while they fit; a job that cannot start gets a reservation
+        (``_reserve``: whole nodes, from its expected start for its time limit), and so does
+        every later one that cannot (Slurm's backfill reserves for each job it tests, not
+        only the first, up to ``BACKFILL_DEPTH``). A later job starts now only on nodes no
+        reservation holds during its own time limit. Reservations are made lazily, when a
+        later job could start now: until then nothing started, so they come out the same.
         """
         self._schedule_needed = False
         if self._share:
             self._join(now)
         free = self._free_total
-        reservation: _Reservation | None = None
+        held = _Held(self.spec.nodes)
+        blocked: list[Job] = []  # passed over, not yet reserved for
         i = tested = 0
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
             job_id = self._queue[i][1]
@@ -632,20 +669,17 @@ class Simulator:
                 job = self._unbound(job)
             need = job.total_gpus
             tested += 1
-            if need <= free:
-                ends_before = reservation is None or now + (job.time_limit_s or 0.0) <= reservation.start
-                allowed = None if ends_before else reservation.spare >= job.gpus_per_node
-                alloc = self._allocate(job, allowed)
+            if need <= free and self._fit(job, self.free_count) is not None:
+                for earlier in blocked:
+                    self._reserve(now, earlier, held)
+                blocked.clear()
+                alloc = self._allocate(job, held.free_during(now, now + (job.time_limit_s or 0.0)))
                 if alloc is not None:
                     self._start(job, alloc, now)
                     del self._queue[i]
                     free -= need
-                    if not ends_before:
-                        for node, _ in alloc:
-                            reservation.spare[node] -= job.gpus_per_node
                     continue
-            if reservation is None:
-                reservation = self._shadow(now, job)
+            blocked.append(job)
             i += 1
 
     def _next_release(self) -> float:

@@ -153,6 +153,7 @@ def test_simulated_and_live_slurm_start_the_same_jobs_in_the_same_order_on_the_s
     designed = {name: (float(t), nodes) for name, (t, nodes) in EXPECTED.items()}
     sim, real = simulated(), live(cluster)
     report = _table(designed=designed, sim=sim, live=real)
+    print(report)  # shown with -rP: the live figures docs/simulator.md quotes
     assert sim == designed, f"the simulator does not play the queue as designed\n{report}"
     assert {n: nodes for n, (_, nodes) in real.items()} == {n: nodes for n, (_, nodes) in sim.items()}, report
     for name, (t_sim, _) in sim.items():

@@ -4,9 +4,11 @@
   AdminComment (``format_marker``) and, if managed with flexibility, the fallback
   begin time = its deadline, exactly as the plugin does: a job nobody releases
   still starts by its deadline.
-- **Slurm**: a FIFO scheduler with EASY backfill (one reservation for the first job
-  that does not fit, from the running jobs' time limits) that honours begin times
-  (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``) and holds.
+- **Slurm**: a FIFO scheduler with Slurm's backfill (every job that does not fit gets a
+  reservation of whole nodes, from the running jobs' time limits and the earlier
+  reservations; a later job starts only where it delays none of them) that honours
+  begin times (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``)
+  and holds. Compared with a live Slurm on one queue: tests/integration/sim.
   Without a node list it takes the first nodes that fit, in index order, and the
   lowest free GPU indices (no topology awareness), as a plain Slurm would.
 - **Prolog**: at start it verifies the signed decision token in the job's Comment
@@ -147,14 +149,14 @@ class _Held:
     def __init__(self, nodes: int) -> None:
         self.start = np.empty(BACKFILL_DEPTH)
         self.end = np.empty(BACKFILL_DEPTH)
-        self.nodes = np.zeros((BACKFILL_DEPTH, nodes), dtype=bool)
+        self.nodes = np.zeros((BACKFILL_DEPTH, nodes), dtype=np.int32)  # 1: held (counted per node)
         self.count = 0
 
     def add(self, start: float, end: float, nodes: list[int]) -> None:
         k = self.count
         self.start[k] = math.floor(start / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
         self.end[k] = math.floor(end / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
-        self.nodes[k, nodes] = True
+        self.nodes[k, nodes] = 1
         self.count += 1
 
     def free_during(self, start: float, end: float) -> np.ndarray | None:
@@ -166,8 +168,41 @@ class _Held:
         overlap = (self.start[:k] <= end) & (self.end[:k] > start)
         return ~self.nodes[:k][overlap].any(axis=0)
 
-    def ends_after(self, now: float) -> list[float]:
-        return self.end[:self.count][self.end[:self.count] > now].tolist()
+    def ends_after(self, t: float) -> np.ndarray:
+        return self.end[:self.count][self.end[:self.count] > t]
+
+    def held_over(self, times: np.ndarray, length: float) -> np.ndarray:
+        """For each start in ``times`` (sorted), the nodes some reservation holds during a run
+        of ``length`` from it: ``free_during`` for many starts at once (rows x nodes)."""
+        # Reservation r overlaps a run from t when start_r - length <= t < end_r: on each node,
+        # the reservations begun by t (in that sense) minus those ended by then.
+        return self._count_by(self.start[:self.count] - length, times) - self._count_by(self.end[:self.count], times) > 0
+
+    def _count_by(self, keys: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """Per time and node, how many reservations on the node have a key at or before the time."""
+        order = np.argsort(keys, kind="stable")
+        counts = np.vstack([np.zeros((1, self.nodes.shape[1]), dtype=self.nodes.dtype),
+                            np.cumsum(self.nodes[order], axis=0)])
+        return counts[np.searchsorted(keys[order], times, side="right")]
+
+
+class _FreeProfile:
+    """Free GPUs per node from ``now`` on, as backfill expects them: running jobs leave at their
+    time limits (those past it, now). One row per moment something leaves; non-decreasing in
+    time, so the first row where a job fits bounds its start from below."""
+
+    def __init__(self, now: float, free_count: np.ndarray, leaving: list[tuple[float, list[tuple[int, int]]]]) -> None:
+        self.times = np.unique(np.array([now, *(end for end, _ in leaving)]))
+        released = np.zeros((len(self.times), len(free_count)), dtype=np.int64)
+        rows = np.searchsorted(self.times, [end for end, _ in leaving]).tolist()
+        cells = [(row, node, gpus) for row, (_, alloc) in zip(rows, leaving) for node, gpus in alloc]
+        if cells:
+            r, n, g = zip(*cells)
+            np.add.at(released, (list(r), list(n)), list(g))
+        self.free = free_count + np.cumsum(released, axis=0)
+
+    def at(self, t: float) -> np.ndarray:
+        return self.free[np.searchsorted(self.times, t, side="right") - 1]
 
 
 class Simulator:
@@ -616,30 +651,34 @@ class Simulator:
         self._set_rate(host_id, now, host.solo_throughput / slow_host, pair_total - power)
         self._snapshot = None
 
-    def _reserve(self, now: float, job: Job, held: _Held) -> None:
+    def _free_profile(self, now: float) -> _FreeProfile:
+        leaving = [(max(end, now), [(i, len(slots)) for i, slots in self._running[job_id].alloc])
+                   for end, job_id, _ in self._limit_ends]
+        return _FreeProfile(now, self.free_count, leaving)
+
+    def _reserve(self, now: float, job: Job, held: _Held, profile: _FreeProfile) -> None:
         """Backfill's reservation for a blocked ``job``, on specific whole nodes, as Slurm makes one.
 
-        The earliest time it fits, with running jobs ending by their time limits and the
-        nodes of earlier reservations off limits while they overlap its own run, is found
-        among the moments something frees (a time limit, a reservation's end); the nodes it
-        would take then are held. Beyond ``BACKFILL_WINDOW_S`` nothing is reserved.
+        The earliest time it fits, with running jobs ending by their time limits (``profile``)
+        and the nodes of earlier reservations off limits while they overlap its own run, is
+        found among the moments something frees (a time limit, a reservation's end), all at
+        once; the nodes it would take then (the first in index order) are held. Beyond
+        ``BACKFILL_WINDOW_S`` nothing is reserved.
         """
+        times = np.union1d(profile.times, held.ends_after(now))
+        times = times[times <= now + BACKFILL_WINDOW_S]
+        pinned = [self._node_index[n] for n in job.nodes]
         limit = job.time_limit_s or 0.0
-        free = self.free_count.copy()
-        ends = self._limit_ends
-        times = sorted({now, *held.ends_after(now), *(end for end, _, _ in ends if end > now)})
-        released = 0
-        for t in times:
-            if t > now + BACKFILL_WINDOW_S:
-                return
-            while released < len(ends) and ends[released][0] <= t:
-                for i, slots in self._running[ends[released][1]].alloc:
-                    free[i] += len(slots)
-                released += 1
-            nodes = self._fit(job, free, held.free_during(t, t + limit))
-            if nodes is not None:
-                held.add(t, t + limit, nodes)
-                return
+        ok = profile.free[np.searchsorted(profile.times, times, side="right") - 1] >= job.gpus_per_node
+        if self.spec.typed and not job.nodes:
+            ok &= self._type_nodes[job.gpu_type]  # type: ignore[index]
+        if held.count:
+            ok &= ~held.held_over(times, limit)
+        fit = ok[:, pinned].all(axis=1) if pinned else ok.sum(axis=1) >= job.num_nodes
+        if fit.any():
+            row = int(fit.argmax())
+            held.add(float(times[row]), float(times[row]) + limit,
+                     pinned or np.flatnonzero(ok[row])[:job.num_nodes].tolist())
 
     def _schedule(self, now: float) -> None:
         """One pass of Slurm's scheduling over the eligible queue: FIFO, then backfill.
@@ -657,6 +696,7 @@ class Simulator:
         free = self._free_total
         held = _Held(self.spec.nodes)
         blocked: list[Job] = []  # passed over, not yet reserved for
+        profile: _FreeProfile | None = None
         i = tested = 0
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
             job_id = self._queue[i][1]
@@ -670,12 +710,15 @@ class Simulator:
             need = job.total_gpus
             tested += 1
             if need <= free and self._fit(job, self.free_count) is not None:
-                for earlier in blocked:
-                    self._reserve(now, earlier, held)
-                blocked.clear()
+                if blocked:
+                    profile = profile or self._free_profile(now)
+                    for earlier in blocked:
+                        self._reserve(now, earlier, held, profile)
+                    blocked.clear()
                 alloc = self._allocate(job, held.free_during(now, now + (job.time_limit_s or 0.0)))
                 if alloc is not None:
                     self._start(job, alloc, now)
+                    profile = None  # it holds GPUs until its own time limit
                     del self._queue[i]
                     free -= need
                     continue

@@ -176,7 +176,8 @@ class _Held:
         of ``length`` from it: ``free_during`` for many starts at once (rows x nodes)."""
         # Reservation r overlaps a run from t when start_r - length <= t < end_r: on each node,
         # the reservations begun by t (in that sense) minus those ended by then.
-        return self._count_by(self.start[:self.count] - length, times) - self._count_by(self.end[:self.count], times) > 0
+        k = self.count
+        return self._count_by(self.start[:k] - length, times) - self._count_by(self.end[:k], times) > 0
 
     def _count_by(self, keys: np.ndarray, times: np.ndarray) -> np.ndarray:
         """Per time and node, how many reservations on the node have a key at or before the time."""
@@ -188,10 +189,10 @@ class _Held:
 
 class _FreeProfile:
     """Free GPUs per node from ``now`` on, as backfill expects them: running jobs leave at their
-    time limits (those past it, now). One row per moment something leaves; non-decreasing in
-    time, so the first row where a job fits bounds its start from below."""
+    time limits (those past it, now); one row per moment something leaves."""
 
-    def __init__(self, now: float, free_count: np.ndarray, leaving: list[tuple[float, list[tuple[int, int]]]]) -> None:
+    def __init__(self, now: float, free_count: np.ndarray,
+                 leaving: list[tuple[float, list[tuple[int, int]]]]) -> None:
         self.times = np.unique(np.array([now, *(end for end, _ in leaving)]))
         released = np.zeros((len(self.times), len(free_count)), dtype=np.int64)
         rows = np.searchsorted(self.times, [end for end, _ in leaving]).tolist()
@@ -201,8 +202,9 @@ class _FreeProfile:
             np.add.at(released, (list(r), list(n)), list(g))
         self.free = free_count + np.cumsum(released, axis=0)
 
-    def at(self, t: float) -> np.ndarray:
-        return self.free[np.searchsorted(self.times, t, side="right") - 1]
+    def at(self, times: np.ndarray) -> np.ndarray:
+        """Free GPUs per node at each of ``times`` (rows)."""
+        return self.free[np.searchsorted(self.times, times, side="right") - 1]
 
 
 class Simulator:
@@ -669,7 +671,7 @@ class Simulator:
         times = times[times <= now + BACKFILL_WINDOW_S]
         pinned = [self._node_index[n] for n in job.nodes]
         limit = job.time_limit_s or 0.0
-        ok = profile.free[np.searchsorted(profile.times, times, side="right") - 1] >= job.gpus_per_node
+        ok = profile.at(times) >= job.gpus_per_node
         if self.spec.typed and not job.nodes:
             ok &= self._type_nodes[job.gpu_type]  # type: ignore[index]
         if held.count:

@@ -100,7 +100,8 @@ def simulated() -> Starts:
         [""] * len(QUEUE), duration_s=np.array([float(j.sleep_s) for j in QUEUE]),
         time_limit_s=np.array([60.0 * j.limit_min for j in QUEUE]))
     spec = ClusterSpec(nodes=len(NODES), gpus_per_node=4)
-    signal = CarbonSignal.from_series(pd.Series([100.0], index=pd.DatetimeIndex([pd.Timestamp(t0, unit="s")], tz="UTC")))
+    flat = pd.Series([100.0], index=pd.DatetimeIndex([pd.Timestamp(t0, unit="s")], tz="UTC"))
+    signal = CarbonSignal.from_series(flat)  # accounting only: the queue's starts do not depend on it
     record = simulate(workload, spec, FifoPolicy(), signal, default_registry(),
                       options=TraceOptions(flex_s=0.0, managed=False)).record
     return {job.name: (float(record.start[k] - t0), tuple(NODES[i] for i in record.placed[k]))

@@ -16,6 +16,7 @@ from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import simulate
+from slurm_green.sim.workload import Workload
 
 KEY = b"0123456789abcdef-sim-test-key"
 ONE_NODE = ClusterSpec(nodes=1, gpus_per_node=4)
@@ -160,6 +161,17 @@ def test_a_job_that_cannot_start_within_the_backfill_window_reserves_nothing():
     _, record = run(wl, FifoPolicy(), options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
     r, h, b = record.start - T0
     assert b == 2.0 and h == pytest.approx(40 * HOUR + 2.0)
+
+
+def test_a_workload_s_own_time_limits_are_used_and_nan_falls_back_to_the_derived_one():
+    wl = workload((0.0, 1, HOUR), (1.0, 1, HOUR), (2.0, 1, HOUR))
+    wl = Workload.from_columns(wl.name, wl.submit, wl.gpus, list(wl.job_type), work=wl.work,
+                               time_limit_s=np.array([120.0, np.nan, 7200.0]))
+    sim = Simulator(wl, ONE_NODE, LinearModels(), flat_signal(), KEY, TraceOptions(time_limit_factor=1.5))
+    assert sim.time_limit.tolist() == [120.0, 1.5 * HOUR, 7200.0]
+    assert wl.head(2).time_limit_s.tolist()[0] == 120.0
+    derived = Simulator(workload((0.0, 1, HOUR)), ONE_NODE, LinearModels(), flat_signal(), KEY)
+    assert derived.time_limit.tolist() == [1.5 * HOUR]  # no column at all: as before
 
 
 def test_pinned_nodes_are_honoured():

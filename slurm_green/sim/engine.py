@@ -4,9 +4,11 @@
   AdminComment (``format_marker``) and, if managed with flexibility, the fallback
   begin time = its deadline, by the plugin's own rule (``green_options.on_arrival``,
   which the Lua is tested against): a job nobody releases still starts by its deadline.
-- **Slurm**: a FIFO scheduler with EASY backfill (one reservation for the first job
-  that does not fit, from the running jobs' time limits) that honours begin times
-  (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``) and holds.
+- **Slurm**: a FIFO scheduler with Slurm's backfill (every job that does not fit gets a
+  reservation of whole nodes, from the running jobs' time limits and the earlier
+  reservations; a later job starts only where it delays none of them) that honours
+  begin times (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``)
+  and holds. Compared with a live Slurm on one queue: tests/integration/sim.
   Without a node list it takes the first nodes that fit, in index order, and the
   lowest free GPU indices (no topology awareness), as a plain Slurm would.
 - **Prolog**: at start it verifies the signed decision token in the job's Comment
@@ -71,6 +73,10 @@ PARTITION = "gpu"
 _JOB_FIELDS = tuple(f.name for f in fields(Job))
 #: Slurm's bf_max_job_test default: queued jobs the backfill pass looks at.
 BACKFILL_DEPTH = 500
+#: Slurm's bf_window default: a blocked job that cannot start within it reserves nothing.
+BACKFILL_WINDOW_S = 86400.0
+#: Slurm's bf_resolution default: a reservation's start and end are rounded down to it.
+BACKFILL_RESOLUTION_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -147,14 +153,71 @@ class _Running:
         return (self.limit_end, job_id, self.gpus)
 
 
-@dataclass
-class _Reservation:
-    """EASY backfill's reservation for the first job that cannot start."""
+class _Held:
+    """One backfill pass's reservations, as Slurm's backfill keeps them (its node_space map):
+    **whole nodes** held for each blocked job from its expected start to that plus its time
+    limit, times rounded down to ``BACKFILL_RESOLUTION_S``. Kept as arrays (one row per
+    reservation) because every later job asks which nodes are free of them."""
 
-    start: float
-    #: GPUs per node a backfilled job running past ``start`` may still take; on nodes the
-    #: reserved job does not need, more than any job takes on one node.
-    spare: np.ndarray
+    def __init__(self, nodes: int) -> None:
+        self.start = np.empty(BACKFILL_DEPTH)
+        self.end = np.empty(BACKFILL_DEPTH)
+        self.nodes = np.zeros((BACKFILL_DEPTH, nodes), dtype=np.int32)  # 1: held (counted per node)
+        self.count = 0
+
+    def add(self, start: float, end: float, nodes: list[int]) -> None:
+        k = self.count
+        self.start[k] = math.floor(start / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
+        self.end[k] = math.floor(end / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
+        self.nodes[k, nodes] = 1
+        self.count += 1
+
+    def free_during(self, start: float, end: float) -> np.ndarray | None:
+        """Nodes no reservation holds at any time in [start, end] (None: no reservation at
+        all). Like Slurm, a job ending exactly when a reservation starts overlaps it."""
+        if not self.count:
+            return None
+        k = self.count
+        overlap = (self.start[:k] <= end) & (self.end[:k] > start)
+        return np.logical_not(self.nodes[:k][overlap].any(axis=0))
+
+    def ends_after(self, t: float) -> np.ndarray:
+        return self.end[:self.count][self.end[:self.count] > t]
+
+    def held_over(self, times: np.ndarray, length: float) -> np.ndarray:
+        """For each start in ``times`` (sorted), the nodes some reservation holds during a run
+        of ``length`` from it: ``free_during`` for many starts at once (rows x nodes)."""
+        # Reservation r overlaps a run from t when start_r - length <= t < end_r: on each node,
+        # the reservations begun by t (in that sense) minus those ended by then.
+        k = self.count
+        return self._count_by(self.start[:k] - length, times) - self._count_by(self.end[:k], times) > 0
+
+    def _count_by(self, keys: np.ndarray, times: np.ndarray) -> np.ndarray:
+        """Per time and node, how many reservations on the node have a key at or before the time."""
+        order = np.argsort(keys, kind="stable")
+        counts = np.vstack([np.zeros((1, self.nodes.shape[1]), dtype=self.nodes.dtype),
+                            np.cumsum(self.nodes[order], axis=0)])
+        return counts[np.searchsorted(keys[order], times, side="right")]
+
+
+class _FreeProfile:
+    """Free GPUs per node from ``now`` on, as backfill expects them: running jobs leave at their
+    time limits (those past it, now); one row per moment something leaves."""
+
+    def __init__(self, now: float, free_count: np.ndarray,
+                 leaving: list[tuple[float, list[tuple[int, int]]]]) -> None:
+        self.times = np.unique(np.array([now, *(end for end, _ in leaving)]))
+        released = np.zeros((len(self.times), len(free_count)), dtype=np.int64)
+        rows = np.searchsorted(self.times, [end for end, _ in leaving]).tolist()
+        cells = [(row, node, gpus) for row, (_, alloc) in zip(rows, leaving) for node, gpus in alloc]
+        if cells:
+            r, n, g = zip(*cells)
+            np.add.at(released, (list(r), list(n)), list(g))
+        self.free = free_count + np.cumsum(released, axis=0)
+
+    def at(self, times: np.ndarray) -> np.ndarray:
+        """Free GPUs per node at each of ``times`` (rows)."""
+        return self.free[np.searchsorted(self.times, times, side="right") - 1]
 
 
 class Simulator:
@@ -186,7 +249,9 @@ class Simulator:
         self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
         #: Each job's work, and its true runtime at the requested size at full power.
         self.work, self.full_runtime = self._resolve_work()
-        self.time_limit = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
+        derived = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
+        given = workload.time_limit_s
+        self.time_limit = derived if given is None else np.where(np.isfinite(given), given, derived)
         self.record = SimRecord.empty(n)
         self.free = np.ones((spec.nodes, spec.gpus_per_node), dtype=bool)
         self.free_count = np.full(spec.nodes, spec.gpus_per_node, dtype=np.int64)
@@ -505,7 +570,7 @@ class Simulator:
         runtime = float(self.work[index] / throughput)
         power = float(model.power_w(config))
         end = now + runtime
-        self.record.started(index, now, end, gpus, len(alloc), cap, power * runtime)
+        self.record.started(index, now, end, gpus, tuple(i for i, _ in alloc), cap, power * runtime)
         seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
                                                        throughput, power, throughput, power, now, end,
@@ -596,7 +661,7 @@ class Simulator:
         power = pair_total * solo_power / (solo_power + host.solo_power_w)
         throughput = solo_tput / slow
         end = now + float(self.work[index]) / throughput
-        self.record.started(index, now, end, host.gpus, count, cap, power * (end - now))
+        self.record.started(index, now, end, host.gpus, tuple(i for i, _ in host.alloc), cap, power * (end - now))
         running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
                                                        throughput, power, solo_tput, solo_power, now, end,
                                                        float(self.work[index]), partner=host_id)
@@ -611,36 +676,52 @@ class Simulator:
         self._set_rate(host_id, now, host.solo_throughput / slow_host, pair_total - power)
         self._snapshot = None
 
-    def _shadow(self, now: float, job: Job) -> _Reservation:
-        """EASY backfill reservation for ``job``, on specific nodes as Slurm makes it.
+    def _free_profile(self, now: float) -> _FreeProfile:
+        leaving = [(max(end, now), [(i, len(slots)) for i, slots in self._running[job_id].alloc])
+                   for end, job_id, _ in self._limit_ends]
+        return _FreeProfile(now, self.free_count, leaving)
 
-        Running jobs are released in the order of their expected ends (start + time limit);
-        the first moment the job fits, the nodes it would take then are reserved for it.
-        A job that never fits (larger than the cluster) reserves nothing.
+    def _reserve(self, now: float, job: Job, held: _Held, profile: _FreeProfile) -> None:
+        """Backfill's reservation for a blocked ``job``, on specific whole nodes, as Slurm makes one.
+
+        The earliest time it fits, with running jobs ending by their time limits (``profile``)
+        and the nodes of earlier reservations off limits while they overlap its own run, is
+        found among the moments something frees (a time limit, a reservation's end), all at
+        once; the nodes it would take then (the first in index order) are held. Beyond
+        ``BACKFILL_WINDOW_S`` nothing is reserved.
         """
-        free = self.free_count.copy()
-        for end, job_id, _ in self._limit_ends:
-            for i, slots in self._running[job_id].alloc:
-                free[i] += len(slots)
-            nodes = self._fit(job, free)
-            if nodes is not None:
-                spare = np.full(len(free), self.spec.gpus_per_node + 1)  # more than any job takes on a node
-                spare[nodes] = free[nodes] - job.gpus_per_node
-                return _Reservation(max(now, end), spare)
-        return _Reservation(math.inf, np.full(len(free), self.spec.gpus_per_node + 1))
+        times = np.union1d(profile.times, held.ends_after(now))
+        times = times[times <= now + BACKFILL_WINDOW_S]
+        pinned = [self._node_index[n] for n in job.nodes]
+        limit = job.time_limit_s or 0.0
+        ok = profile.at(times) >= job.gpus_per_node
+        if self.spec.typed and not job.nodes:
+            ok &= self._type_nodes[job.gpu_type]
+        if held.count:
+            ok &= ~held.held_over(times, limit)
+        fit = ok[:, pinned].all(axis=1) if pinned else ok.sum(axis=1) >= job.num_nodes
+        if fit.any():
+            row = int(fit.argmax())
+            held.add(float(times[row]), float(times[row]) + limit,
+                     pinned or np.flatnonzero(ok[row])[:job.num_nodes].tolist())
 
     def _schedule(self, now: float) -> None:
-        """One FIFO + EASY backfill pass over the eligible queue.
+        """One pass of Slurm's scheduling over the eligible queue: FIFO, then backfill.
 
-        The first job that cannot start gets a reservation on the nodes it will take
-        (``_shadow``); a later job may start now if it ends before the reservation by its
-        time limit, or if it takes only GPUs that the reserved job will not need on them.
+        Jobs start in queue order while they fit; a job that cannot start gets a reservation
+        (``_reserve``: whole nodes, from its expected start for its time limit), and so does
+        every later one that cannot (Slurm's backfill reserves for each job it tests, not
+        only the first, up to ``BACKFILL_DEPTH``). A later job starts now only on nodes no
+        reservation holds during its own time limit. Reservations are made lazily, when a
+        later job could start now: until then nothing started, so they come out the same.
         """
         self._schedule_needed = False
         if self._share:
             self._join(now)
         free = self._free_total
-        reservation: _Reservation | None = None
+        held = _Held(self.spec.nodes)
+        blocked: list[Job] = []  # passed over, not yet reserved for
+        profile: _FreeProfile | None = None
         i = tested = 0
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
             job_id = self._queue[i][1]
@@ -653,20 +734,20 @@ class Simulator:
                 job = self._unbound(job)
             need = job.total_gpus
             tested += 1
-            if need <= free:
-                ends_before = reservation is None or now + (job.time_limit_s or 0.0) <= reservation.start
-                allowed = None if ends_before else reservation.spare >= job.gpus_per_node  # type: ignore[union-attr]  # ends_before without one
-                alloc = self._allocate(job, allowed)
+            if need <= free and self._fit(job, self.free_count) is not None:
+                if blocked:
+                    profile = profile or self._free_profile(now)
+                    for earlier in blocked:
+                        self._reserve(now, earlier, held, profile)
+                    blocked.clear()
+                alloc = self._allocate(job, held.free_during(now, now + (job.time_limit_s or 0.0)))
                 if alloc is not None:
                     self._start(job, alloc, now)
+                    profile = None  # it holds GPUs until its own time limit
                     del self._queue[i]
                     free -= need
-                    if not ends_before:
-                        for node, _ in alloc:
-                            reservation.spare[node] -= job.gpus_per_node  # type: ignore[union-attr]  # as above
                     continue
-            if reservation is None:
-                reservation = self._shadow(now, job)
+            blocked.append(job)
             i += 1
 
     def _next_release(self) -> float:

@@ -34,6 +34,8 @@ class SimRecord:
     cap: np.ndarray
     energy_j: np.ndarray
     intensity: np.ndarray  #: mean g/kWh over each job's run
+    #: Each job's nodes (indices), to compare a placement with Slurm's; empty if it never ran.
+    placed: list[tuple[int, ...]] = field(default_factory=list)
     sample_t: list[float] = field(default_factory=list)
     sample_busy: list[int] = field(default_factory=list)
     sample_frag: list[float] = field(default_factory=list)
@@ -47,12 +49,13 @@ class SimRecord:
     @classmethod
     def empty(cls, n: int) -> "SimRecord":
         nan = lambda: np.full(n, np.nan)  # noqa: E731
-        return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan())
+        return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan(), [()] * n)
 
-    def started(self, index: int, start: float, end: float, gpus: int, nodes: int, cap: float,
+    def started(self, index: int, start: float, end: float, gpus: int, placed: tuple[int, ...], cap: float,
                 energy_j: float) -> None:
         self.start[index], self.end[index] = start, end
-        self.gpus[index], self.nodes[index], self.cap[index] = gpus, nodes, cap
+        self.gpus[index], self.nodes[index], self.cap[index] = gpus, len(placed), cap
+        self.placed[index] = placed
         self.energy_j[index] = energy_j
 
     def sample(self, t: float, busy: int, frag: float, power_w: float = 0.0, shared: int = 0) -> None:

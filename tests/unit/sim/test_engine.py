@@ -16,6 +16,7 @@ from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import simulate
+from slurm_green.sim.workload import Workload
 
 KEY = b"0123456789abcdef-sim-test-key"
 ONE_NODE = ClusterSpec(nodes=1, gpus_per_node=4)
@@ -124,6 +125,53 @@ def test_a_backfilled_job_that_ends_before_the_reservation_may_use_the_reserved_
     sim, record = run(wl, FifoPolicy(), spec=spec, options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
     r1, r2, h, b = record.start - T0
     assert b == 3.0 and h == pytest.approx(1 * HOUR)
+
+
+def test_a_reservation_holds_whole_nodes_so_gpus_the_reserved_job_leaves_spare_are_not_backfilled():
+    # R1 (2 GPUs, 1 h) on node 0, R2 fills node 1 for 10 h. H (3 GPUs) is reserved node 0 at 1 h,
+    # where it leaves one GPU spare. B (1 GPU, 5 h) fits node 0 now and would fit beside H, but
+    # Slurm's backfill holds the whole node (seen on 24.11: tests/integration/sim): B waits for H.
+    spec = ClusterSpec(nodes=2, gpus_per_node=4)
+    wl = workload((0.0, 2, 2 * HOUR), (1.0, 4, 40 * HOUR), (2.0, 3, 3 * HOUR), (3.0, 1, 5 * HOUR))
+    _, record = run(wl, FifoPolicy(), spec=spec, options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    r1, r2, h, b = record.start - T0
+    assert h == b == pytest.approx(1 * HOUR)
+    assert record.placed[3] == (0,)
+
+
+def test_every_blocked_job_gets_a_reservation_not_only_the_first():
+    # R1 (3 GPUs, 1 h) on node 0, R2 (3 GPUs, 2 h) on node 1: one GPU free on each. H1 needs both
+    # nodes whole: reserved at 2 h. H2 (4 GPUs, 0.5 h) fits node 0 from 1 h to 1.5 h, before H1:
+    # reserved there too. B (1 GPU, 1.5 h) would delay H2 on node 0, so it goes to node 1 (it
+    # ends before H1's start); reserving for H1 alone put B on node 0 and started H2 at 1.5 h.
+    spec = ClusterSpec(nodes=2, gpus_per_node=4)
+    wl = workload((0.0, 3, 3 * HOUR), (1.0, 3, 6 * HOUR), (2.0, 8, 8 * HOUR), (3.0, 4, 2 * HOUR),
+                  (4.0, 1, 1.5 * HOUR))
+    _, record = run(wl, FifoPolicy(), spec=spec, options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    r1, r2, h1, h2, b = record.start - T0
+    assert (b, record.placed[4]) == (4.0, (1,))
+    assert (h2, record.placed[3]) == (pytest.approx(1 * HOUR), (0,))
+    assert h1 == pytest.approx(2 * HOUR + 1.0)  # R2 (started at 1 s) ends; B and H2 are done by then
+
+
+def test_a_job_that_cannot_start_within_the_backfill_window_reserves_nothing():
+    # H (4 GPUs) could start only when R (2 GPUs, 30 h) ends, beyond Slurm's one-day bf_window:
+    # no reservation, so B (2 GPUs, 40 h) backfills on the free half of the node.
+    wl = workload((0.0, 2, 60 * HOUR), (1.0, 4, 4 * HOUR), (2.0, 2, 80 * HOUR))
+    _, record = run(wl, FifoPolicy(), options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    r, h, b = record.start - T0
+    assert b == 2.0 and h == pytest.approx(40 * HOUR + 2.0)
+
+
+def test_a_workload_s_own_time_limits_are_used_and_nan_falls_back_to_the_derived_one():
+    wl = workload((0.0, 1, HOUR), (1.0, 1, HOUR), (2.0, 1, HOUR))
+    wl = Workload.from_columns(wl.name, wl.submit, wl.gpus, list(wl.job_type), work=wl.work,
+                               time_limit_s=np.array([120.0, np.nan, 7200.0]))
+    sim = Simulator(wl, ONE_NODE, LinearModels(), flat_signal(), KEY, TraceOptions(time_limit_factor=1.5))
+    assert sim.time_limit.tolist() == [120.0, 1.5 * HOUR, 7200.0]
+    assert wl.head(2).time_limit_s.tolist()[0] == 120.0
+    derived = Simulator(workload((0.0, 1, HOUR)), ONE_NODE, LinearModels(), flat_signal(), KEY)
+    assert derived.time_limit.tolist() == [1.5 * HOUR]  # no column at all: as before
 
 
 def test_pinned_nodes_are_honoured():

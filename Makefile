@@ -61,6 +61,8 @@ bench: venv
 	$(BIN)/python benchmarks/placement_fgd.py
 	$(BIN)/python benchmarks/mixed_cluster.py
 	$(BIN)/python benchmarks/colocation.py
+	$(BIN)/python benchmarks/carbon_bounds.py --quick
+	$(BIN)/python benchmarks/period_budget.py --limit 500
 
 # ...and on the Docker cluster: snapshot cost and job_submit.lua's cost per submission.
 bench-cluster: cluster-up

@@ -164,12 +164,19 @@ class _Held:
         self.end = np.empty(BACKFILL_DEPTH)
         self.nodes = np.zeros((BACKFILL_DEPTH, nodes), dtype=np.int32)  # 1: held (counted per node)
         self.count = 0
+        # The reservations by start and by end, each with per-node running counts (row i: the
+        # first i of that order), kept sorted as reservations are added: ``held_over`` asks them
+        # for every blocked job, and re-sorting each time was most of a simulation's time.
+        self._by_start = _RunningCounts(nodes)
+        self._by_end = _RunningCounts(nodes)
 
     def add(self, start: float, end: float, nodes: list[int]) -> None:
         k = self.count
         self.start[k] = math.floor(start / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
         self.end[k] = math.floor(end / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
         self.nodes[k, nodes] = 1
+        self._by_start.insert(float(self.start[k]), self.nodes[k])
+        self._by_end.insert(float(self.end[k]), self.nodes[k])
         self.count += 1
 
     def free_during(self, start: float, end: float) -> np.ndarray | None:
@@ -189,15 +196,28 @@ class _Held:
         of ``length`` from it: ``free_during`` for many starts at once (rows x nodes)."""
         # Reservation r overlaps a run from t when start_r - length <= t < end_r: on each node,
         # the reservations begun by t (in that sense) minus those ended by then.
-        k = self.count
-        return self._count_by(self.start[:k] - length, times) - self._count_by(self.end[:k], times) > 0
+        return self._by_start.up_to(times + length) - self._by_end.up_to(times) > 0
 
-    def _count_by(self, keys: np.ndarray, times: np.ndarray) -> np.ndarray:
-        """Per time and node, how many reservations on the node have a key at or before the time."""
-        order = np.argsort(keys, kind="stable")
-        counts = np.vstack([np.zeros((1, self.nodes.shape[1]), dtype=self.nodes.dtype),
-                            np.cumsum(self.nodes[order], axis=0)])
-        return counts[np.searchsorted(keys[order], times, side="right")]
+
+class _RunningCounts:
+    """Reservations sorted by one key, with per-node counts of the first i of them."""
+
+    def __init__(self, nodes: int) -> None:
+        self.keys = np.empty(BACKFILL_DEPTH)
+        self.counts = np.zeros((BACKFILL_DEPTH + 1, nodes), dtype=np.int32)
+        self.size = 0
+
+    def insert(self, key: float, held: np.ndarray) -> None:
+        k, at = self.size, int(np.searchsorted(self.keys[:self.size], key, side="right"))
+        self.keys[at + 1:k + 1] = self.keys[at:k].copy()
+        self.keys[at] = key
+        self.counts[at + 2:k + 2] = self.counts[at + 1:k + 1] + held
+        self.counts[at + 1] = self.counts[at] + held
+        self.size += 1
+
+    def up_to(self, times: np.ndarray) -> np.ndarray:
+        """Per time (rows) and node, how many reservations have a key at or before the time."""
+        return self.counts[np.searchsorted(self.keys[:self.size], times, side="right")]
 
 
 class _FreeProfile:

@@ -28,18 +28,9 @@ from typing import Literal, Protocol
 from zoneinfo import ZoneInfo
 
 from slurm_green.controller.store import Spent
-from slurm_green.core.plan import Policy
 
 Period = Literal["day", "week"]
 Resource = Literal["carbon", "energy"]
-
-
-class BudgetedPolicy(Protocol):
-    """A policy that plans under a budget the controller can scale each tick (GreenFlow, PowerFlow)."""
-
-    name: str
-
-    def with_budget_scale(self, scale: float) -> Policy: ...
 
 
 class SpendLedger(Protocol):

@@ -10,10 +10,10 @@ import dataclasses
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, cast
+from typing import Protocol
 
 from slurm_green.carbon.failures import FailureLog
-from slurm_green.controller.budget import BudgetedPolicy, PeriodBudget
+from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.enactment import enact
 from slurm_green.controller.planner import colocate, plan_actions
 from slurm_green.controller.store import StateStore
@@ -114,18 +114,19 @@ class Controller:
         back="carbon data available again ({name})"), repr=False)
 
     def __post_init__(self) -> None:
-        if self.budget is not None and (self.store is None or not hasattr(self.policy, "with_budget_scale")):
+        plans_under_a_budget = getattr(self.policy, "budget_fraction", None) is not None
+        if self.budget is not None and (self.store is None or not plans_under_a_budget):
             raise ValueError(f"a period budget needs a state store and a policy that plans under a budget "
                              f"(greenflow, powerflow); {self.policy.name} cannot keep one")
 
-    def _policy(self, now: float, report: TickReport) -> Policy:
-        """The policy for this tick: with a period budget, its budget scaled by the pace of this
-        period's spending so far (``controller/budget.py``)."""
+    def _budget_scale(self, now: float, report: TickReport) -> float:
+        """The multiple of the policy's budget this tick may spend: with a period budget, the pace
+        of this period's spending so far (``controller/budget.py``); else 1."""
         if self.budget is None or self.store is None:
-            return self.policy
+            return 1.0
         status = self.budget.status(self.store, now)
         report.notes.append(status.note(now))
-        return cast(BudgetedPolicy, self.policy).with_budget_scale(status.scale)
+        return status.scale
 
     def _forecast(self, now: float, report: TickReport) -> CarbonForecast | None:
         if self.carbon is None:
@@ -148,7 +149,8 @@ class Controller:
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
         # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
-        plan = self._policy(now, report)(DecisionContext(snapshot, forecast, self.models, now, self.memo))
+        plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
+                                           self._budget_scale(now, report)))
         report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)

@@ -47,10 +47,14 @@ class DecisionMemo:
 class DecisionContext:
     """Everything a policy may read: the cluster now, the carbon forecast (``None`` when no
     source answered: decide carbon-agnostically), the models, the time (POSIX seconds) and
-    the controller's memo (see the module docstring)."""
+    the controller's memo (see the module docstring). ``budget_scale`` multiplies the budget a
+    policy plans under (GreenFlow's and PowerFlow's ``budget_fraction``): how a site's budget per
+    period, paced tick by tick (``controller/budget.py``), reaches one decision; policies
+    without a budget ignore it."""
 
     snapshot: ClusterSnapshot
     forecast: CarbonForecast | None
     models: ModelRegistry
     now: float
     memo: DecisionMemo
+    budget_scale: float = 1.0

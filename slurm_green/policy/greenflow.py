@@ -54,7 +54,7 @@ import bisect
 import functools
 import heapq
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
 
@@ -223,18 +223,10 @@ class GreenFlowPolicy:
             gpn, gpus_free, gpus_total = _node_facts(pool, memo)
             options, caps = self._options(pool_jobs, context, gpn, gpu)
             solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)),
-                                 pool, gpn, memo)
+                                 pool, gpn, memo, context.budget_scale)
             decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
         return Plan(decisions=tuple(decisions), notes=tuple(notes))
-
-    def with_budget_scale(self, scale: float) -> GreenFlowPolicy:
-        """This policy with its budget ``scale`` times as loose: how a site's budget per period,
-        paced tick by tick (``controller/budget.py``), reaches one decision. A fixed price
-        (``budget_fraction=None``) has no budget to scale."""
-        if self.budget_fraction is None:
-            return self
-        return replace(self, budget_fraction=self.budget_fraction * scale)
 
     def solve(self, context: DecisionContext) -> Solution | None:
         """The decision's plan before placement, with its objective (None without pending jobs);
@@ -247,7 +239,7 @@ class GreenFlowPolicy:
         gpn, gpus_free, gpus_total = _node_facts(pool, memo)
         options, _ = self._options(jobs, context, gpn, gpu)
         return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)), pool,
-                           gpn, memo)
+                           gpn, memo, context.budget_scale)
 
     # -- candidate space ---------------------------------------------------------------
 
@@ -374,7 +366,7 @@ class GreenFlowPolicy:
         return _Choice(col, cap, start, admitted, spent)
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
-               gpn: int, memo: DecisionMemo) -> Solution:
+               gpn: int, memo: DecisionMemo, budget_scale: float) -> Solution:
         unit = "kg CO2" if self.resource == "carbon" else "kWh"
         agnostic = _agnostic_choice(o, free_gpus)
         # Jobs the carbon-agnostic plan leaves queued: the crowd that every GPU-second a plan
@@ -401,7 +393,8 @@ class GreenFlowPolicy:
             choice, placed, objective = enacted(self._choose(o, self.price, free_gpus))
             note = f"{self.name}: fixed price {self.price:.3g} s/{unit}, plan {choice.spent:.3g} {unit}"
             return Solution(choice, placed, self.price, objective, agnostic_s, math.inf, agnostic.spent, note)
-        budget = self.budget_fraction * agnostic.spent
+        fraction = self.budget_fraction * budget_scale  # a budget per period paces it (controller/budget.py)
+        budget = fraction * agnostic.spent
         # (choice, nodes, objective, price or None for the carbon-agnostic plan), as enacted: the
         # candidates never depend on the budget, which is what makes a looser budget no worse.
         scored = [(agnostic, agnostic_nodes, agnostic_s, None)] + [
@@ -414,7 +407,7 @@ class GreenFlowPolicy:
             choice, placed, objective, price = min(scored, key=lambda c: (c[0].spent, c[2]))
             held = "cannot hold (cheapest plan shown)"
         how = "the carbon-agnostic plan" if price is None else f"price {price:.3g} s/{unit}"
-        note = (f"{self.name}: budget {budget:.3g} {unit} ({self.budget_fraction:g} x carbon-agnostic "
+        note = (f"{self.name}: budget {budget:.3g} {unit} ({fraction:g} x carbon-agnostic "
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
                 f"{objective / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
         return Solution(choice, placed, price or 0.0, objective, agnostic_s, budget, agnostic.spent, note)

@@ -76,7 +76,7 @@ class SimRecord:
         self.intensity[ran] = signal.mean_over(self.start[ran], self.end[ran])
         self.total_gpus = int(spec.gpus)
         self.ended_at = now
-        t = np.asarray(self.sample_t + [max(now, self.sample_t[-1] if self.sample_t else now)])
+        t = self._edges()
         idle = self.total_gpus - np.asarray(self.sample_busy, dtype=np.float64)
         dt = np.diff(t)
         watts = idle * float(spec.idle_w_per_gpu)
@@ -84,15 +84,19 @@ class SimRecord:
         mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)
         self.idle_carbon_kg = float((watts * dt * mean).sum() / _J_PER_KWH / 1000.0)
 
-    def jobs_carbon_kg(self, signal: object, start: float, end: float) -> float:
+    def _edges(self) -> np.ndarray:
+        """The samples' times closed at ``ended_at``: sample i holds from edge i to edge i + 1."""
+        return np.asarray(self.sample_t + [max(self.ended_at, self.sample_t[-1] if self.sample_t else self.ended_at)])
+
+    def jobs_carbon_kg(self, signal: CarbonForecast, start: float, end: float) -> float:
         """The carbon of the jobs' GPU power (no idle power) in ``[start, end)``, from the samples:
         what a budget per period is held to (``benchmarks/period_budget.py``)."""
-        t = np.asarray(self.sample_t + [max(self.ended_at, self.sample_t[-1] if self.sample_t else 0.0)])
+        t = self._edges()
         lo, hi = np.clip(t[:-1], start, end), np.clip(t[1:], start, end)
         inside = hi > lo
         if not inside.any():
             return 0.0
-        mean = np.asarray(signal.mean_over(lo[inside], hi[inside]), dtype=np.float64)  # type: ignore[attr-defined]
+        mean = np.asarray(signal.mean_over(lo[inside], hi[inside]), dtype=np.float64)
         watts = np.asarray(self.sample_power_w, dtype=np.float64)[inside]
         return float((watts * (hi - lo)[inside] * mean).sum() / _J_PER_KWH / 1000.0)
 

@@ -12,10 +12,12 @@ import pytest
 from sim_literals import HOUR, T0, LinearModels, workload
 from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.controller.budget import PeriodBudget
+from slurm_green.controller.daemon import operated
 from slurm_green.controller.store import StateStore
 from slurm_green.controller.tick import Controller
 from slurm_green.policy.baselines import FifoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy
+from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import simulate
@@ -56,3 +58,21 @@ def test_a_policy_that_keeps_no_budget_is_refused_one():
     with pytest.raises(ValueError, match="fifo cannot keep one"):
         Controller(backend=sim, policy=FifoPolicy(), carbon=None, models=LinearModels(), store=StateStore(":memory:"),
                    budget=PeriodBudget("carbon", 1.0))
+
+
+def test_the_pace_reaches_the_policy_behind_the_daemons_pause_switch(tmp_path):
+    """``slurm-green run`` puts ``OperatedPolicy`` in front of the policy; the pace travels in the
+    decision's context, so it still reaches GreenFlow (it once asked the wrapper for a method
+    only GreenFlow has, and every budgeted tick failed)."""
+    wl = workload(*[(h * HOUR, 1, 2 * HOUR) for h in range(6)])
+    signal = dirty_then_clean()
+    sim = Simulator(wl, ClusterSpec(nodes=1, gpus_per_node=8), LinearModels(), signal, b"k" * 16,
+                    TraceOptions(flex_s=24 * HOUR))
+    store = StateStore(":memory:")
+    controller = Controller(backend=sim, policy=GreenFlowPolicy(), carbon=SimCarbonFeed(signal, "test"),
+                            models=LinearModels(), store=store, budget=PeriodBudget("carbon", 0.01))
+    operated(controller, tmp_path / "state.db")
+    sim.run(controller)
+    notes = [n for t in store.ticks() for n in json.loads(str(t["notes"]))]
+    assert any("plans at 0.50 x" in n for n in notes)
+    assert any("budget 0.075 kg CO2 (0.5 x carbon-agnostic" in n for n in notes)

@@ -38,8 +38,10 @@ within the budget. Hence two guarantees, per decision (not for a whole run, see
 docs/policies.md):
 at a budget of at least 1 the plan is never worse than the carbon-agnostic one on the
 objective (that plan is a candidate and fits), and a looser budget never gives a worse
-expected JCT (the candidates do not depend on the budget, a looser one only admits
-more). With ``budget_fraction=None`` the fixed ``price`` is used, which is how a
+expected JCT among budgets on the same side of 1 (there the candidates do not depend on
+the budget, a looser one only admits more; below 1 a cap at the requested size is
+exempt from the GPU-time guard, ``_guard``, so a budget just under 1 has more
+candidates than 1 itself). With ``budget_fraction=None`` the fixed ``price`` is used, which is how a
 frontier is swept.
 
 Extension points: the runtime of a configuration comes from one function
@@ -275,7 +277,8 @@ class GreenFlowPolicy:
         tput = table.throughput[types]  # [N, G, C]
         work = jobs.runtime_s * tput[np.arange(n), requested_col, full_cap]
         runtime = _runtime(work, tput)
-        ok = allowed[:, :, None] & cap_ok[:, None, :] & self._guard(runtime, counts, jobs.gpus, requested_col, full_cap)
+        guard = self._guard(runtime, counts, jobs.gpus, requested_col, full_cap, self._asks_carbon(context.budget_scale))
+        ok = allowed[:, :, None] & cap_ok[:, None, :] & guard
         chain = _feasible_chain(chain, ok.any(axis=2))
         energy = table.power_w[types] * runtime / _J_PER_KWH
         # Energy stays finite everywhere: the requested configuration at full power is the
@@ -284,8 +287,15 @@ class GreenFlowPolicy:
         intensity, wait = self._intensity(jobs, context.forecast, context.now, jobs.runtime_s)
         return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap), table.caps
 
+    def _asks_carbon(self, budget_scale: float) -> bool:
+        """Whether this decision is asked to spend less than the carbon-agnostic plan: a budget
+        below 1 (after the period's pace), or a positive fixed price."""
+        if self.budget_fraction is None:
+            return self.price > 0
+        return self.budget_fraction * budget_scale < 1.0
+
     def _guard(self, runtime: np.ndarray, counts: np.ndarray, requested: np.ndarray, requested_col: np.ndarray,
-               full_cap: int) -> np.ndarray:
+               full_cap: int, asks_carbon: bool) -> np.ndarray:
         """Configurations [N, G, C] that cannot make the cluster much slower than plain Slurm.
 
         The objective sees the jobs pending now; the jobs that arrive next pay for what it
@@ -300,12 +310,23 @@ class GreenFlowPolicy:
           (no running job is resized), and everyone arriving meanwhile queues behind it;
           growth only for runs of at most ``growth_horizon_s``.
 
-        The requested configuration at full power always passes.
+        The requested configuration at full power always passes. When the decision is asked
+        for less carbon than the carbon-agnostic plan (``asks_carbon``), a power cap at the
+        requested GPU count is bounded by ``runtime_slack`` alone: capping is the lever that
+        buys carbon with the least JCT (Zeus's), and its GPU-time grows exactly as its run
+        time does. Held to ``gpu_time_slack`` too, a 0.8 budget could not cap a job 12 %
+        slower and deferred instead (Philly, 200 jobs: 1.26 x FIFO's JCT at 0.79 of its
+        carbon, Zeus 1.12 x at 0.74; docs/policies.md, "The guards"). At budgets of 1 and
+        more nothing changes: there such caps only gain on paper (10 generated workloads
+        lost to FIFO with the exemption, 7 without).
         """
         as_asked = runtime[np.arange(len(runtime)), requested_col, full_cap][:, None, None]
         ok = np.ones(runtime.shape, dtype=bool)
         if self.gpu_time_slack is not None:
-            ok &= counts[None, :, None] * runtime <= (1.0 + self.gpu_time_slack) * requested[:, None, None] * as_asked
+            held = counts[None, :, None] * runtime <= (1.0 + self.gpu_time_slack) * requested[:, None, None] * as_asked
+            if asks_carbon:
+                held |= counts[None, :, None] == requested[:, None, None]
+            ok &= held
         if self.runtime_slack is not None:
             ok &= runtime <= (1.0 + self.runtime_slack) * as_asked
         if self.growth_horizon_s is not None:
@@ -396,7 +417,8 @@ class GreenFlowPolicy:
         fraction = self.budget_fraction * budget_scale  # a budget per period paces it (controller/budget.py)
         budget = fraction * agnostic.spent
         # (choice, nodes, objective, price or None for the carbon-agnostic plan), as enacted: the
-        # candidates never depend on the budget, which is what makes a looser budget no worse.
+        # candidates depend on the budget only through the guard's side of 1 (``_asks_carbon``),
+        # which is what makes a looser budget on the same side no worse.
         scored = [(agnostic, agnostic_nodes, agnostic_s, None)] + [
             (*enacted(c), p) for c, p in self._price_grid(o, free_gpus)]
         fits = [c for c in scored if c[0].spent <= budget * (1 + 1e-9)]

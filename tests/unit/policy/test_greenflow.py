@@ -43,12 +43,40 @@ def test_the_guards_bound_gpu_time_runtime_and_growth(models):
     assert cheap.gpus_per_node * cheap.num_nodes == 4  # 8 GPUs would hold 1.15 x the GPU-hours
     dear = by_id(GreenFlowPolicy(budget_fraction=None, price=1e7)(context(snap, signal(FLAT), models)))[1]
     assert dear.expected_runtime_s <= 1.25 * HOUR * (1 + 1e-9)
-    assert dear.gpus_per_node * dear.num_nodes * dear.expected_runtime_s <= 1.1 * 4 * HOUR * (1 + 1e-9)
+    # A price asks for carbon: a cap at the requested 4 GPUs answers to the run-time guard alone.
+    dear_gpus = dear.gpus_per_node * dear.num_nodes
+    assert dear_gpus == 4 or dear_gpus * dear.expected_runtime_s <= 1.1 * 4 * HOUR * (1 + 1e-9)
     horizon = GreenFlowPolicy(budget_fraction=None, price=0.0, gpu_time_slack=None, runtime_slack=None)
     grown = {h: by_id(horizon(context(snapshot([pending(1, gpus=2, runtime_h=h, low=1, high=8)], nodes(2)),
                                       signal(FLAT), models)))[1] for h in (1.0, 8.0)}
     assert grown[1.0].gpus_per_node * grown[1.0].num_nodes == 8
     assert grown[8.0].gpus_per_node * grown[8.0].num_nodes == 2  # 4 or 8 GPUs would still run 4.6 h or 2.6 h
+
+
+def test_only_below_a_budget_of_one_may_a_cap_at_the_requested_size_hold_more_gpu_time():
+    # One job asking 4 GPUs for 1 h; columns 4 and 2 GPUs, caps 0.6 and 1.0 (literal runtimes, h).
+    runtime = np.array([[[1.2, 1.0], [2.2, 1.2]]]) * HOUR
+    counts, requested = np.array([4, 2]), np.array([4])
+    guard = GreenFlowPolicy()._guard
+    as_asked = guard(runtime, counts, requested, np.array([0]), 1, asks_carbon=False)
+    carbon = guard(runtime, counts, requested, np.array([0]), 1, asks_carbon=True)
+    # 4 GPUs at cap 0.6 hold 1.2 x the GPU-hours: refused at budget >= 1, allowed below (1.2 h <= 1.25 h).
+    assert as_asked.tolist() == [[[False, True], [False, True]]]
+    assert carbon.tolist() == [[[True, True], [False, True]]]  # 2 GPUs at 0.6: 2.2 h, past the run-time guard
+    assert GreenFlowPolicy(budget_fraction=0.8)._asks_carbon(1.0)
+    assert not GreenFlowPolicy(budget_fraction=1.0)._asks_carbon(1.0)
+    assert GreenFlowPolicy(budget_fraction=1.0)._asks_carbon(0.9)  # a period budget's pace
+    assert GreenFlowPolicy(budget_fraction=None, price=5.0)._asks_carbon(1.0)
+
+
+def test_a_budget_below_one_caps_a_fixed_size_job_rather_than_defer_it(models):
+    # Flat carbon: deferring saves nothing, so 20 % less carbon can only come from a cap; the
+    # literal model's caps that save that much stretch the run past 1.1 x (the GPU-time guard).
+    snap = snapshot([pending(1, gpus=4, low=4, high=4)], nodes(1))
+    got = by_id(GreenFlowPolicy(budget_fraction=0.8)(context(snap, signal(FLAT), models)))[1]
+    assert got.start_at == NOW and got.gpus_per_node * got.num_nodes == 4
+    assert got.expected_energy_kwh <= 0.8 * got.energy_as_asked_kwh * (1 + 1e-9)
+    assert 1.1 * HOUR < got.expected_runtime_s <= 1.25 * HOUR * (1 + 1e-9)
 
 
 def test_a_mixed_cluster_is_planned_per_gpu_type_on_that_type_s_nodes(models):
@@ -225,7 +253,11 @@ def test_a_looser_budget_never_gives_a_worse_expected_cost(models, specs, used, 
                     cap=cap, submit=NOW - 60.0 * i) for i, (g, r, f, k, cap) in enumerate(specs)]
     snap, forecast = snapshot(jobs, node_list), signal(values)
     make = GreenFlowPolicy if resource == "carbon" else lambda budget_fraction: powerflow(budget_fraction)
-    costs = [make(budget_fraction=b).solve(context(snap, forecast, models)) for b in (0.4, 0.6, 0.8, 1.0, 1.3)]
-    for tight, loose in zip(costs, costs[1:]):
-        assert loose.expected_cost_s <= tight.expected_cost_s
-    assert costs[3].expected_cost_s <= costs[3].agnostic_cost_s  # budget 1: the carbon-agnostic plan fits
+    # Monotone on each side of 1: below it a cap at the requested size is exempt from the
+    # GPU-time guard (``_guard``), so 0.8 may have candidates that 1.0 does not.
+    below, above = [[make(budget_fraction=b).solve(context(snap, forecast, models)) for b in side]
+                    for side in ((0.4, 0.6, 0.8, 0.99), (1.0, 1.3))]
+    for costs in (below, above):
+        for tight, loose in zip(costs, costs[1:]):
+            assert loose.expected_cost_s <= tight.expected_cost_s
+    assert above[0].expected_cost_s <= above[0].agnostic_cost_s  # budget 1: the carbon-agnostic plan fits

@@ -6,7 +6,7 @@ SLURM   ?= 24.11
 # Slurm versions the integration suite runs against; the first is the default cluster.
 SLURM_VERSIONS ?= 24.11 22.05 26.05
 
-.PHONY: venv host-tools unit integration test campaign demo cluster-up cluster-down bench bench-cluster clean
+.PHONY: venv host-tools unit train-test integration test campaign demo cluster-up cluster-down bench bench-cluster clean
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -30,10 +30,16 @@ unit: venv host-tools
 	$(BIN)/mypy
 	SLURM_GREEN_REQUIRE_LUA=1 $(BIN)/pytest -q tests/unit
 
+# The training helper's PyTorch adapter, for real (CPU, Debian's python3-torch in a Docker image
+# built when missing; the host's venv has no PyTorch and skips those tests). `-s` prints the
+# measured step times and accuracies (docs/training.md).
+train-test:
+	./docker/train-test -s
+
 integration: venv
 	./tests/integration/run_all_versions.sh $(SLURM_VERSIONS)
 
-test: unit integration
+test: unit train-test integration
 
 # Fault-injection and hostile-user campaigns on the Docker cluster (long; not part of `make test`).
 # Each prints its counts; the figures are in docs/hardening.md.

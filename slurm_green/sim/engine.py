@@ -39,7 +39,7 @@ import heapq
 import math
 import operator
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -148,6 +148,11 @@ class _Running:
     work_left: float
     #: The job sharing its GPUs, if any, and the GPUs of its allocation (for a guest's host).
     partner: int | None = None
+    #: (node, GPUs) per node of ``alloc``: what it frees at its time limit, for backfill's profile.
+    cells: list[tuple[int, int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cells = [(i, len(slots)) for i, slots in self.alloc]
 
     def key(self, job_id: int) -> tuple[float, int, int]:
         return (self.limit_end, job_id, self.gpus)
@@ -195,8 +200,9 @@ class _Held:
         """For each start in ``times`` (sorted), the nodes some reservation holds during a run
         of ``length`` from it: ``free_during`` for many starts at once (rows x nodes)."""
         # Reservation r overlaps a run from t when start_r - length <= t < end_r: on each node,
-        # the reservations begun by t (in that sense) minus those ended by then.
-        return self._by_start.up_to(times + length) - self._by_end.up_to(times) > 0
+        # the reservations begun by t (in that sense) minus those ended by then. Those ended are
+        # among those begun (end_r >= start_r, length >= 0), so "some held" is "the counts differ".
+        return self._by_start.up_to(times + length) != self._by_end.up_to(times)
 
 
 class _RunningCounts:
@@ -204,11 +210,12 @@ class _RunningCounts:
 
     def __init__(self, nodes: int) -> None:
         self.keys = np.empty(BACKFILL_DEPTH)
-        self.counts = np.zeros((BACKFILL_DEPTH + 1, nodes), dtype=np.int32)
+        # int16: at most BACKFILL_DEPTH reservations, and the rows ``up_to`` copies are half the size.
+        self.counts = np.zeros((BACKFILL_DEPTH + 1, nodes), dtype=np.int16)
         self.size = 0
 
     def insert(self, key: float, held: np.ndarray) -> None:
-        k, at = self.size, int(np.searchsorted(self.keys[:self.size], key, side="right"))
+        k, at = self.size, int(self.keys[:self.size].searchsorted(key, side="right"))
         self.keys[at + 1:k + 1] = self.keys[at:k].copy()
         self.keys[at] = key
         self.counts[at + 2:k + 2] = self.counts[at + 1:k + 1] + held
@@ -217,27 +224,77 @@ class _RunningCounts:
 
     def up_to(self, times: np.ndarray) -> np.ndarray:
         """Per time (rows) and node, how many reservations have a key at or before the time."""
-        return self.counts[np.searchsorted(self.keys[:self.size], times, side="right")]
+        return self.counts[self.keys[:self.size].searchsorted(times, side="right")]
 
 
 class _FreeProfile:
     """Free GPUs per node from ``now`` on, as backfill expects them: running jobs leave at their
-    time limits (those past it, now); one row per moment something leaves."""
+    time limits (those past it, now); one row per moment something leaves. One profile serves
+    the reservations made between two starts, so it also keeps what they all ask again: the
+    candidate start times (``candidates``) and which nodes have room per GPU count (``room``)."""
 
-    def __init__(self, now: float, free_count: np.ndarray,
-                 leaving: list[tuple[float, list[tuple[int, int]]]]) -> None:
-        self.times = np.unique(np.array([now, *(end for end, _ in leaving)]))
-        released = np.zeros((len(self.times), len(free_count)), dtype=np.int64)
-        rows = np.searchsorted(self.times, [end for end, _ in leaving]).tolist()
-        cells = [(row, node, gpus) for row, (_, alloc) in zip(rows, leaving) for node, gpus in alloc]
+    def __init__(self, now: float, free_count: np.ndarray, ends: list[float], cells: list[tuple[int, int]]) -> None:
+        """``ends``: one time per cell of ``cells`` (node, GPUs it frees then)."""
+        self.now = now
+        self.horizon = now + BACKFILL_WINDOW_S
+        self.times = np.unique(np.array([now, *ends]))
+        nodes = len(free_count)
+        released = np.zeros((len(self.times), nodes), dtype=np.int64)
         if cells:
-            r, n, g = zip(*cells)
-            np.add.at(released, (list(r), list(n)), list(g))
+            node, gpus = zip(*cells)
+            flat = np.searchsorted(self.times, ends) * nodes + np.array(node)
+            # bincount sums small integers exactly (in float64); it is np.add.at without its slowness.
+            released = np.bincount(flat, weights=gpus, minlength=released.size).astype(np.int64).reshape(released.shape)
         self.free = free_count + np.cumsum(released, axis=0)
+        self._room: dict[tuple[int, str | None], np.ndarray] = {}
+        self._times: np.ndarray | None = None
+        self._rows = np.empty(0, dtype=np.int64)
+        self._seen = 0
 
-    def at(self, times: np.ndarray) -> np.ndarray:
-        """Free GPUs per node at each of ``times`` (rows)."""
-        return self.free[np.searchsorted(self.times, times, side="right") - 1]
+    def _row(self, times: np.ndarray) -> np.ndarray:
+        """Each of ``times``' row of ``free``."""
+        return self.times.searchsorted(times, side="right") - 1
+
+    def candidates(self, held: _Held) -> tuple[np.ndarray, np.ndarray]:
+        """The moments a reservation may start, sorted: this profile's and the ends of ``held``'s
+        reservations after now, up to the backfill window; and each one's row of ``free``.
+        Built once, then each reservation added since is merged in (one per blocked job)."""
+        if self._times is None:
+            times = np.union1d(self.times, held.ends_after(self.now))
+            self._times = times[times <= self.horizon]
+            self._rows = self._row(self._times)
+            self._seen = held.count
+        for end in held.end[self._seen:held.count].tolist():
+            at = int(self._times.searchsorted(end))
+            if self.now < end <= self.horizon and (at == len(self._times) or self._times[at] != end):
+                self._times = np.concatenate((self._times[:at], [end], self._times[at:]))
+                self._rows = np.concatenate((self._rows[:at], self._row(np.array([end])), self._rows[at:]))
+        self._seen = held.count
+        return self._times, self._rows
+
+    def room(self, per_node: int, gpu_type: str | None, allowed: np.ndarray | None) -> np.ndarray:
+        """Per row of ``free`` and node: at least ``per_node`` free GPUs (on ``allowed`` nodes;
+        ``gpu_type`` names that mask: None for none)."""
+        key = (per_node, gpu_type)
+        room = self._room.get(key)
+        if room is None:
+            room = self._room[key] = self.free >= per_node
+            if allowed is not None:
+                room &= allowed
+        return room
+
+
+def _first_fit(ok: np.ndarray, pinned: list[int], count: int) -> int | None:
+    """The first row of ``ok`` (times x nodes with room) where a job fits: on all its ``pinned``
+    nodes, else on ``count`` nodes; None if none."""
+    if pinned:
+        fit = ok[:, pinned].all(axis=1)
+    elif count == 1:
+        first = int(ok.argmax())  # a bool argmax stops at the first True: no per-row sums
+        return first // ok.shape[1] if ok.flat[first] else None
+    else:
+        fit = ok.view(np.uint8).sum(axis=1) >= count
+    return int(fit.argmax()) if fit.any() else None
 
 
 class Simulator:
@@ -519,7 +576,7 @@ class Simulator:
             ok &= allowed
         if self.spec.typed:
             ok &= self._type_nodes[job.gpu_type]
-        fitting = np.flatnonzero(ok)
+        fitting = ok.nonzero()[0]
         return fitting[:count].tolist() if len(fitting) >= count else None
 
     def _allocate(self, job: Job, allowed: np.ndarray | None = None) -> list[tuple[int, np.ndarray]] | None:
@@ -631,7 +688,7 @@ class Simulator:
         self._shared_gpus -= ended.gpus
         self._set_rate(partner, self.clock.now(), other.solo_throughput, other.solo_power_w)
         if ended.alloc and not other.alloc:
-            other.alloc = ended.alloc
+            other.alloc, other.cells = ended.alloc, ended.cells
             return True
         return False
 
@@ -697,11 +754,15 @@ class Simulator:
         self._snapshot = None
 
     def _free_profile(self, now: float) -> _FreeProfile:
-        leaving = [(max(end, now), [(i, len(slots)) for i, slots in self._running[job_id].alloc])
-                   for end, job_id, _ in self._limit_ends]
-        return _FreeProfile(now, self.free_count, leaving)
+        ends: list[float] = []
+        cells: list[tuple[int, int]] = []
+        for end, job_id, _ in self._limit_ends:
+            freed = self._running[job_id].cells
+            cells.extend(freed)
+            ends.extend([max(end, now)] * len(freed))
+        return _FreeProfile(now, self.free_count, ends, cells)
 
-    def _reserve(self, now: float, job: Job, held: _Held, profile: _FreeProfile) -> None:
+    def _reserve(self, job: Job, held: _Held, profile: _FreeProfile) -> None:
         """Backfill's reservation for a blocked ``job``, on specific whole nodes, as Slurm makes one.
 
         The earliest time it fits, with running jobs ending by their time limits (``profile``)
@@ -710,20 +771,19 @@ class Simulator:
         once; the nodes it would take then (the first in index order) are held. Beyond
         ``BACKFILL_WINDOW_S`` nothing is reserved.
         """
-        times = np.union1d(profile.times, held.ends_after(now))
-        times = times[times <= now + BACKFILL_WINDOW_S]
+        times, rows = profile.candidates(held)
         pinned = [self._node_index[n] for n in job.nodes]
         limit = job.time_limit_s or 0.0
-        ok = profile.at(times) >= job.gpus_per_node
-        if self.spec.typed and not job.nodes:
-            ok &= self._type_nodes[job.gpu_type]
+        typed = self.spec.typed and not job.nodes
+        room = profile.room(job.gpus_per_node, job.gpu_type if typed else None,
+                            self._type_nodes[job.gpu_type] if typed else None)
+        ok = room[rows]
         if held.count:
             ok &= ~held.held_over(times, limit)
-        fit = ok[:, pinned].all(axis=1) if pinned else ok.sum(axis=1) >= job.num_nodes
-        if fit.any():
-            row = int(fit.argmax())
-            held.add(float(times[row]), float(times[row]) + limit,
-                     pinned or np.flatnonzero(ok[row])[:job.num_nodes].tolist())
+        row = _first_fit(ok, pinned, job.num_nodes)
+        if row is not None:
+            start = float(times[row])
+            held.add(start, start + limit, pinned or ok[row].nonzero()[0][:job.num_nodes].tolist())
 
     def _schedule(self, now: float) -> None:
         """One pass of Slurm's scheduling over the eligible queue: FIFO, then backfill.
@@ -758,7 +818,7 @@ class Simulator:
                 if blocked:
                     profile = profile or self._free_profile(now)
                     for earlier in blocked:
-                        self._reserve(now, earlier, held, profile)
+                        self._reserve(earlier, held, profile)
                     blocked.clear()
                 alloc = self._allocate(job, held.free_during(now, now + (job.time_limit_s or 0.0)))
                 if alloc is not None:

@@ -1,5 +1,6 @@
 """The backfill pass's reservation book: which nodes some reservation holds during a run from
-each of many starts, kept sorted as reservations are added, against a plain scan of them all."""
+each of many starts, kept sorted as reservations are added, against a plain scan of them all;
+the times a reservation may start at, merged in as they are added; the first time a job fits."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_green.sim.engine import BACKFILL_RESOLUTION_S, _Held
+from slurm_green.sim.engine import BACKFILL_RESOLUTION_S, BACKFILL_WINDOW_S, _FreeProfile, _Held, _first_fit
 
 NODES = 5
 minutes = st.integers(min_value=0, max_value=600).map(lambda m: m * 60.0)
@@ -30,3 +31,33 @@ def test_held_over_is_the_scan_of_every_reservation(reservations, starts, length
         overlaps = (lo - length <= times) & (times < hi)  # a run from t meets [lo, hi)
         expected[np.ix_(overlaps, nodes)] = True
     assert (held.held_over(times, length) == expected).all()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(minutes, max_size=8), st.lists(reservation, min_size=1, max_size=12),
+       st.integers(min_value=0, max_value=11))
+def test_candidates_merged_one_reservation_at_a_time_are_those_of_all_at_once(limit_ends, reservations, first):
+    """What ``_reserve`` searches: the profile's times and the reservations' ends after now, in
+    the window, each with its profile row; merged in as reservations are added."""
+    now = 120.0
+    ends = [max(t, now) for t in limit_ends]  # as ``_free_profile`` gives them: past ones leave now
+    profile = _FreeProfile(now, np.zeros(NODES, dtype=np.int64), ends, [(0, 1)] * len(ends))
+    held = _Held(NODES)
+    for i, (begin, duration, nodes) in enumerate(reservations):
+        if i == first:
+            profile.candidates(held)  # built here, the rest merged in
+        held.add(begin, begin + duration, nodes)
+    times, rows = profile.candidates(held)
+    every = np.union1d(profile.times, held.end[:held.count][held.end[:held.count] > now])
+    assert times.tolist() == every[every <= now + BACKFILL_WINDOW_S].tolist()
+    assert rows.tolist() == [int(np.flatnonzero(profile.times <= t)[-1]) for t in times]
+
+
+@given(st.lists(st.lists(st.booleans(), min_size=NODES, max_size=NODES), min_size=1, max_size=8),
+       st.lists(st.integers(min_value=0, max_value=NODES - 1), max_size=3, unique=True),
+       st.integers(min_value=1, max_value=NODES))
+def test_first_fit_is_the_first_row_with_the_pinned_nodes_or_enough_of_them(rows, pinned, count):
+    ok = np.array(rows)
+    expected = next((r for r, row in enumerate(rows)
+                     if (all(row[i] for i in pinned) if pinned else sum(row) >= count)), None)
+    assert _first_fit(ok, pinned, count) == expected

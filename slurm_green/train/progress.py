@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import logging
 import os
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from slurm_green.core import progress
 from slurm_green.core.progress import JobProgress
+from slurm_green.train.checkpoint import atomic_write
 
 log = logging.getLogger(__name__)
 
@@ -45,18 +45,14 @@ def progress_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
 
 
 def write(directory: Path, record: JobProgress) -> Path:
-    """Write ``record`` whole (temporary file, then rename); returns its path; ``OSError`` on failure."""
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(progress.encode(record))
-            os.fchmod(handle.fileno(), 0o644)  # mkstemp makes it 0600: the controller reads it as another user
-        target = directory / record.file_name
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    """Write ``record`` whole (``atomic_write``); returns its path; ``OSError`` on failure.
+    Mode 0644: the controller reads it as another user."""
+    data = progress.encode(record)
+
+    def put(handle: BinaryIO) -> None:
+        handle.write(data)
+
+    return atomic_write(directory / record.file_name, put, mode=0o644)
 
 
 class ProgressReporter:

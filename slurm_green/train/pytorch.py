@@ -234,6 +234,7 @@ class GreenTrainer:
             def save(handle: BinaryIO) -> None:
                 torch.save(state, handle)
 
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, save)
             if self.reporter is not None:
                 self.reporter.update(self.samples, self.frozen_share, force=True)

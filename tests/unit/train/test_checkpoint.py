@@ -11,6 +11,7 @@ from slurm_green.train.checkpoint import atomic_write
 
 def test_the_file_is_replaced_whole_and_no_temporary_file_is_left(tmp_path) -> None:
     path = tmp_path / "ckpt" / "green.pt"
+    path.parent.mkdir()
     atomic_write(path, lambda h: h.write(b"old"))
     atomic_write(path, lambda h: h.write(b"new"))
     assert path.read_bytes() == b"new" and [p.name for p in path.parent.iterdir()] == ["green.pt"]

@@ -33,6 +33,9 @@ install_config() {
     install -d -m 0755 /etc/slurm-green /var/lib/slurm-green /var/log/slurm-green
     # Metered energy: written by the Epilogs (root), read and removed by the controller (sgreen).
     install -d -m 0755 -o sgreen /var/spool/slurm-green/telemetry
+    # Jobs' progress reports (the training helper's): each user writes their own, none can
+    # replace another's (sticky, as /tmp); the controller reads them (controller/progress.py).
+    install -d -m 1777 /var/spool/slurm-green/telemetry/progress
     [[ -f /run/cluster/slurm-green/cluster.env ]] && \
         install -m 0644 /run/cluster/slurm-green/cluster.env /etc/slurm-green/cluster.env
     if [[ -f /run/cluster/slurm-green/decision.key ]]; then

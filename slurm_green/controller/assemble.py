@@ -20,6 +20,8 @@ from slurm_green.carbon.source import CarbonSource, NoCarbonSource
 from slurm_green.carbon.spec import parse_sources
 from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.config import Config
+from slurm_green.controller.progress import ProgressReader
+from slurm_green.controller.resize import Resizer, ResizeSettings
 from slurm_green.controller.store import StateStore
 from slurm_green.controller.telemetry import EnergyInbox, MeteredEnergy
 from slurm_green.controller.tick import Controller
@@ -28,6 +30,7 @@ from slurm_green.core.clock import Clock, SystemClock
 from slurm_green.core.plan import Policy
 from slurm_green.models import default_registry
 from slurm_green.policy.registry import make_policy
+from slurm_green.policy.running import GrowRunning
 from slurm_green.slurm.factory import make_backend
 
 log = logging.getLogger(__name__)
@@ -68,7 +71,22 @@ def carbon_source(config: Config) -> CarbonSource:
 
 
 def build_policy(config: Config) -> Policy:
-    return make_policy(config.policy)
+    """``[policy]``'s policy; with ``[elastic] requeue``, it also grows running elastic jobs."""
+    policy = make_policy(config.policy)
+    if config.elastic.requeue:
+        return GrowRunning(policy, restart_cost_s=config.elastic.restart_cost_s,
+                           energy_slack=config.policy.gpu_time_slack)
+    return policy
+
+
+def build_resizer(config: Config, store: StateStore | None) -> Resizer | None:
+    """The resizes of running elastic jobs (``[elastic] requeue``); they need the store."""
+    elastic, directory = config.elastic, config.progress_dir
+    if not elastic.requeue or store is None or directory is None:
+        return None
+    return Resizer(store, ProgressReader(directory), ResizeSettings(
+        signal=elastic.signal, signal_batch=elastic.signal_batch, checkpoint_timeout_s=elastic.checkpoint_timeout_s,
+        max_attempts=elastic.max_attempts, min_interval_s=elastic.min_interval_h * 3600))
 
 
 def build_budget(config: Config) -> PeriodBudget | None:
@@ -116,6 +134,7 @@ def assemble(config: Config, *, dry_run: bool | None = None, with_store: bool = 
                    if telemetry_dir and store else None),
         retention_s=config.controller.retention_days * 86400 if config.controller.retention_days else None,
         budget=build_budget(config) if store is not None else None,
+        resizer=build_resizer(config, store),
     )
     feed = build_feed(config, clock, read_only=not with_store)  # no store (plan): no carbon cache written either
     controller.carbon = feed

@@ -6,6 +6,7 @@ an empty file (or none, with ``--config`` pointing nowhere) is a valid configura
 
 from __future__ import annotations
 
+import signal
 import tomllib
 from pathlib import Path
 from typing import Literal
@@ -146,6 +147,34 @@ class BudgetSettings(_Section):
         return self.carbon_kg if self.carbon_kg is not None else self.energy_kwh
 
 
+class ElasticSettings(_Section):
+    """Resizing running jobs that opted in (``green:elastic=requeue``) by checkpoint and requeue
+    (``controller/resize.py``). Off by default: a requeue stops a running job."""
+
+    requeue: bool = Field(False, description="let the controller checkpoint, requeue and resize elastic jobs")
+    progress_dir: Path | None = Field(None, description="where jobs' progress reports are read; "
+                                                        "default: <controller.telemetry_dir>/progress")
+    signal: str = Field("USR2", description="the signal asking for a checkpoint (the training helper's: USR2)")
+    signal_batch: bool = Field(False, description="signal the batch script's shell (a script that execs its "
+                                                  "trainer) instead of the job's srun steps")
+    checkpoint_timeout_s: float = Field(600.0, gt=0, description="how long to wait for the checkpoint before "
+                                                                 "giving up (the job then runs on unchanged)")
+    max_attempts: int = Field(3, ge=1, description="resizes per job, at most")
+    min_interval_h: float = Field(1.0, ge=0, description="hours between two resizes of one job, at least")
+    restart_cost_s: float = Field(300.0, ge=0, description="what a checkpoint-requeue-restart costs a job, in "
+                                                           "seconds of its run: a resize must gain more")
+
+    @field_validator("signal")
+    @classmethod
+    def _a_signal(cls, name: str) -> str:
+        name = name.upper().removeprefix("SIG")
+        if name not in signal.Signals.__members__ and f"SIG{name}" not in signal.Signals.__members__:
+            raise ValueError("not a signal name (e.g. USR2)")
+        if name in ("KILL", "TERM", "INT", "STOP", "HUP"):
+            raise ValueError("a signal that stops the job cannot ask it for a checkpoint")
+        return name
+
+
 class Config(_Section):
     controller: ControllerSettings = ControllerSettings()
     slurm: SlurmSettings = SlurmSettings()
@@ -153,6 +182,7 @@ class Config(_Section):
     policy: PolicySettings = PolicySettings()
     gpu: GpuSettings = GpuSettings()
     budget: BudgetSettings = BudgetSettings()
+    elastic: ElasticSettings = ElasticSettings()
 
     @model_validator(mode="after")
     def _budget_fits_the_policy(self) -> Config:
@@ -167,6 +197,21 @@ class Config(_Section):
             needs = f"policy.name = {'greenflow' if given == 'carbon_kg' else 'powerflow'}"
             raise ValueError(f"budget.{given} is kept only by {needs} (policy.name is {self.policy.name!r})")
         return self
+
+    @model_validator(mode="after")
+    def _elastic_reads_progress(self) -> Config:
+        """A resize waits for the job's checkpoint, which only its progress report names."""
+        if self.elastic.requeue and self.elastic.progress_dir is None and self.controller.telemetry_dir is None:
+            raise ValueError("elastic.requeue needs elastic.progress_dir or controller.telemetry_dir "
+                             "(the jobs' progress reports say when their checkpoint is written)")
+        return self
+
+    @property
+    def progress_dir(self) -> Path | None:
+        """Where the jobs' progress reports are: ``[elastic] progress_dir``, else the telemetry's."""
+        if self.elastic.progress_dir is not None:
+            return self.elastic.progress_dir
+        return self.controller.telemetry_dir / "progress" if self.controller.telemetry_dir else None
 
 
 class ConfigError(ValueError):

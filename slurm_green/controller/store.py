@@ -81,6 +81,16 @@ CREATE TABLE IF NOT EXISTS jobs (
     metered_energy_kwh REAL
 );
 CREATE INDEX IF NOT EXISTS decisions_job ON decisions (job_id, decided_at);
+CREATE TABLE IF NOT EXISTS resizes (
+    job_id INTEGER PRIMARY KEY,
+    phase TEXT NOT NULL,
+    gpus_per_node INTEGER,
+    num_nodes INTEGER,
+    signalled_at REAL,
+    updated_at REAL NOT NULL,
+    attempts INTEGER NOT NULL,
+    note TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS usage (
     bucket INTEGER NOT NULL,
     job_id INTEGER NOT NULL,
@@ -238,13 +248,36 @@ class StateStore:
         old = "COALESCE(end_time, last_seen) < ?"
         with self._db:
             self._db.execute("BEGIN")
-            for table in ("decisions", "actions"):
+            for table in ("decisions", "actions", "resizes"):
                 self._db.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM jobs WHERE {old})",
                                  (before,))
             gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
             self._db.execute("DELETE FROM ticks WHERE tick_at < ?", (before,))
             self._db.execute("DELETE FROM usage WHERE bucket < ?", (int(before // USAGE_BUCKET_S),))
         return gone
+
+    def resizes(self) -> dict[int, Row]:
+        """Each job's latest running-job resize (``controller/resize.py``), by job id."""
+        return {row["job_id"]: row for row in self._rows("SELECT * FROM resizes")}
+
+    def record_resize(self, job_id: int, phase: str, at: float, note: str,
+                      attempt: tuple[int, int] | None = None) -> None:
+        """Move job ``job_id``'s resize to ``phase``. ``attempt`` (GPUs per node, nodes) starts a
+        new attempt at ``at`` (counted, its target and signal time kept); without it the
+        attempt's target and count stay."""
+        with self._db:
+            if attempt is not None:
+                self._db.execute(
+                    "INSERT INTO resizes VALUES (?,?,?,?,?,?,1,?) ON CONFLICT(job_id) DO UPDATE SET"
+                    " phase=excluded.phase, gpus_per_node=excluded.gpus_per_node, num_nodes=excluded.num_nodes,"
+                    " signalled_at=excluded.signalled_at, updated_at=excluded.updated_at,"
+                    " attempts=attempts + 1, note=excluded.note",
+                    (job_id, phase, attempt[0], attempt[1], at, at, displayable(note)))
+            else:
+                self._db.execute(
+                    "INSERT INTO resizes VALUES (?,?,NULL,NULL,NULL,?,0,?) ON CONFLICT(job_id) DO UPDATE SET"
+                    " phase=excluded.phase, updated_at=excluded.updated_at, note=excluded.note",
+                    (job_id, phase, at, displayable(note)))
 
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
         """Keep what Slurm says of managed jobs (their actual start and end), for reports."""

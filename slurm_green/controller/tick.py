@@ -16,6 +16,7 @@ from slurm_green.carbon.failures import FailureLog
 from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.enactment import enact
 from slurm_green.controller.planner import colocate, plan_actions
+from slurm_green.controller.resize import Resizer
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.backend import ClusterBackend
@@ -106,6 +107,8 @@ class Controller:
     retention_s: float | None = None
     #: A budget per period, paced from what the store accounted (None: the policy's own budget only).
     budget: PeriodBudget | None = None
+    #: Resizes running elastic jobs by checkpoint and requeue (None: running jobs are never touched).
+    resizer: Resizer | None = None
     #: What the policy keeps between this controller's decisions (``core.decision``).
     memo: DecisionMemo = field(default_factory=DecisionMemo, repr=False)
     _pruned_at: float = field(default=float("-inf"), repr=False)
@@ -115,6 +118,8 @@ class Controller:
 
     def __post_init__(self) -> None:
         plans_under_a_budget = getattr(self.policy, "budget_fraction", None) is not None
+        if self.resizer is not None and self.resizer.store is not self.store:
+            raise ValueError("resizing running jobs keeps its steps in the controller's own state store")
         if self.budget is not None and (self.store is None or not plans_under_a_budget):
             raise ValueError(f"a period budget needs a state store and a policy that plans under a budget "
                              f"(greenflow, powerflow); {self.policy.name} cannot keep one")
@@ -153,7 +158,15 @@ class Controller:
                                            self._budget_scale(now, report)))
         report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
-        report.actions = plan_actions(snapshot, report.plan, now, self.sign, self.verify, self.gpu_enact)
+        resizing: list[Action] = []
+        if self.resizer is not None:  # running jobs in a resize are its own, not the planner's
+            resizing, owned, notes = self.resizer.plan(snapshot, report.plan, now)
+            report.notes.extend(notes)
+            plan = dataclasses.replace(report.plan, decisions=tuple(
+                d for d in report.plan.decisions if d.job_id not in owned))
+        else:
+            plan = report.plan
+        report.actions = plan_actions(snapshot, plan, now, self.sign, self.verify, self.gpu_enact) + resizing
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:
@@ -175,6 +188,8 @@ class Controller:
             report.results = enact(self.backend, report.actions)
             if store is not None:
                 store.record_outcomes(intents, report.results)
+            if self.resizer is not None:
+                self.resizer.record(now, report.actions, report.results)
             for failure in report.failures:
                 log.warning("job %s: %s failed: %s %s", failure.action.job_id, type(failure.action).__name__,
                             failure.error.value if failure.error else "", displayable(failure.message))

@@ -1,4 +1,5 @@
-"""Typed changes to pending jobs, and their typed outcomes.
+"""Typed changes to jobs (pending ones; a running elastic job's checkpoint and requeue), and
+their typed outcomes.
 
 A backend turns each action into a mechanism (``scontrol update`` for Slurm, a state
 change for the simulator) and answers with an ``ActionResult``, never a traceback,
@@ -75,12 +76,32 @@ class ShareGpus:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalJob:
+    """Send a running job's steps ``signal`` (``scancel --signal``; ``batch``: the batch
+    script's shell instead, ``--batch``): how the controller asks an elastic job to write
+    a checkpoint before it is requeued at another size (``controller/resize.py``)."""
+
+    job_id: int
+    signal: str = "USR2"
+    batch: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RequeueHold:
+    """Stop a running job and put it back in the queue, held (``scontrol requeuehold``), so
+    its size can change before it starts again from its checkpoint; a ``Release`` follows."""
+
+    job_id: int
+
+
+@dataclass(frozen=True, slots=True)
 class SetNice:
     job_id: int
     nice: int
 
 
-Action = SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetGpuFreq | SetNice | ShareGpus
+Action = (SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetGpuFreq | SetNice | ShareGpus
+          | SignalJob | RequeueHold)
 
 
 class ActionError(str, enum.Enum):

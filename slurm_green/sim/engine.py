@@ -439,6 +439,9 @@ class Simulator:
         return found
 
     def _apply_one(self, action: Action) -> ActionResult:
+        if type(action) not in self._HANDLERS:  # SignalJob, RequeueHold: resizing a running job
+            return ActionResult(action, ActionError.INVALID,
+                                f"{type(action).__name__}: the simulator does not model checkpoint-and-requeue")
         job = self._jobs.get(action.job_id)
         if job is None:
             return ActionResult(action, ActionError.JOB_GONE, "no such active job")

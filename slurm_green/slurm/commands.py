@@ -6,7 +6,9 @@ records them. Batching follows what scontrol allows:
 - all field changes of one job go into one ``scontrol update JobId=N F1=.. F2=..``;
 - jobs that receive identical fields share one call, ``JobId=1,2,3`` (scontrol
   accepts a job list and slurmctld applies the update to each job);
-- consecutive holds (releases) share one ``scontrol hold 1,2,3``.
+- consecutive holds (releases) share one ``scontrol hold 1,2,3``;
+- a signal (``scancel --signal=USR2 N``) and a requeue (``scontrol requeuehold N``) go one
+  job per command: each is a step of one job's resize, whose outcome is the job's own.
 
 A shared call that fails cannot say which job or field failed, so each planned
 command carries finer fallbacks (per job, then per action) that the executor runs
@@ -28,8 +30,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import (Action, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes,
-                                      SetStartTime, ShareGpus)
+from slurm_green.core.actions import (Action, Hold, Release, RequeueHold, SetDecision, SetGpuFreq, SetGpus, SetNice,
+                                      SetNodes, SetStartTime, ShareGpus, SignalJob)
 from slurm_green.core.cluster import Job, Node
 from slurm_green.core.decision_token import replace_token
 
@@ -179,6 +181,31 @@ def _plan_hold(verb: str, indexed: list[tuple[int, Action]], batch_jobs: bool) -
     return [Command(argv, tuple(i for i, _ in indexed), job_ids, tuple(singles))]
 
 
+def signal_argv(action: SignalJob) -> tuple[str, ...]:
+    """``scancel --signal``: to the job's steps (``srun``), as ``sbatch --signal=USR2`` does;
+    ``--batch``: to the batch script's shell only (a script that ``exec``s its trainer). Never
+    ``--full``: a shell that traps nothing dies of SIGUSR2, and the job with it."""
+    return ("scancel", f"--signal={action.signal}", *(("--batch",) if action.batch else ()), str(action.job_id))
+
+
+def _plan_single(indexed: list[tuple[int, Action]]) -> list[Command]:
+    commands = []
+    for index, action in indexed:
+        argv = signal_argv(action) if isinstance(action, SignalJob) else ("scontrol", "requeuehold", str(action.job_id))
+        commands.append(Command(argv, (index,), (action.job_id,)))
+    return commands
+
+
+def _kind(action: Action) -> str:
+    if isinstance(action, Hold):
+        return "hold"
+    if isinstance(action, Release):
+        return "release"
+    if isinstance(action, (SignalJob, RequeueHold)):
+        return "single"
+    return "update"
+
+
 def plan(
     actions: Sequence[tuple[int, Action]],
     job_info: Callable[[int], Job | None],
@@ -202,12 +229,14 @@ def plan(
             return
         if kind == "update":
             planned.extend(_plan_updates(run, job_info, now, batch_jobs, share))
+        elif kind == "single":
+            planned.extend(_plan_single(run))
         else:
             planned.extend(_plan_hold(kind or "hold", run, batch_jobs))
         run.clear()
 
     for index, action in actions:
-        this = "hold" if isinstance(action, Hold) else "release" if isinstance(action, Release) else "update"
+        this = _kind(action)
         if this != kind:
             flush()
             kind = this

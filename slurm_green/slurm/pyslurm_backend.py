@@ -38,6 +38,7 @@ from slurm_green.core.actions import (
     ActionResult,
     Hold,
     Release,
+    RequeueHold,
     SetDecision,
     SetGpuFreq,
     SetGpus,
@@ -45,6 +46,7 @@ from slurm_green.core.actions import (
     SetNodes,
     SetStartTime,
     ShareGpus,
+    SignalJob,
 )
 from slurm_green.core.clock import Clock, SystemClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
@@ -211,6 +213,9 @@ class PyslurmBackend:
         if isinstance(action, SetGpuFreq):  # no documented JobSubmitDescription field to check it against
             return ActionResult(action, ActionError.INVALID, "TresFreq is not supported by the pyslurm backend; "
                                 "use [slurm] backend = \"cli\" with gpu.enact = \"gpu_freq\"")
+        if isinstance(action, (SignalJob, RequeueHold)):  # the API's spelling of both differs between releases
+            return ActionResult(action, ActionError.INVALID, f"{type(action).__name__} (elastic requeue) is not "
+                                "supported by the pyslurm backend; use [slurm] backend = \"cli\"")
         if isinstance(action, SetDecision) and self._job(action.job_id) is None:
             return ActionResult(action, ActionError.JOB_GONE, "job not in the last snapshot; comment unknown")
         if (refused := self._refused(action)) is not None:

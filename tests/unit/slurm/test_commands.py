@@ -2,7 +2,8 @@ import os
 import time
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes, SetStartTime
+from slurm_green.core.actions import (Hold, Release, RequeueHold, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes,
+                                      SetStartTime, SignalJob)
 from slurm_green.core.cluster import Job
 from slurm_green.slurm import commands
 
@@ -131,3 +132,18 @@ def test_jobs_pinned_to_the_same_nodes_share_a_call_and_to_other_nodes_do_not():
     planned = commands.plan([(0, SetNodes(1, ("node3",))), (1, SetNodes(2, ("node3",))), (2, SetNodes(3, ("node4",)))],
                             jobs(), NOW)
     assert argvs(planned) == ["scontrol update JobId=1,2 ReqNodeList=node3", "scontrol update JobId=3 ReqNodeList=node4"]
+
+
+def test_a_resize_signals_requeues_then_changes_and_releases_one_job_per_command():
+    planned = commands.plan(
+        [(0, SignalJob(1)), (1, SignalJob(2, "USR1", batch=True)), (2, RequeueHold(3)), (3, RequeueHold(4)),
+         (4, SetGpus(3, 2)), (5, Release(3))], jobs(), NOW)
+    assert argvs(planned) == [
+        "scancel --signal=USR2 1",           # the job's steps (srun), never --full: bash dies of USR2
+        "scancel --signal=USR1 --batch 2",
+        "scontrol requeuehold 3",
+        "scontrol requeuehold 4",
+        "scontrol update JobId=3 Gres=gpu:2",
+        "scontrol release 3",
+    ]
+    assert [c.actions for c in planned] == [(0,), (1,), (2,), (3,), (4,), (5,)]

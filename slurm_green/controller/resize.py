@@ -1,0 +1,188 @@
+"""Resizing a running elastic job: checkpoint, requeue, restart at another GPU count.
+
+Slurm cannot change a running job's GPUs. A job that opted in (``green:elastic=requeue``,
+marked by job_submit.lua) and runs the training helper (``slurm_green.train``) is resized
+in three steps, each a tick or more apart and each stored before the next, so a killed
+controller goes on where it was:
+
+1. **signalled**: ``scancel --signal=USR2`` (``SignalJob``). The helper writes a checkpoint at
+   its next step, says so in its progress report (``JobProgress.checkpoint``) and trains on.
+2. **requeued**: once the report names a checkpoint written after the signal, ``scontrol
+   requeuehold``: the job stops and waits in the queue, held. No checkpoint within
+   ``checkpoint_timeout_s`` (a job that ignores the signal, or runs no helper): the resize
+   is abandoned and the job runs on at its size, having lost nothing.
+3. **done**: once the job is pending, its new GPU count (``SetGpus``) and ``scontrol
+   release``. The release goes even if the count was refused: the job restarts at its old
+   size from its checkpoint. Slurm delays a requeued job's start by itself (about two
+   minutes, BeginTime: seen on 24.11), so a restart never races its own old processes.
+
+From the signal until it runs again, the job belongs to its resize: the planner leaves it
+alone, so no policy decision undoes a size in flight. The work done between the
+checkpoint and the requeue (at most about one tick) is done again. Bounded: at most
+``max_attempts`` resizes per job, at least ``min_interval_s`` apart, and only to a GPU
+count within the range the user allowed (``gpus=MIN-MAX``). Which jobs to resize, and
+to what, is the policy's: a ``JobDecision`` for a running job whose count differs from
+the one it runs with (``policy/running.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from slurm_green.controller.store import Row, StateStore
+from slurm_green.core.actions import Action, ActionResult, Release, RequeueHold, SetGpus, SignalJob
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.green_options import parse_marker
+from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.progress import JobProgress
+
+log = logging.getLogger(__name__)
+
+SIGNALLED, REQUEUED, DONE, ABANDONED = "signalled", "requeued", "done", "abandoned"
+
+
+class ProgressSource(Protocol):
+    """Where the jobs' own progress reports are read (``controller.progress.ProgressReader``)."""
+
+    def read(self, job_id: int, user: str, now: float) -> JobProgress | None: ...
+
+
+@dataclass(frozen=True)
+class ResizeSettings:
+    """``[elastic]`` of the controller's configuration."""
+
+    signal: str = "USR2"
+    #: Signal the batch script's shell (``scancel --batch``) instead of the job's steps.
+    signal_batch: bool = False
+    checkpoint_timeout_s: float = 600.0
+    max_attempts: int = 3
+    min_interval_s: float = 3600.0
+
+
+def elastic(job: Job) -> bool:
+    """Opted in to checkpoint-and-requeue, as job_submit.lua recorded (never the user's comment)."""
+    options = parse_marker(job.admin_comment)
+    return bool(options and options.managed and options.elastic)
+
+
+def _target(job: Job, decision: JobDecision) -> tuple[int, int] | None:
+    """(GPUs per node, nodes) the decision asks of running ``job``, if it differs from what the
+    job runs with and lies within the user's range; None otherwise."""
+    options = parse_marker(job.admin_comment)
+    per_node = decision.gpus_per_node if decision.gpus_per_node is not None else job.gpus_per_node
+    nodes = decision.num_nodes if decision.num_nodes is not None else job.num_nodes
+    if options is None or per_node < 1 or nodes < 1 or (per_node, nodes) == (job.gpus_per_node, job.num_nodes):
+        return None
+    low = options.gpus_min if options.gpus_min is not None else job.total_gpus
+    high = options.gpus_max if options.gpus_max is not None else job.total_gpus
+    return (per_node, nodes) if low <= per_node * nodes <= high else None
+
+
+@dataclass
+class Resizer:
+    """The three steps above, over the store's ``resizes`` table. ``plan`` reads and proposes;
+    ``record`` writes the outcome of what was enacted (a dry run never calls it)."""
+
+    store: StateStore
+    progress: ProgressSource
+    settings: ResizeSettings = field(default_factory=ResizeSettings)
+    #: What this tick's ``plan`` proposed, for ``record``: new resizes' targets, and why others end.
+    _targets: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
+    _abandoned: dict[int, str] = field(default_factory=dict, repr=False)
+
+    def plan(self, snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[list[Action], set[int], list[str]]:
+        """This tick's resize actions, the jobs the resizes own (the planner skips them) and notes."""
+        rows = self.store.resizes()
+        actions: list[Action] = []
+        owned: set[int] = set()
+        notes: list[str] = []
+        self._targets, self._abandoned = {}, {}
+        for job_id, row in rows.items():
+            job = snapshot.job(job_id)
+            step = self._next_step(job, row, now)
+            if isinstance(step, str):
+                self._abandoned[job_id] = step
+                notes.append(f"job {job_id}: resize abandoned: {step}")
+                log.warning("job %s: resize abandoned: %s", job_id, step)
+                continue
+            if step is not None:
+                actions.extend(step)
+            if row["phase"] in (SIGNALLED, REQUEUED) or (row["phase"] == DONE and job is not None and job.is_pending):
+                owned.add(job_id)
+        for decision in plan.decisions:
+            job = snapshot.job(decision.job_id)
+            if job is None or job.state is not JobState.RUNNING or job.job_id in owned or not elastic(job):
+                continue
+            target = _target(job, decision)
+            if target is None or not self._may_start(rows.get(job.job_id), now):
+                continue
+            self._targets[job.job_id] = target
+            actions.append(SignalJob(job.job_id, self.settings.signal, self.settings.signal_batch))
+            owned.add(job.job_id)
+            notes.append(f"job {job.job_id}: resize {job.total_gpus} -> {target[0] * target[1]} GPUs: "
+                         f"asking for a checkpoint (SIG{self.settings.signal})")
+        return actions, owned, notes
+
+    def _may_start(self, row: Row | None, now: float) -> bool:
+        if row is None:
+            return True
+        return row["attempts"] < self.settings.max_attempts and now - row["updated_at"] >= self.settings.min_interval_s
+
+    def _next_step(self, job: Job | None, row: Row, now: float) -> list[Action] | str | None:
+        """The actions that move ``row`` on, None to wait, or why it is abandoned."""
+        phase = row["phase"]
+        if phase == SIGNALLED:
+            if job is None or job.state is not JobState.RUNNING:
+                return f"the job is {job.state.value if job else 'gone'} before its checkpoint came: not requeued"
+            report = self.progress.read(job.job_id, job.user, now)
+            if report is not None and report.checkpoint >= row["signalled_at"]:
+                return [RequeueHold(job.job_id)]
+            if now - row["signalled_at"] > self.settings.checkpoint_timeout_s:
+                return (f"no checkpoint within {self.settings.checkpoint_timeout_s:.0f} s of the signal: "
+                        "the job runs on at its size, not requeued")
+            return None
+        if phase == REQUEUED:
+            if job is None or not job.state.is_active:
+                return f"the job is {job.state.value if job else 'gone'} after its requeue"
+            if not job.is_pending:
+                return None  # still completing; a requeued job is pending once its processes are gone
+            step: list[Action] = []
+            if (row["gpus_per_node"], row["num_nodes"]) != (job.gpus_per_node, job.num_nodes):
+                step.append(SetGpus(job.job_id, row["gpus_per_node"], row["num_nodes"]))
+            return [*step, Release(job.job_id)]
+        return None
+
+    def record(self, now: float, actions: Sequence[Action], results: Sequence[ActionResult]) -> None:
+        """Move each resize on by the outcome of its enacted step (and end those ``plan`` gave up)."""
+        for job_id, why in self._abandoned.items():
+            self.store.record_resize(job_id, ABANDONED, now, why)
+        for action, result in zip(actions, results, strict=True):
+            job_id = action.job_id
+            if isinstance(action, SignalJob) and job_id in self._targets:
+                target = self._targets[job_id]
+                if result.ok:
+                    self.store.record_resize(job_id, SIGNALLED, now, f"to {target[0]} x {target[1]} GPUs: signalled",
+                                             attempt=target)
+                else:  # an attempt all the same: max_attempts bounds a signal that always fails
+                    self.store.record_resize(job_id, ABANDONED, now, f"signal failed: {result.message}",
+                                             attempt=target)
+            elif isinstance(action, RequeueHold):
+                if result.ok:
+                    self.store.record_resize(job_id, REQUEUED, now, "checkpointed; requeued, held")
+                else:  # the job runs on (or ended) at its size: nothing was lost
+                    self.store.record_resize(job_id, ABANDONED, now, f"requeue failed: {result.message}")
+            elif isinstance(action, SetGpus) and not result.ok and self._owns(job_id):
+                log.warning("job %s: new GPU count refused (%s); released at its old size", job_id, result.message)
+            elif isinstance(action, Release) and self._owns(job_id):
+                if result.ok:
+                    self.store.record_resize(job_id, DONE, now, "released at its new size")
+                else:  # still held: the next tick releases it again
+                    log.warning("job %s: release after requeue failed (%s); retried next tick", job_id,
+                                result.message)
+
+    def _owns(self, job_id: int) -> bool:
+        row = self.store.resizes().get(job_id)
+        return row is not None and row["phase"] == REQUEUED

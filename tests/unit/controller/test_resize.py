@@ -1,0 +1,124 @@
+"""The resize of a running elastic job, step by step, over a real store and real progress files.
+
+Each test drives ``Resizer.plan`` / ``record`` as the tick does, with the outcomes Slurm would
+give; the live cluster runs the same steps in tests/integration/controller/test_resize_live.py.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import pytest
+
+from slurm_green.controller.progress import ProgressReader
+from slurm_green.controller.resize import ABANDONED, DONE, REQUEUED, SIGNALLED, Resizer, ResizeSettings
+from slurm_green.controller.store import StateStore
+from slurm_green.core.actions import ActionError, ActionResult, Release, RequeueHold, SetGpus, SignalJob
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.progress import JobProgress
+from slurm_green.train.progress import write
+
+NOW = 1_790_000_000.0
+GROW = Plan(decisions=(JobDecision(7, gpus_per_node=2, num_nodes=1),))
+
+
+def job(state: JobState = JobState.RUNNING, gpus: int = 1, elastic: bool = True, high: int = 4, **changes) -> Job:
+    marker = format_marker(GreenOptions(gpus_min=1, gpus_max=high, elastic=elastic))
+    return replace(Job(7, user="alice", state=state, gpus_per_node=gpus, nodes=("node1",), admin_comment=marker),
+                   **changes)
+
+
+def snap(*jobs: Job) -> ClusterSnapshot:
+    return ClusterSnapshot(taken_at=NOW, jobs=jobs)
+
+
+@pytest.fixture
+def resizer(tmp_path) -> Resizer:
+    store = StateStore(tmp_path / "state.db")
+    reader = ProgressReader(tmp_path, uid=lambda user: os.getuid())
+    return Resizer(store, reader, ResizeSettings(checkpoint_timeout_s=300, max_attempts=2, min_interval_s=3600))
+
+
+def step(resizer: Resizer, snapshot: ClusterSnapshot, now: float, plan: Plan = Plan(), fail: set[type] = frozenset()):
+    """One tick's resize actions, enacted with the outcomes given (a type in ``fail`` fails)."""
+    actions, owned, _ = resizer.plan(snapshot, plan, now)
+    results = [ActionResult(a, ActionError.OTHER, "refused") if type(a) in fail else ActionResult(a)
+               for a in actions]
+    resizer.record(now, actions, results)
+    return actions, owned
+
+
+def checkpointed(tmp_path, at: float) -> None:
+    write(tmp_path, JobProgress(7, "samples", 100.0, 10.0, 0.0, at, checkpoint=at))
+
+
+def phase(resizer: Resizer) -> str:
+    return resizer.store.resizes()[7]["phase"]
+
+
+def test_signal_checkpoint_requeue_then_new_size_and_release(resizer, tmp_path) -> None:
+    actions, owned = step(resizer, snap(job()), NOW, GROW)
+    assert actions == [SignalJob(7, "USR2", False)] and owned == {7} and phase(resizer) == SIGNALLED
+    # no checkpoint yet (an old one does not count): wait, the planner keeps off the job
+    checkpointed(tmp_path, NOW - 50)
+    assert step(resizer, snap(job()), NOW + 60, GROW) == ([], {7})
+    checkpointed(tmp_path, NOW + 90)
+    assert step(resizer, snap(job()), NOW + 120, GROW) == ([RequeueHold(7)], {7}) and phase(resizer) == REQUEUED
+    # Slurm is still stopping it: wait
+    assert step(resizer, snap(job(JobState.COMPLETING)), NOW + 130) == ([], {7})
+    pending = job(JobState.PENDING, held=True)
+    assert step(resizer, snap(pending), NOW + 180) == ([SetGpus(7, 2, 1), Release(7)], {7})
+    assert phase(resizer) == DONE
+    # released, waiting for Slurm's restart delay: still the resize's, nothing more to do
+    assert step(resizer, snap(job(JobState.PENDING, gpus=2)), NOW + 240) == ([], {7})
+    assert step(resizer, snap(job(gpus=2)), NOW + 400) == ([], set())
+
+
+def test_a_job_that_never_checkpoints_is_left_running_and_not_retried_soon(resizer) -> None:
+    step(resizer, snap(job()), NOW, GROW)
+    assert step(resizer, snap(job()), NOW + 200, GROW)[0] == []
+    actions, owned = step(resizer, snap(job()), NOW + 301, GROW)
+    assert actions == [] and phase(resizer) == ABANDONED
+    assert "no checkpoint within 300 s" in resizer.store.resizes()[7]["note"]
+    assert step(resizer, snap(job()), NOW + 1000, GROW) == ([], set())           # min_interval_s
+    assert step(resizer, snap(job()), NOW + 301 + 3600, GROW)[0] == [SignalJob(7, "USR2", False)]
+    step(resizer, snap(job()), NOW + 301 + 3600 + 301, GROW)                       # abandoned again
+    assert step(resizer, snap(job()), NOW + 20_000, GROW) == ([], set())         # max_attempts = 2
+
+
+def test_a_refused_count_still_releases_the_job_at_its_old_size(resizer, tmp_path) -> None:
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 10)
+    step(resizer, snap(job()), NOW + 60)
+    actions, _ = step(resizer, snap(job(JobState.PENDING, held=True)), NOW + 120, fail={SetGpus})
+    assert actions == [SetGpus(7, 2, 1), Release(7)] and phase(resizer) == DONE
+
+
+def test_a_failed_requeue_or_release_loses_no_job(resizer, tmp_path) -> None:
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 10)
+    step(resizer, snap(job()), NOW + 60, fail={RequeueHold})
+    assert phase(resizer) == ABANDONED                  # it runs on at its size
+    # a release that fails is sent again next tick, the job stays the resize's
+    resizer.store.record_resize(7, REQUEUED, NOW + 100, "test")
+    held = snap(job(JobState.PENDING, held=True))
+    step(resizer, held, NOW + 120, fail={Release})
+    assert phase(resizer) == REQUEUED
+    assert step(resizer, held, NOW + 180)[0][-1] == Release(7) and phase(resizer) == DONE
+
+
+def test_only_elastic_running_jobs_within_the_users_range_are_signalled(resizer) -> None:
+    assert step(resizer, snap(job(elastic=False)), NOW, GROW) == ([], set())
+    assert step(resizer, snap(job(high=1)), NOW, GROW) == ([], set())                # beyond gpus=1-1
+    assert step(resizer, snap(job(JobState.PENDING)), NOW, GROW) == ([], set())     # the planner's
+    assert step(resizer, snap(job(gpus=2)), NOW, GROW) == ([], set())               # already that size
+    assert resizer.store.resizes() == {}
+
+
+def test_a_job_that_ends_before_its_checkpoint_is_not_requeued(resizer) -> None:
+    step(resizer, snap(job()), NOW, GROW)
+    assert step(resizer, snap(job(JobState.COMPLETED)), NOW + 60) == ([], set())
+    assert phase(resizer) == ABANDONED

@@ -32,6 +32,7 @@ class TrainingJob:
     partition: str | None = None
     accept_cap: bool = True
     accept_share: bool = False
+    elastic: bool = False
     launcher: str = "torchrun"
     output: str = "%x-%j.out"
     port: int = 29500
@@ -62,6 +63,8 @@ def green_options_text(job: TrainingJob) -> str:
         parts.append(f"gpus={low}-{high}")
     parts.append(f"cap={'yes' if job.accept_cap else 'no'}")
     parts.append(f"share={'yes' if job.accept_share else 'no'}")
+    if job.elastic:  # left out otherwise: scripts rendered before the option stay the same
+        parts.append("elastic=requeue")
     return ",".join(parts)
 
 

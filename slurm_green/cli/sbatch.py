@@ -38,6 +38,10 @@ def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
 @click.option("--partition", help="Slurm partition.")
 @click.option("--cap/--no-cap", "accept_cap", default=True, show_default=True, help="Accept a GPU power cap.")
 @click.option("--share/--no-share", "accept_share", default=False, show_default=True, help="Accept a shared GPU.")
+@click.option("--elastic/--no-elastic", default=False, show_default=True,
+              help="Let the controller checkpoint and requeue the running job at another GPU count within "
+                   "--gpus-range (green:elastic=requeue); SCRIPT must checkpoint on its signal and resume "
+                   "(slurm_green.train does), and the site must have enabled [elastic].")
 @click.option("--submit", is_flag=True, help="Pipe the script to sbatch instead of printing it.")
 def sbatch(script: str, args: tuple[str, ...], gpus_range: str | None, submit: bool, **fields: Any) -> None:
     """Render an sbatch script that runs SCRIPT with torchrun on the GPUs Slurm grants."""

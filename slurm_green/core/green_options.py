@@ -3,7 +3,11 @@
 Users opt in or out with a standard sbatch flag, ``--comment``::
 
     --comment "green:flex=6h,gpus=2-8,cap=yes,share=no"
+    --comment "green:elastic=requeue,gpus=1-4"
     --comment "green:off"
+
+``elastic=requeue`` lets the controller checkpoint-and-requeue a running job at another
+GPU count within its ``gpus`` range (``elastic=no``, the default: never).
 
 ``job_submit.lua`` validates that text at submission (it mirrors ``parse_user_options``)
 and writes a normalised *marker* into the job's AdminComment, which neither users nor
@@ -38,6 +42,7 @@ class GreenOptions:
     accept_cap: bool = True
     accept_share: bool = False
     deadline: float | None = None
+    elastic: bool = False
 
 
 def parse_duration(text: str) -> float:
@@ -68,7 +73,18 @@ def _parse_gpu_range(text: str) -> tuple[int, int]:
     return low, high
 
 
-KEYS = ("flex", "gpus", "cap", "share")
+KEYS = ("flex", "gpus", "cap", "share", "elastic")
+_KEY_LIST = ", ".join(KEYS)
+ELASTIC_YES = "requeue"
+
+
+def _parse_elastic(text: str) -> bool:
+    value = text.strip().lower()
+    if value == ELASTIC_YES:
+        return True
+    if value in _NO:
+        return False
+    raise GreenOptionError(f"elastic={text!r}: expected requeue or no")
 
 
 def _names_a_key(word: str) -> bool:
@@ -99,7 +115,7 @@ def find_user_options(comment: str) -> str | None:
 
 
 def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
-    """Parse the text after ``green:``; ``off`` opts out. Keys: flex, gpus, cap, share, each once."""
+    """Parse the text after ``green:``; ``off`` opts out. Keys: flex, gpus, cap, share, elastic, each once."""
     text = text.strip()
     if text.lower() in _NO:
         return GreenOptions(managed=False)
@@ -111,9 +127,9 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
         if not sep and key in ("on", "yes"):
             continue
         if not sep:
-            raise GreenOptionError(f"{item!r}: expected KEY=VALUE with KEY one of flex, gpus, cap, share")
+            raise GreenOptionError(f"{item!r}: expected KEY=VALUE with KEY one of {_KEY_LIST}")
         if key in seen:
-            raise GreenOptionError(f"{key!r} given twice: give each of flex, gpus, cap, share at most once")
+            raise GreenOptionError(f"{key!r} given twice: give each of {_KEY_LIST} at most once")
         seen.add(key)
         if key == "flex":
             delay = parse_duration(value)
@@ -127,13 +143,18 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
             options = replace(options, accept_cap=_parse_bool(key, value))
         elif key == "share":
             options = replace(options, accept_share=_parse_bool(key, value))
+        elif key == "elastic":
+            options = replace(options, elastic=_parse_elastic(value))
         else:
-            raise GreenOptionError(f"unknown key {key!r}: allowed are flex, gpus, cap, share")
+            raise GreenOptionError(f"unknown key {key!r}: allowed are {_KEY_LIST}")
     return options
 
 
 def format_marker(options: GreenOptions) -> str:
-    """The trusted marker job_submit.lua writes into AdminComment (same format)."""
+    """The trusted marker job_submit.lua writes into AdminComment (same format).
+
+    ``elastic=1`` is written only for an elastic job, so that every other marker is the
+    same text as before the option existed."""
     fields = [
         f"managed={int(options.managed)}",
         f"flex={int(options.max_delay_s)}",
@@ -145,10 +166,13 @@ def format_marker(options: GreenOptions) -> str:
         fields.append(f"gmax={options.gpus_max}")
     if options.deadline is not None:
         fields.append(f"deadline={int(options.deadline)}")
+    if options.elastic:
+        fields.append("elastic=1")
     return MARKER_PREFIX + ";".join(fields)
 
 
-def on_arrival(options: GreenOptions, now: float, begin: float | None = None) -> tuple[GreenOptions, int | None]:
+def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
+               requeue: int | None = None) -> tuple[GreenOptions, int | None]:
     """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
@@ -156,13 +180,31 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None) ->
     ``now``; a managed job is deferred to its deadline (whole seconds) so that it still starts
     by then when no controller releases it. The simulator's job_submit.lua is this function,
     and the Lua is tested against it (tests/unit/job_submit), so the two cannot drift.
+
+    ``requeue`` is the job's Slurm requeue field as submitted (0: the user's ``--no-requeue``;
+    1: ``--requeue``; ``None`` or ``NO_VAL16``: unset). An elastic job submitted with
+    ``--no-requeue`` is taken as not elastic: the user's choice stands, and the controller
+    could not requeue it anyway (the plugin tells the user so). Any other elastic job is
+    made requeueable by the plugin (``requeue = 1``; see ``plugin_requeue``).
     """
+    if options.elastic and requeue == 0:
+        options = replace(options, elastic=False)
     if not options.managed:
         return options, None
     base = begin if begin is not None and begin > now else now
     deadline = base + options.max_delay_s
     defer = math.floor(deadline)
     return replace(options, deadline=deadline), (defer if defer > base else None)
+
+
+NO_VAL16 = 0xFFFE  # Slurm's "unset" for a uint16 job_desc field such as requeue
+
+
+def plugin_requeue(options: GreenOptions, requeue: int | None) -> int | None:
+    """The requeue field job_submit.lua leaves for a job with these options (``on_arrival``'s
+    result; not in dry-run): 1 for an elastic job, so that a site with ``JobRequeue=0`` does
+    not refuse the controller's requeue; otherwise the field as submitted."""
+    return 1 if options.elastic else requeue
 
 
 def parse_marker(admin_comment: str) -> GreenOptions | None:
@@ -185,6 +227,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
             accept_cap=values.get("cap", "1") == "1",
             accept_share=values.get("share", "0") == "1",
             deadline=float(values["deadline"]) if "deadline" in values else None,
+            elastic=values.get("elastic", "0") == "1",
         )
     except ValueError:
         return None

@@ -2,9 +2,12 @@
 slurm-green job_submit.lua: opt-in, trusted marker and guard for green-scheduled jobs.
 
 At submission it
-  * reads the user's green options from --comment ("green:flex=6h,gpus=2-8,cap=yes,share=no"
-    or "green:off"), accepting and rejecting exactly what find_user_options and
-    parse_user_options of slurm_green.core.green_options do,
+  * reads the user's green options from --comment ("green:flex=6h,gpus=2-8,cap=yes,share=no",
+    "green:elastic=requeue,gpus=1-4" or "green:off"), accepting and rejecting exactly what
+    find_user_options and parse_user_options of slurm_green.core.green_options do,
+  * makes an elastic job requeueable (requeue = 1, as --requeue), so that the controller
+    may checkpoint-and-requeue it at another GPU count even where JobRequeue=0; a job the
+    user submitted with --no-requeue keeps it and is not elastic (the user is told),
   * writes the normalised marker (format_marker) into AdminComment, which users cannot
     change, and defers the job to its deadline (begin_time) so that it still starts in
     time when the controller is down; the controller moves it earlier,
@@ -90,7 +93,8 @@ local function invalid(message)
     error({ user_message = message }, 0)
 end
 
-local KEYS = { flex = true, gpus = true, cap = true, share = true }
+local KEYS = { flex = true, gpus = true, cap = true, share = true, elastic = true }
+local KEY_LIST = "flex, gpus, cap, share, elastic" -- in green_options.KEYS order
 
 -- Whether a word holds a KEY=VALUE item of ours ("gpus=2", ",cap=no").
 local function names_a_key(word)
@@ -171,8 +175,15 @@ local function parse_gpu_range(text)
     return low, high
 end
 
+local function parse_elastic(text)
+    local value = strip(text):lower()
+    if value == "requeue" then return true end
+    if NO[value] then return false end
+    invalid(string.format("elastic='%s': expected requeue or no", text))
+end
+
 local function default_options()
-    return { managed = true, flex_s = 0, accept_cap = true, accept_share = false }
+    return { managed = true, flex_s = 0, accept_cap = true, accept_share = false, elastic = false }
 end
 
 local function parse_user_options(text)
@@ -190,13 +201,13 @@ local function parse_user_options(text)
             local key = strip(eq and item:sub(1, eq - 1) or item):lower()
             local value = eq and item:sub(eq + 1) or ""
             if eq and seen[key] then
-                invalid(string.format("'%s' given twice: give each of flex, gpus, cap, share at most once", key))
+                invalid(string.format("'%s' given twice: give each of %s at most once", key, KEY_LIST))
             end
             if eq then seen[key] = true end
             if not eq and (key == "on" or key == "yes") then
                 -- a bare "on"/"yes" only confirms the opt-in
             elseif not eq then
-                invalid(string.format("'%s': expected KEY=VALUE with KEY one of flex, gpus, cap, share", item))
+                invalid(string.format("'%s': expected KEY=VALUE with KEY one of %s", item, KEY_LIST))
             elseif key == "flex" then
                 local delay = parse_duration(value)
                 if delay > SETTINGS.max_flex_s then
@@ -209,8 +220,10 @@ local function parse_user_options(text)
                 options.accept_cap = parse_bool(key, value)
             elseif key == "share" then
                 options.accept_share = parse_bool(key, value)
+            elseif key == "elastic" then
+                options.elastic = parse_elastic(value)
             else
-                invalid(string.format("unknown key '%s': allowed are flex, gpus, cap, share", key))
+                invalid(string.format("unknown key '%s': allowed are %s", key, KEY_LIST))
             end
         end
     end
@@ -236,6 +249,9 @@ local function format_marker(options)
     end
     if options.deadline then
         fields[#fields + 1] = string.format("deadline=%d", math.floor(options.deadline))
+    end
+    if options.elastic then
+        fields[#fields + 1] = "elastic=1" -- only when true: other markers stay as they were
     end
     return MARKER_PREFIX .. table.concat(fields, ";")
 end
@@ -290,7 +306,24 @@ local function marker_says_managed(admin_comment)
 end
 
 local ALLOWED_HINT = 'allowed: --comment "green:flex=6h,gpus=2-8,cap=yes,share=no" (flex up to %gh; '
-    .. 'units s, m, h, d; gpus a count or MIN-MAX; cap and share yes or no) or --comment "green:off"'
+    .. 'units s, m, h, d; gpus a count or MIN-MAX; cap and share yes or no; elastic requeue or no) '
+    .. 'or --comment "green:off"'
+
+-- An elastic job must be requeueable: set requeue = 1 (as --requeue) unless the user
+-- said --no-requeue (requeue == 0), which stands; that job is then not elastic
+-- (green_options.on_arrival and plugin_requeue). Without either flag requeue reads
+-- NO_VAL16 (65534, slurm_init_job_desc_msg); job_submit/lua reads and sets it as a number.
+local function settle_elastic(job_desc, options)
+    if not options.elastic then return end
+    local requeue = tonumber(job_desc.requeue)
+    if requeue == 0 then
+        options.elastic = false
+        slurm.log_user("%s", "slurm-green: elastic=requeue ignored: the job was submitted with --no-requeue, "
+            .. "so it keeps its size while it runs (leave out --no-requeue to make it elastic)")
+    elseif requeue ~= 1 and not SETTINGS.dry_run then
+        job_desc.requeue = 1
+    end
+end
 
 local function on_submit(job_desc)
     local comment = job_desc.comment
@@ -319,6 +352,7 @@ local function on_submit(job_desc)
         options = default_options()
         options.flex_s = SETTINGS.default_flex_s
     end
+    settle_elastic(job_desc, options)
     if options.managed then
         local now = os.time()
         local begin = tonumber(job_desc.begin_time) or 0

@@ -4,13 +4,17 @@ import pytest
 from hypothesis import given, strategies as st
 
 from slurm_green.core.green_options import (
+    KEYS,
+    NO_VAL16,
     GreenOptionError,
     GreenOptions,
     find_user_options,
     format_marker,
+    on_arrival,
     parse_duration,
     parse_marker,
     parse_user_options,
+    plugin_requeue,
 )
 
 DAY = 86400.0
@@ -80,11 +84,86 @@ def test_a_key_given_twice_is_refused_not_overwritten(text, key):
     cap=st.booleans(),
     share=st.booleans(),
     deadline=st.one_of(st.none(), st.integers(0, 2**31)),
+    elastic=st.booleans(),
 )
-def test_marker_round_trips(managed, delay, gpus, cap, share, deadline):
+def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic):
     gmin, gmax = (None, None) if gpus is None else (gpus[0], gpus[0] + gpus[1])
-    options = GreenOptions(managed, float(delay), gmin, gmax, cap, share, None if deadline is None else float(deadline))
+    options = GreenOptions(managed, float(delay), gmin, gmax, cap, share, None if deadline is None else float(deadline),
+                           elastic)
     assert parse_marker("other words " + format_marker(options)) == options
+
+
+# --- elastic ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", ["requeue", "REQUEUE", " Requeue"])
+def test_elastic_requeue_opts_in(value):
+    options = parse_user_options(f"elastic={value},gpus=1-4", DAY)
+    assert options == GreenOptions(gpus_min=1, gpus_max=4, elastic=True)
+
+
+@pytest.mark.parametrize("value", ["no", "n", "0", "false", "off", "OFF"])
+def test_elastic_no_words_mean_not_elastic(value):
+    assert parse_user_options(f"gpus=1-4,elastic={value}", DAY) == parse_user_options("gpus=1-4", DAY)
+
+
+def test_not_elastic_is_the_default():
+    assert parse_user_options("flex=6h", DAY).elastic is False
+    assert GreenOptions().elastic is False
+
+
+@pytest.mark.parametrize("value", ["yes", "on", "1", "bogus", "requeued", ""])
+def test_other_elastic_values_are_refused(value):
+    with pytest.raises(GreenOptionError, match=f"elastic='{value}': expected requeue or no"):
+        parse_user_options(f"elastic={value}", DAY)
+
+
+def test_elastic_given_twice_is_refused():
+    with pytest.raises(GreenOptionError, match="'elastic' given twice: give each of flex, gpus, cap, share, elastic"):
+        parse_user_options("elastic=requeue,gpus=2,ELASTIC=no", DAY)
+
+
+def test_elastic_outside_the_green_word_is_refused():
+    with pytest.raises(GreenOptionError, match="'elastic=requeue' is outside the green: word"):
+        find_user_options("green:gpus=1-4 elastic=requeue")
+
+
+def test_error_messages_name_every_key():
+    assert KEYS == ("flex", "gpus", "cap", "share", "elastic")
+    for text in ("colour=red", "fast"):
+        with pytest.raises(GreenOptionError, match="flex, gpus, cap, share, elastic"):
+            parse_user_options(text, DAY)
+
+
+def test_a_marker_that_is_not_elastic_is_the_same_text_as_before():
+    """Markers written before the option existed stay byte-identical (and read back not elastic)."""
+    options = GreenOptions(max_delay_s=3600, gpus_min=1, gpus_max=4, deadline=1_700_003_600)
+    assert format_marker(options) == "sg:managed=1;flex=3600;cap=1;share=0;gmin=1;gmax=4;deadline=1700003600"
+    assert format_marker(parse_user_options("flex=1h,elastic=no", DAY)) == "sg:managed=1;flex=3600;cap=1;share=0"
+    assert format_marker(GreenOptions(managed=False)) == "sg:managed=0;flex=0;cap=1;share=0"
+    assert parse_marker("sg:managed=1;flex=3600;cap=1;share=0;gmin=1;gmax=4").elastic is False
+
+
+def test_an_elastic_marker_ends_with_elastic_1():
+    options = parse_user_options("elastic=requeue,gpus=1-4", DAY)
+    assert format_marker(options) == "sg:managed=1;flex=0;cap=1;share=0;gmin=1;gmax=4;elastic=1"
+    assert parse_marker("x " + format_marker(options)) == options
+
+
+@pytest.mark.parametrize("requeue, elastic_after, requeue_after", [
+    (None, True, 1), (NO_VAL16, True, 1), (1, True, 1),
+    (0, False, 0),  # the user's --no-requeue stands: the job is not elastic
+])
+def test_on_arrival_and_the_requeue_field_of_an_elastic_job(requeue, elastic_after, requeue_after):
+    options, _ = on_arrival(GreenOptions(gpus_min=1, gpus_max=4, elastic=True), now=1000.0, requeue=requeue)
+    assert options.elastic is elastic_after
+    assert plugin_requeue(options, requeue) == requeue_after
+
+
+@pytest.mark.parametrize("requeue", [None, NO_VAL16, 0, 1])
+def test_requeue_is_left_alone_when_not_elastic(requeue):
+    options, _ = on_arrival(GreenOptions(max_delay_s=60), now=1000.0, requeue=requeue)
+    assert options.elastic is False and plugin_requeue(options, requeue) == requeue
 
 
 def test_marker_absent_or_garbled():

@@ -50,10 +50,12 @@ assert(rc == slurm.SUCCESS, "the plugin must return slurm.SUCCESS when loaded")
 local plugin = slurm_green
 
 -- What a job_desc holds for fields a request leaves alone (slurm_init_job_desc_msg): an
--- update leaves node counts at NO_VAL.
+-- update leaves node counts at NO_VAL; a submission without --requeue or --no-requeue
+-- has requeue NO_VAL16.
 local NO_VAL = 4294967294
+local NO_VAL16 = 65534
 local UNSET = {
-    submit = { begin_time = 0 },
+    submit = { begin_time = 0, requeue = NO_VAL16 },
     modify = { begin_time = 0, min_nodes = NO_VAL, max_nodes = NO_VAL },
 }
 
@@ -114,7 +116,7 @@ end
 
 function commands.set(desc)
     for name, value in pairs(desc) do
-        if name ~= "begin_time" then plugin.settings[name] = value end
+        if UNSET.submit[name] == nil then plugin.settings[name] = value end
     end
     return {}
 end

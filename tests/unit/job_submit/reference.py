@@ -8,22 +8,32 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from slurm_green.core.green_options import find_user_options, format_marker, on_arrival, parse_user_options
+from slurm_green.core.green_options import (
+    NO_VAL16,
+    find_user_options,
+    format_marker,
+    on_arrival,
+    parse_user_options,
+    plugin_requeue,
+)
 
 NOW = 1_700_000_000
 MAX_FLEX_S = 72 * 3600  # the shipped site setting
 
 
 def expected_submission(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S,
-                        begin: int = 0) -> tuple[str | None, int]:
-    """What the Python reference says the marker (None: no green option) and the begin time
-    (0: none) must be after the plugin (``green_options.on_arrival``, the simulator's rule too);
-    raises GreenOptionError (a ValueError) where the plugin must refuse the submission."""
+                        begin: int = 0, requeue: int = NO_VAL16) -> tuple[str | None, int, int]:
+    """What the Python reference says the marker (None: no green option), the begin time
+    (0: none) and the requeue field (NO_VAL16: unset) must be after the plugin
+    (``green_options.on_arrival`` and ``plugin_requeue``, the simulator's rule too); raises
+    GreenOptionError (a ValueError) where the plugin must refuse the submission."""
     text = find_user_options(comment)
     if text is None:
-        return None, begin
-    options, deferred = on_arrival(parse_user_options(text, max_flex_s), now, begin or None)
-    return format_marker(options), begin if deferred is None else deferred
+        return None, begin, requeue
+    options, deferred = on_arrival(parse_user_options(text, max_flex_s), now, begin or None, requeue)
+    after = plugin_requeue(options, requeue)
+    assert after is not None
+    return format_marker(options), begin if deferred is None else deferred, after
 
 
 def expected_marker(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S) -> str | None:
@@ -32,12 +42,14 @@ def expected_marker(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S
 
 
 _PIECES = st.sampled_from(
-    ["flex", "FLEX", "gpus", "cap", "share", "Share", "on", "yes", "y", "off", "no", "foo", "=", ",", "-", ".",
+    ["flex", "FLEX", "gpus", "cap", "share", "Share", "elastic", "Elastic", "requeue", "REQUEUE",
+     "on", "yes", "y", "off", "no", "foo", "=", ",", "-", ".",
      "0", "1", "2", "8", "007", "72", "73", "1.5", "h", "m", "s", "d", "D", "x", "true", "False", " ", "\t"]
 )
-_ALPHABET = st.sampled_from(list("0123456789.-=,:;hmsdHMSDyesnotrufalcpgx ") + ["\x1c", "\xa0", "\u2003", "\u3000", "\u00e9"])
+_ALPHABET = st.sampled_from(list("0123456789.-=,:;hmsdHMSDyesnotrufalcpgxq ") + ["\x1c", "\xa0", "\u2003", "\u3000", "\u00e9"])
 ITEMS = ["flex=6h", "FLEX=30m", "flex=1d", "gpus=2", "gpus=2-8", "Gpus=1", "cap=yes", "cap=no", "share=no",
-         "share=y", "on", "colour=red", "lr=0.1", "x", ""]
+         "share=y", "elastic=requeue", "Elastic=REQUEUE", "elastic=no", "elastic=off", "elastic=yes", "on",
+         "colour=red", "lr=0.1", "x", ""]
 # How options get joined: commas, and the spaces users type by mistake (green:flex=6h gpus=2).
 JOINS = [",", ",", " ", ", ", " ,", ",,", "\t", "\xa0"]
 _ITEMS = st.sampled_from(ITEMS)
@@ -61,5 +73,6 @@ def comments(draw) -> str:
                           option_lists()))
     prefix = draw(st.sampled_from(["green:", "GREEN:", "Green:", "green", "grün:", ""]))
     lead = draw(st.sampled_from(["", "note ", "green:flex=1h ", "\u3000", "a\x1fb ", "gpus=2 ", "x,cap=no "]))
-    tail = draw(st.sampled_from(["", " more", " green:off", "\xa0x", " gpus=2", " Flex=2h", ",share=no", " lr=1"]))
+    tail = draw(st.sampled_from(["", " more", " green:off", "\xa0x", " gpus=2", " Flex=2h", ",share=no", " lr=1",
+                                 ",elastic=requeue", " elastic=requeue"]))
     return lead + prefix + body + tail

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_green.core import decision_token
-from slurm_green.core.green_options import GreenOptions, format_marker, parse_user_options
+from slurm_green.core.green_options import NO_VAL16, GreenOptions, format_marker, parse_user_options
 
 from lua_plugin import LuaPlugin, start_plugin
 from reference import MAX_FLEX_S, NOW, comments, expected_marker, expected_submission
@@ -53,6 +53,8 @@ def test_existing_admin_comment_is_kept_and_an_old_marker_replaced(plugin: LuaPl
         ("gpus=0", "gpus='0'"),
         ("gpus=8-2", "gpus='8-2'"),
         ("cap=maybe", "cap='maybe'"),
+        ("elastic=yes", "elastic='yes'"),
+        ("elastic=bogus", "expected requeue or no"),
         ("colour=green", "unknown key 'colour'"),
         ("fast", "'fast'"),
     ],
@@ -80,6 +82,8 @@ def test_malformed_option_is_refused_with_a_clear_message(plugin: LuaPlugin, opt
         ("green:flex=1h,flex=2h", "'flex' given twice"),
         ("green:GPUS=2,gpus=3", "'gpus' given twice"),
         ("green:cap=yes,share=no,cap=yes", "'cap' given twice"),
+        ("green:elastic=requeue,gpus=1-4,ELASTIC=no", "'elastic' given twice"),
+        ("green:gpus=1-4 elastic=requeue", "'elastic=requeue' is outside the green: word"),
     ],
 )
 def test_options_outside_the_green_word_or_given_twice_are_refused(plugin: LuaPlugin, comment: str, hint: str) -> None:
@@ -95,6 +99,59 @@ def test_options_outside_the_green_word_or_given_twice_are_refused(plugin: LuaPl
 def test_other_words_stay_the_users_own(plugin: LuaPlugin, comment: str) -> None:
     answer = plugin.submit(comment=comment)
     assert answer.rc == 0 and answer.job["admin_comment"] == expected_marker(comment)
+
+
+# --- elastic=requeue ------------------------------------------------------------------------
+
+
+def test_an_elastic_job_is_marked_and_made_requeueable(plugin: LuaPlugin) -> None:
+    comment = "green:elastic=requeue,gpus=1-4"
+    answer = plugin.submit(comment=comment, tres_per_node="gres/gpu:4")
+    assert answer.rc == 0 and answer.messages("user") == []
+    assert answer.job["admin_comment"] == expected_marker(comment)
+    assert answer.job["admin_comment"].endswith(";elastic=1")
+    assert answer.job["requeue"] == 1  # as --requeue: a site with JobRequeue=0 would refuse the controller's requeue
+
+
+@pytest.mark.parametrize("value", ["no", "off", "0", "N", "False"])
+def test_elastic_no_leaves_marker_and_requeue_as_without_the_option(plugin: LuaPlugin, value: str) -> None:
+    answer = plugin.submit(comment=f"green:gpus=1-4,elastic={value}", tres_per_node="gres/gpu:4")
+    plain = plugin.submit(comment="green:gpus=1-4", tres_per_node="gres/gpu:4")
+    assert answer.rc == 0
+    assert answer.job["admin_comment"] == plain.job["admin_comment"] == expected_marker("green:gpus=1-4")
+    assert answer.job["requeue"] == NO_VAL16  # untouched
+
+
+def test_a_users_no_requeue_stands_and_the_job_is_not_elastic(plugin: LuaPlugin) -> None:
+    comment = "green:elastic=requeue,gpus=1-4"
+    answer = plugin.submit(comment=comment, tres_per_node="gres/gpu:4", requeue=0)
+    assert answer.rc == 0
+    assert answer.job["requeue"] == 0
+    assert answer.job["admin_comment"] == expected_marker("green:gpus=1-4")  # no elastic=1
+    assert (answer.job["admin_comment"], answer.job["begin_time"], answer.job["requeue"]) == expected_submission(
+        comment, requeue=0)
+    [message] = answer.messages("user")
+    assert "--no-requeue" in message and "elastic" in message and "\n" not in message
+
+
+def test_a_users_requeue_is_kept_for_an_elastic_job(plugin: LuaPlugin) -> None:
+    answer = plugin.submit(comment="green:elastic=requeue", requeue=1)
+    assert answer.rc == 0 and answer.job["requeue"] == 1 and answer.messages("user") == []
+    assert answer.job["admin_comment"].endswith(";elastic=1")
+
+
+def test_requeue_is_left_alone_for_jobs_that_are_not_elastic(plugin: LuaPlugin) -> None:
+    for requeue in (0, 1, NO_VAL16):
+        for comment in ("green:flex=1h", "green:off", "no options here"):
+            answer = plugin.submit(comment=comment, requeue=requeue)
+            assert answer.rc == 0 and answer.job["requeue"] == requeue and answer.messages("user") == []
+
+
+def test_a_dry_run_site_marks_elastic_jobs_but_leaves_requeue(fresh_plugin: LuaPlugin) -> None:
+    fresh_plugin.set(dry_run=True)
+    answer = fresh_plugin.submit(comment="green:elastic=requeue")
+    assert answer.rc == 0 and answer.job["requeue"] == NO_VAL16
+    assert answer.job["admin_comment"].endswith(";elastic=1")
 
 
 @pytest.fixture(scope="module")
@@ -217,19 +274,40 @@ def test_a_runtime_error_inside_the_plugin_still_lets_the_job_in(
 
 # --- the property: Lua and Python agree ------------------------------------------------------
 
-@given(comment=comments())
+@given(comment=comments(), requeue=st.sampled_from([NO_VAL16, NO_VAL16, 0, 1]))
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-def test_lua_accepts_and_rejects_exactly_what_python_does(plugin: LuaPlugin, comment: str) -> None:
+def test_lua_accepts_and_rejects_exactly_what_python_does(plugin: LuaPlugin, comment: str, requeue: int) -> None:
     try:
-        expected = expected_marker(comment)
+        marker, _, after = expected_submission(comment, requeue=requeue)
     except ValueError:
-        expected = "refused"
-    answer = plugin.submit(comment=comment)
-    if expected == "refused":
+        marker, after = "refused", requeue
+    answer = plugin.submit(comment=comment, requeue=requeue)
+    if marker == "refused":
         assert answer.rc == -1, f"Lua accepted {comment!r}"
     else:
         assert answer.rc == 0, f"Lua refused {comment!r}: {answer.messages('user')}"
-        assert answer.job.get("admin_comment") == expected
+        assert answer.job.get("admin_comment") == marker
+    assert answer.job["requeue"] == after
+
+
+_VALID = {"flex": ["0", "30m", "6h"], "gpus": ["1", "1-4", "2-8"], "cap": ["yes", "no"], "share": ["y", "off"],
+          "elastic": ["requeue", "Requeue", "no", "0", "off"]}
+
+
+@given(keys=st.lists(st.sampled_from(sorted(_VALID)), unique=True, min_size=1), data=st.data(),
+       requeue=st.sampled_from([NO_VAL16, 0, 1]), begin=st.sampled_from([0, NOW + 3600]))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_valid_option_sets_with_elastic_agree_with_python(plugin: LuaPlugin, keys: list[str], data: st.DataObject,
+                                                          requeue: int, begin: int) -> None:
+    """Accepted combinations (the random comments above are mostly refused ones): marker,
+    begin time and requeue field are the reference's, whatever --requeue/--no-requeue said."""
+    comment = "green:" + ",".join(f"{key}={data.draw(st.sampled_from(_VALID[key]))}" for key in keys)
+    answer = plugin.submit(comment=comment, requeue=requeue, begin_time=begin)
+    assert answer.rc == 0
+    assert (answer.job["admin_comment"], answer.job["begin_time"], answer.job["requeue"]) == expected_submission(
+        comment, begin=begin, requeue=requeue)
+    told = [message for message in answer.messages("user") if "--no-requeue" in message]
+    assert len(told) == (requeue == 0 and "elastic=requeue" in comment.lower())
 
 
 @given(flex=st.sampled_from(["0", "0s", "1s", "30m", "6h", "1.5d", "0.0000001s", "72h", "off"]),
@@ -240,7 +318,7 @@ def test_the_deferral_is_the_python_rule_the_simulator_uses(plugin: LuaPlugin, f
     comment = "green:off" if flex == "off" else f"green:flex={flex}"
     answer = plugin.submit(comment=comment, begin_time=begin)
     assert answer.rc == 0
-    assert (answer.job.get("admin_comment"), answer.job["begin_time"]) == expected_submission(comment, begin=begin)
+    assert (answer.job.get("admin_comment"), answer.job["begin_time"]) == expected_submission(comment, begin=begin)[:2]
 
 
 @pytest.mark.parametrize(

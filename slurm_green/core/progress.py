@@ -8,7 +8,13 @@ controller both reach (``<telemetry_dir>/progress`` by default, beside the Epilo
 energy records). Unlike those, this file is written by the *user's* process: it is
 untrusted input. This module is the one definition of the format, both ends use it;
 ``decode`` refuses anything that is not exactly a record (size bound, UTF-8, types,
-ranges, the job id its file is named by). Ownership is checked by the reader
+ranges, the job id its file is named by).
+
+Format 2 adds ``checkpoint``: when the job's latest complete checkpoint was written (Unix
+seconds; 0 for none). The controller's resize (``controller/resize.py``) signals a job
+(SIGUSR2: checkpoint and go on) and requeues it only once a report names a checkpoint
+written after its signal. ``encode`` writes format 2; ``decode`` still reads format 1
+(exactly its keys, ``checkpoint`` 0), so jobs running an older helper keep reporting. Ownership is checked by the reader
 (``controller/progress.py``); nothing here touches the disk.
 """
 
@@ -19,17 +25,24 @@ import math
 from dataclasses import asdict, dataclass
 
 SUFFIX = ".progress.json"
-#: A record is about 150 bytes; anything longer than this is not one.
+#: A record is about 180 bytes; anything longer than this is not one.
 MAX_BYTES = 4096
 UNITS = ("samples", "steps")
-FORMAT = 1
+FORMAT = 2
+#: The exact keys of each format ``decode`` reads.
+KEYS = {
+    1: frozenset({"format", "job_id", "unit", "done", "per_s", "frozen", "time"}),
+    2: frozenset({"format", "job_id", "unit", "done", "per_s", "frozen", "time", "checkpoint"}),
+}
 
 
 @dataclass(frozen=True, slots=True)
 class JobProgress:
     """How far job ``job_id`` is: ``done`` units (``samples`` or ``steps``) so far, its recent
-    rate ``per_s``, the frozen share of its blocks ``frozen`` (models/freezing.py's ``f``)
-    and the wall-clock ``time`` (Unix seconds) it was measured at."""
+    rate ``per_s``, the frozen share of its blocks ``frozen`` (models/freezing.py's ``f``),
+    the wall-clock ``time`` (Unix seconds) it was measured at and ``checkpoint``, the
+    wall-clock time its latest complete checkpoint was written (0.0: none reported; never
+    after ``time``, so the reader's bound on ``time`` bounds it too)."""
 
     job_id: int
     unit: str
@@ -37,16 +50,19 @@ class JobProgress:
     per_s: float
     frozen: float
     time: float
+    checkpoint: float = 0.0
 
     def __post_init__(self) -> None:
         if type(self.job_id) is not int or self.job_id <= 0:
             raise ValueError(f"job id {self.job_id!r}: expected a positive integer")
         if self.unit not in UNITS:
             raise ValueError(f"unit {self.unit!r}: expected one of {', '.join(UNITS)}")
-        for name in ("done", "per_s", "frozen", "time"):
+        for name in ("done", "per_s", "frozen", "time", "checkpoint"):
             _check_number(name, getattr(self, name))
         if self.frozen > 1:
             raise ValueError(f"frozen {self.frozen!r}: expected a share in [0, 1]")
+        if self.checkpoint > self.time:
+            raise ValueError(f"checkpoint {self.checkpoint!r}: after the record's time {self.time!r}")
 
     @property
     def file_name(self) -> str:
@@ -79,10 +95,10 @@ def decode(data: bytes, job_id: int) -> JobProgress:
         fields = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise ValueError(f"not a JSON progress record ({type(exc).__name__})") from None
-    expected = {"format", "job_id", "unit", "done", "per_s", "frozen", "time"}
-    if not isinstance(fields, dict) or set(fields) != expected or fields["format"] != FORMAT \
-            or type(fields["format"]) is not int:
-        raise ValueError(f"not a progress record of format {FORMAT} (keys: {', '.join(sorted(expected))})")
+    version = fields.get("format") if isinstance(fields, dict) else None
+    if type(version) is not int or version not in KEYS or set(fields) != KEYS[version]:
+        raise ValueError(f"not a progress record of format {FORMAT} (keys: {', '.join(sorted(KEYS[FORMAT]))}) "
+                         f"or 1 (without checkpoint)")
     del fields["format"]
     record = JobProgress(**fields)
     if record.job_id != job_id:

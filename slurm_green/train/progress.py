@@ -59,7 +59,13 @@ class ProgressReporter:
     """Call ``update(done, frozen)`` as often as you like; it writes at most every ``every_s``.
 
     The rate written is the units done per second since the previous write (the first call
-    only starts the clock). Disabled (every call returns None) without a directory or a job id.
+    only starts the clock). After writing a checkpoint whole, call ``update(done, frozen,
+    checkpointed=True)``: the reporter takes its clock's now as the checkpoint's time
+    (``checkpoint_time``; every later report carries it) and writes at once, whatever
+    ``every_s``, even on the first call (with a rate of 0: none is known yet). A forced
+    report with no new units since the last (a checkpoint right after a report) repeats the
+    last rate instead of writing 0. Disabled (every call returns None) without a directory
+    or a job id.
     """
 
     def __init__(self, directory: Path | None, job_id: int | None, unit: str = "samples",
@@ -68,6 +74,8 @@ class ProgressReporter:
             raise ValueError(f"unit {unit!r}: expected one of {', '.join(progress.UNITS)}")
         self.directory, self.job_id, self.unit, self.every_s, self.clock = directory, job_id, unit, every_s, clock
         self._last: tuple[float, float] | None = None  # (time, done) of the last write or the first call
+        self._rate = 0.0                               # the rate last written
+        self.checkpoint_time = 0.0                     # the latest checkpoint's, as reported; 0: none yet
         self._warned = False
 
     @classmethod
@@ -81,19 +89,30 @@ class ProgressReporter:
     def enabled(self) -> bool:
         return self.directory is not None and self.job_id is not None
 
-    def update(self, done: float, frozen: float = 0.0, force: bool = False) -> Path | None:
-        """Report ``done`` units so far at frozen share ``frozen``; the path written, or None."""
+    def update(self, done: float, frozen: float = 0.0, force: bool = False,
+               checkpointed: bool = False) -> Path | None:
+        """Report ``done`` units so far at frozen share ``frozen``; ``force``: write now, whatever
+        ``every_s``; ``checkpointed``: a checkpoint was just written whole (implies ``force``).
+        The path written, or None."""
         directory, job_id = self.directory, self.job_id
         if directory is None or job_id is None:  # not ``enabled``
             return None
         now = self.clock()
+        if checkpointed:
+            self.checkpoint_time = now
+            force = True
         if self._last is None:
             self._last = (now, done)
-            return None
+            if not checkpointed:
+                return None
         then, before = self._last
-        if now <= then or (now - then < self.every_s and not force):
+        if not checkpointed and (now <= then or (now - then < self.every_s and not force)):
             return None
-        record = JobProgress(job_id, self.unit, done, max(done - before, 0.0) / (now - then), frozen, now)
+        if now > then and (done != before or not force):
+            rate, last = max(done - before, 0.0) / (now - then), (now, done)
+        else:  # nothing new since the last write: its rate and its window stand
+            rate, last = self._rate, self._last
+        record = JobProgress(job_id, self.unit, done, rate, frozen, now, min(self.checkpoint_time, now))
         try:
             path = write(directory, record)
         except OSError as exc:
@@ -101,5 +120,5 @@ class ProgressReporter:
                 log.warning("cannot write progress to %s (%s); training goes on without reports", self.directory, exc)
                 self._warned = True
             return None
-        self._last = (now, done)
+        self._last, self._rate = last, rate
         return path

@@ -43,11 +43,45 @@ def test_the_reporter_writes_the_rate_since_its_last_report_at_most_every_interv
     assert [p.name for p in tmp_path.iterdir()] == ["42.progress.json"]   # no temporary file left
 
 
+def test_a_checkpoint_is_reported_at_once_and_carried_by_later_reports(tmp_path) -> None:
+    clock = Clock()
+    reporter = ProgressReporter(tmp_path, 42, every_s=30, clock=clock)
+    path = tmp_path / "42.progress.json"
+    clock.now += 1
+    assert reporter.update(0, checkpointed=True) == path      # even the first call: the controller waits for it
+    record = progress.decode(path.read_bytes(), 42)
+    assert (record.checkpoint, record.time, record.per_s, reporter.checkpoint_time) == (clock.now, clock.now, 0, clock.now)
+    first = clock.now
+    clock.now += 40
+    assert reporter.update(400) == path                       # a plain report keeps the checkpoint's time
+    record = progress.decode(path.read_bytes(), 42)
+    assert (record.checkpoint, record.per_s) == (first, 10.0)
+    clock.now += 2                                            # a checkpoint right after a report, nothing new:
+    assert reporter.update(400, checkpointed=True) == path    # written though every_s has not passed,
+    record = progress.decode(path.read_bytes(), 42)
+    assert (record.checkpoint, record.time, record.per_s) == (clock.now, clock.now, 10.0)   # the last rate kept
+    clock.now += 28                                           # the rate's window still starts at the last new units
+    assert progress.decode(reporter.update(700).read_bytes(), 42).per_s == 10.0
+
+
+def test_a_checkpoint_report_that_fails_is_carried_by_the_next(tmp_path) -> None:
+    clock = Clock()
+    reporter = ProgressReporter(tmp_path / "later", 42, every_s=30, clock=clock)
+    reporter.update(0)
+    clock.now += 5
+    assert reporter.update(50, checkpointed=True) is None     # the directory is not there yet
+    at = clock.now
+    (tmp_path / "later").mkdir()
+    clock.now += 30
+    assert progress.decode(reporter.update(350).read_bytes(), 42).checkpoint == at
+
+
 def test_without_a_directory_or_a_job_id_it_does_nothing(tmp_path) -> None:
     assert not ProgressReporter.from_environment({"SLURM_GREEN_PROGRESS_DIR": str(tmp_path)}).enabled
     reporter = ProgressReporter.from_environment({"SLURM_GREEN_PROGRESS_DIR": str(tmp_path), "SLURM_JOB_ID": "7"})
     assert reporter.enabled and reporter.job_id == 7
     assert ProgressReporter(None, 7).update(1, force=True) is None
+    assert ProgressReporter(None, 7).update(1, checkpointed=True) is None
 
 
 def test_a_write_that_fails_is_logged_once_and_training_goes_on(tmp_path, caplog) -> None:

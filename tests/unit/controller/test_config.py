@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from slurm_green.controller.config import Config, ConfigError, load_config
@@ -31,7 +33,7 @@ def test_errors_name_every_bad_key(tmp_path):
 def test_an_unknown_section_lists_the_sections(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[carbn]\nsources = ['synthetic']\n")
-    with pytest.raises(ConfigError, match=r"carbn: unknown key \(allowed here: controller, slurm, carbon, policy, gpu, budget\)"):
+    with pytest.raises(ConfigError, match=r"carbn: unknown key \(allowed here: controller, slurm, carbon, policy, gpu, budget, elastic\)"):
         load_config(path)
 
 
@@ -67,3 +69,18 @@ def test_a_period_budget_for_its_policy(tmp_path):
     path.write_text('[policy]\nname = "powerflow"\n[budget]\nenergy_kwh = 500\nperiod = "week"\ntimezone = "Asia/Kolkata"\n')
     budget = load_config(path).budget
     assert (budget.limit, budget.period, budget.timezone) == (500.0, "week", "Asia/Kolkata")
+
+
+def test_elastic_requeue_is_off_by_default_and_needs_a_place_to_read_progress(tmp_path):
+    assert not Config().elastic.requeue and Config().progress_dir is None
+    path = tmp_path / "c.toml"
+    path.write_text("[elastic]\nrequeue = true\n")
+    with pytest.raises(ConfigError, match="elastic.requeue needs elastic.progress_dir or controller.telemetry_dir"):
+        load_config(path)
+    path.write_text('[controller]\ntelemetry_dir = "/spool/t"\n[elastic]\nrequeue = true\nsignal = "sigusr1"\n')
+    config = load_config(path)
+    assert config.progress_dir == Path("/spool/t/progress") and config.elastic.signal == "USR1"
+    for bad, why in (("TERM", "stops the job"), ("USR9", "not a signal name")):
+        path.write_text(f'[elastic]\nprogress_dir = "/p"\nsignal = "{bad}"\n')
+        with pytest.raises(ConfigError, match=why):
+            load_config(path)

@@ -22,6 +22,7 @@ from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecis
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.policy.running import GrowRunning
 from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm.runner import LocalRunner
 
@@ -83,6 +84,19 @@ def test_assembly_follows_the_config(config: Config) -> None:
     assert backend.timeout_s == 7.5 and not backend.reads_jobs_as_text and backend.write_prefix == ("sudo", "-n")
     assert parts.controller.policy.name == "window" and parts.controller.retention_s == 90 * 86400
     assert parts.controller.sign is not None and parts.clock.now() == NOW
+
+
+def test_elastic_requeue_wraps_the_policy_and_gives_the_controller_a_resizer(config: Config, tmp_path) -> None:
+    assert assemble(config, clock=ManualClock(NOW)).controller.resizer is None      # off by default
+    elastic = Config.model_validate({**config.model_dump(), "elastic": {
+        "requeue": True, "progress_dir": str(tmp_path / "progress"), "min_interval_h": 2}})
+    controller = assemble(elastic, clock=ManualClock(NOW)).controller
+    assert isinstance(controller.policy, GrowRunning) and controller.policy.name == "window"
+    assert controller.resizer is not None and controller.resizer.store is controller.store
+    assert controller.resizer.settings.min_interval_s == 7200
+    assert assemble(elastic, clock=ManualClock(NOW), with_store=False).controller.resizer is None  # `plan`
+    with pytest.raises(ValueError, match="own state store"):
+        dataclasses.replace(controller, store=None)
 
 
 def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tick_says_why(config: Config) -> None:

@@ -17,12 +17,15 @@ progress reports and opt-in layer freezing with three lines (``pip install slurm
   (``torch.distributed``, any backend), then ``optimizer.step()``. Do not wrap the model
   in DistributedDataParallel: its own averaging would count twice (the adapter's
   all-reduce does not overlap the backward pass as DDP's does).
-* **Checkpoints** on Slurm's warning signal (``signals.CheckpointSignal``, SIGUSR1:
-  ``sbatch --signal=USR1@120``), at the last step, or when ``checkpoint()`` is called: model,
-  optimizer (and scheduler), steps and samples done, the global batch and world it ran at,
-  the frozen prefix and the freezing histories, the random generators' states. Written
-  whole (``checkpoint.atomic_write``) by rank 0; on a signal every rank stops at the same
-  step (the flag is all-reduced), and the loop ends with ``interrupted`` set.
+* **Checkpoints** on a signal (``signals.CheckpointSignal``), at the last step, or when
+  ``checkpoint()`` is called: model, optimizer (and scheduler), steps and samples done, the
+  global batch and world it ran at, the frozen prefix and the freezing histories, the
+  random generators' states. Written whole (``checkpoint.atomic_write``) by rank 0 and
+  reported (``ProgressReporter.update(..., checkpointed=True)``). The request is all-reduced
+  at every step's end, so every rank answers it at the same step. SIGUSR1 (Slurm's
+  warning, ``sbatch --signal=USR1@120``): checkpoint, and the loop ends with
+  ``interrupted`` set. SIGUSR2 (the controller's resize): checkpoint and train on; the
+  controller may then requeue the job and restart it at another size from that checkpoint.
 * **Progress reports** (``progress.ProgressReporter``, rank 0): samples done across
   restarts and the frozen share, where the controller reads them.
 * **Freezing** (``Freezing``, opt-in): every ``check_every`` steps each layer's mean
@@ -57,13 +60,14 @@ from slurm_green.train.checkpoint import atomic_write
 from slurm_green.train.freeze import frozen_prefix, frozen_share
 from slurm_green.train.plan import BatchPlan, accumulation
 from slurm_green.train.progress import ProgressReporter
-from slurm_green.train.signals import CheckpointSignal
+from slurm_green.train.signals import CheckpointSignal, Request
 
 log = logging.getLogger(__name__)
 
 CHECKPOINT = "green.pt"
 FORMAT = 1
 RESIZES = ("accumulate", "scale")
+_LEVELS = (None, Request.KEEP_GOING, Request.STOP)  # all-reduced by MAX: stop wins
 
 
 @dataclass(frozen=True)
@@ -124,7 +128,8 @@ class GreenTrainer:
 
     def batches(self, dataset: Any, steps: int, micro_batch: int, **loader_args: Any) -> Iterator[Any]:
         """This rank's micro-batches (collated by a ``DataLoader`` with ``loader_args``) until
-        ``steps`` optimizer steps are done or Slurm's signal has been answered by a checkpoint."""
+        ``steps`` optimizer steps are done or a stop signal (SIGUSR1) has been answered by a
+        checkpoint; a keep-going signal (SIGUSR2) is answered by a checkpoint and training goes on."""
         plan = BatchPlan(len(dataset), micro_batch, self.seed)
         loader = DataLoader(dataset, batch_sampler=_Sampler(self, plan, steps), **loader_args)
         micro = iter(loader)
@@ -135,11 +140,15 @@ class GreenTrainer:
                     self._weight = len(indices) / self.global_batch
                     yield next(micro)
                 self._finish_step()
-                if self._signalled():
+                request = self._signalled()
+                if request is Request.STOP:
                     self.interrupted = True
-                    log.info("checkpoint signal: saving at step %d and stopping", self.step)
+                    log.info("stop signal: checkpoint at step %d, stopping", self.step)
                     self.checkpoint()
                     return
+                if request is Request.KEEP_GOING and self.step < steps:  # at the last step: the final one serves
+                    log.info("keep-going signal: checkpoint at step %d, training on", self.step)
+                    self.checkpoint()
             self.checkpoint()
         finally:
             self.signal.uninstall()
@@ -177,15 +186,17 @@ class GreenTrainer:
         if self.reporter is not None:
             self.reporter.update(self.samples, self.frozen_share)
 
-    def _signalled(self) -> bool:
-        """Whether any rank got the signal: all stop at the same step, so the checkpoint is one."""
-        wanted = self.signal.should_checkpoint()
+    def _signalled(self) -> Request | None:
+        """The request any rank took (stop wins): all answer it at the same step, so the
+        checkpoint is one. Each rank takes (clears) its own request here, before the checkpoint:
+        a signal during the checkpoint asks again at the next step."""
+        request = self.signal.take()
         if self.world > 1:
             device = next(self.model.parameters()).device  # NCCL reduces GPU tensors only
-            flag = torch.tensor([1 if wanted else 0], device=device)
+            flag = torch.tensor([_LEVELS.index(request)], device=device)
             dist.all_reduce(flag, op=dist.ReduceOp.MAX)
-            wanted = bool(flag.item())
-        return wanted
+            request = _LEVELS[int(flag.item())]
+        return request
 
     # ---- freezing ----
 
@@ -223,7 +234,8 @@ class GreenTrainer:
     # ---- checkpoints ----
 
     def checkpoint(self) -> Path:
-        """Write the checkpoint now (rank 0; every rank must call it); ends the signal's request."""
+        """Write the checkpoint now (rank 0; every rank must call it) and report it. A signal's
+        request is not cleared here (the loop takes it at a step's end)."""
         if self.rank == 0:
             state = {"format": FORMAT, "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
                      "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
@@ -237,10 +249,9 @@ class GreenTrainer:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(self.path, save)
             if self.reporter is not None:
-                self.reporter.update(self.samples, self.frozen_share, force=True)
+                self.reporter.update(self.samples, self.frozen_share, checkpointed=True)
         if self.world > 1:
             dist.barrier()  # no rank goes on (or exits) before the checkpoint is whole
-        self.signal.acknowledge()
         return self.path
 
     def _resume(self, on_resize: str) -> None:

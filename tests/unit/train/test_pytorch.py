@@ -14,6 +14,7 @@ import shutil
 import signal
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from torch import nn  # noqa: E402
 from torch.utils.data import TensorDataset  # noqa: E402
 
 from slurm_green.controller.progress import ProgressReader  # noqa: E402
+from slurm_green.core import progress  # noqa: E402
 from slurm_green.train.progress import ProgressReporter  # noqa: E402
 from slurm_green.train.pytorch import CHECKPOINT, Freezing, GreenTrainer  # noqa: E402
 
@@ -75,17 +77,21 @@ def accuracy(model: Any, test: Any) -> float:
 
 
 def train(trainer: GreenTrainer, data: Any, steps: int, signal_at: int | None = None,
-          micro_batch: int = MICRO_BATCH) -> list[tuple[float, int]]:
-    """The user's loop (the lines under ``for``), plus the test's timing and signal; for each
-    optimizer step, the seconds it took and the layers frozen after it."""
+          micro_batch: int = MICRO_BATCH, signum: int = signal.SIGUSR1,
+          on_step: Callable[[GreenTrainer], None] | None = None) -> list[tuple[float, int]]:
+    """The user's loop (the lines under ``for``), plus the test's timing and signal (``signum``
+    during the step after ``signal_at``); for each optimizer step, the seconds it took and the
+    layers frozen after it. ``on_step``: called at each step's first micro-batch."""
     steps_done, last_step, last_time = [], trainer.step, time.perf_counter()
     for x, y in trainer.batches(data, steps=steps, micro_batch=micro_batch):
         if trainer.step != last_step:
             now = time.perf_counter()
             steps_done.append((now - last_time, trainer.frozen))
             last_step, last_time = trainer.step, now
+            if on_step is not None:
+                on_step(trainer)
         if signal_at is not None and trainer.step == signal_at:
-            os.kill(os.getpid(), signal.SIGUSR1)  # what Slurm's --signal=USR1@120 sends
+            os.kill(os.getpid(), signum)  # what Slurm's --signal=USR1@120 (or the controller's USR2) sends
             signal_at = None
         trainer.backward(LOSS(trainer.model(x), y))
     return steps_done
@@ -127,9 +133,53 @@ def test_sigusr1_checkpoints_and_the_resumed_run_continues_exactly(tmp_path: Pat
     assert same_state(second, whole)  # same world, same order of sums: bit for bit
 
 
-def _distributed_worker(rank: int, world: int, directory: str, steps: int, signal_at: int) -> None:
+def test_sigusr2_checkpoints_reports_and_trains_on_and_the_checkpoint_resumes_exactly(tmp_path: Path) -> None:
+    """The controller's resize signal: a checkpoint at the step's end, reported, and the loop
+    goes on; a job requeued then would restart from that checkpoint and end the same."""
+    train_set, _ = digits()
+    whole = mlp()
+    train(GreenTrainer(whole, sgd(whole), global_batch=GLOBAL_BATCH, checkpoint_dir=tmp_path / "whole",
+                       reporter=None), train_set, steps=40)
+
+    (tmp_path / "progress").mkdir()
+    reporter = ProgressReporter(tmp_path / "progress", 4343, every_s=3600)
+    report = tmp_path / "progress" / "4343.progress.json"
+    seen: dict[str, Any] = {}
+
+    def at_step(trainer: GreenTrainer) -> None:
+        """Right after step 21's end (the checkpoint asked for during it): keep what the
+        controller would see, before the last step's checkpoint replaces the file."""
+        if trainer.step == 21:
+            shutil.copytree(tmp_path / "run", tmp_path / "at-21")
+            seen["record"] = progress.decode(report.read_bytes(), 4343)
+
+    first = mlp()
+    green = GreenTrainer(first, sgd(first), global_batch=GLOBAL_BATCH, checkpoint_dir=tmp_path / "run",
+                         reporter=reporter)
+    signalled = time.time()
+    train(green, train_set, steps=40, signal_at=20, signum=signal.SIGUSR2, on_step=at_step)
+    assert not green.interrupted and green.step == 40
+    assert same_state(first, whole)  # the checkpoint changed nothing in the training
+    record = seen["record"]
+    assert record.done == 21 * GLOBAL_BATCH and signalled <= record.checkpoint == record.time
+    assert torch.load(tmp_path / "at-21" / CHECKPOINT, weights_only=True)["step"] == 21
+    final = progress.decode(report.read_bytes(), 4343)
+    assert final.done == 40 * GLOBAL_BATCH and final.checkpoint >= record.checkpoint
+
+    second = mlp(seed=99)  # requeued: a new process from the step-21 checkpoint
+    resumed = GreenTrainer(second, sgd(second), global_batch=GLOBAL_BATCH, checkpoint_dir=tmp_path / "at-21",
+                           reporter=None)
+    assert (resumed.step, resumed.samples) == (21, 21 * GLOBAL_BATCH)
+    train(resumed, train_set, steps=40)
+    assert resumed.step == 40 and not resumed.interrupted
+    assert same_state(second, whole)  # bit for bit
+
+
+def _distributed_worker(rank: int, world: int, directory: str, steps: int, signal_at: int,
+                        signum: int = signal.SIGUSR1) -> None:
     """One rank of a world-2 job (gloo on CPU); rank 1 alone gets the signal, as when Slurm
-    signals one task: both ranks must stop at the same step."""
+    signals one task: both ranks must stop (SIGUSR1), or checkpoint and go on (SIGUSR2), at
+    the same step."""
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"file://{directory}/rendezvous", rank=rank, world_size=world)
     try:
@@ -138,8 +188,16 @@ def _distributed_worker(rank: int, world: int, directory: str, steps: int, signa
         green = GreenTrainer(model, sgd(model), global_batch=GLOBAL_BATCH, checkpoint_dir=Path(directory) / "ckpt",
                              reporter=None)
         assert green.accumulation(MICRO_BATCH) == 2
-        train(green, train_set, steps=steps, signal_at=signal_at if rank == 1 else None)
-        assert green.interrupted and green.step == signal_at + 1
+        if signum == signal.SIGUSR1:
+            train(green, train_set, steps=steps, signal_at=signal_at if rank == 1 else None)
+            assert green.interrupted and green.step == signal_at + 1
+        else:
+            def keep(trainer: GreenTrainer) -> None:
+                if rank == 0 and trainer.step == signal_at + 1:
+                    shutil.copytree(Path(directory) / "ckpt", Path(directory) / "kept")
+            train(green, train_set, steps=steps, signal_at=signal_at if rank == 1 else None, signum=signum,
+                  on_step=keep)
+            assert not green.interrupted and green.step == steps
     finally:
         dist.destroy_process_group()
 
@@ -174,6 +232,13 @@ def test_a_world_2_job_resumes_at_world_1_with_the_same_global_batch(tmp_path: P
     rescaled = GreenTrainer(scaled, optimizer, global_batch=GLOBAL_BATCH, checkpoint_dir=tmp_path / "copy",
                             on_resize="scale", reporter=None)
     assert (rescaled.global_batch, optimizer.param_groups[0]["lr"]) == (GLOBAL_BATCH // 2, 0.025)
+
+
+def test_sigusr2_to_one_rank_checkpoints_every_rank_at_the_same_step_and_both_train_on(tmp_path: Path) -> None:
+    mp.spawn(_distributed_worker, args=(2, str(tmp_path), 30, 20, signal.SIGUSR2), nprocs=2, join=True)
+    state = torch.load(tmp_path / "kept" / CHECKPOINT, weights_only=True)
+    assert (state["step"], state["world"]) == (21, 2)
+    assert torch.load(tmp_path / "ckpt" / CHECKPOINT, weights_only=True)["step"] == 30
 
 
 def test_freezing_skips_the_prefix_backward_and_keeps_accuracy_and_reports_progress(tmp_path: Path) -> None:

@@ -7,7 +7,9 @@ import os
 import signal
 
 
-from slurm_green.train.signals import CheckpointSignal
+import pytest
+
+from slurm_green.train.signals import CheckpointSignal, Request
 
 
 def test_the_signal_sets_the_flag_until_acknowledged_and_uninstall_restores() -> None:
@@ -25,7 +27,7 @@ def test_the_signal_sets_the_flag_until_acknowledged_and_uninstall_restores() ->
 
 
 def test_the_handler_does_no_io(monkeypatch) -> None:
-    flag = CheckpointSignal(signal.SIGUSR2).install()
+    flag = CheckpointSignal().install()
     try:
         def refuse(*args: object, **kwargs: object) -> None:
             raise AssertionError("I/O inside the signal handler")
@@ -34,9 +36,62 @@ def test_the_handler_does_no_io(monkeypatch) -> None:
         monkeypatch.setattr(os, "write", refuse)
         os.kill(os.getpid(), signal.SIGUSR2)
         monkeypatch.undo()
-        assert flag.should_checkpoint()
+        assert flag.should_checkpoint() and flag.take() is Request.KEEP_GOING
     finally:
         flag.uninstall()
+
+
+def test_usr1_asks_to_stop_usr2_to_keep_going_and_take_clears_what_it_returns() -> None:
+    before = {s: signal.getsignal(s) for s in (signal.SIGUSR1, signal.SIGUSR2)}
+    flag = CheckpointSignal().install()
+    try:
+        assert flag.take() is None and flag.requested() is None
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert flag.requested() is Request.KEEP_GOING and flag.should_checkpoint() and not flag.should_stop()
+        assert flag.take() is Request.KEEP_GOING
+        assert flag.take() is None                                  # taken: cleared
+        os.kill(os.getpid(), signal.SIGUSR2)
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert flag.requested() is Request.STOP and flag.should_stop()   # stop wins
+        assert flag.take() is Request.STOP
+        assert flag.take() is None                                  # its checkpoint answered the keep-going too
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert flag.should_stop()
+        flag.acknowledge()
+        assert not flag.should_checkpoint()
+    finally:
+        flag.uninstall()
+    assert {s: signal.getsignal(s) for s in before} == before
+
+
+def test_a_signal_after_take_is_a_new_request() -> None:
+    """A keep-going signal landing while the checkpoint is written asks again at the next step."""
+    flag = CheckpointSignal().install()
+    try:
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert flag.take() is Request.KEEP_GOING
+        os.kill(os.getpid(), signal.SIGUSR2)          # during the write
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert flag.take() is Request.STOP
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert flag.take() is Request.KEEP_GOING
+    finally:
+        flag.uninstall()
+
+
+def test_the_signals_are_the_callers_choice() -> None:
+    before = signal.getsignal(signal.SIGUSR2)
+    flag = CheckpointSignal(stop=(signal.SIGUSR2,), keep_going=()).install()
+    try:
+        os.kill(os.getpid(), signal.SIGUSR2)
+        assert flag.take() is Request.STOP
+    finally:
+        flag.uninstall()
+    assert signal.getsignal(signal.SIGUSR2) == before
+    with pytest.raises(ValueError, match="SIGUSR2"):
+        CheckpointSignal(stop=(signal.SIGUSR2,))             # the default keep_going has it too
+    with pytest.raises(TypeError):
+        CheckpointSignal(signal.SIGUSR1)  # type: ignore[arg-type]
 
 
 def test_install_outside_the_main_thread_is_refused() -> None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from slurm_green.train.checkpoint import atomic_write
 from slurm_green.train.progress import ProgressReporter
-from slurm_green.train.signals import CheckpointSignal
+from slurm_green.train.signals import CheckpointSignal, Request
 
 PER_GPU = 8
 
@@ -36,19 +36,17 @@ def main(argv: list[str]) -> None:
                           "restart": int(os.environ.get("SLURM_RESTART_COUNT", "0"))})
     if ignore:
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
-    asked = CheckpointSignal(signal.SIGUSR2).install() if not ignore else None
+    asked = CheckpointSignal(keep_going=() if ignore else (signal.SIGUSR2,)).install()
     reporter = ProgressReporter.from_environment(every_s=2.0)
     reporter.update(state["samples"])
     while state["samples"] < total:
         time.sleep(0.25)
         state["samples"] = min(total, state["samples"] + PER_GPU * max(gpus, 1))
-        if asked is not None and asked.should_checkpoint():
+        reporter.update(state["samples"])
+        if asked.take() is Request.KEEP_GOING:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(checkpoint, lambda handle: handle.write(json.dumps(state).encode()))
-            reporter.update(state["samples"], force=True, checkpointed=True)
-            asked.acknowledge()
-        else:
-            reporter.update(state["samples"])
+            reporter.update(state["samples"], checkpointed=True)  # after the write: now it may be requeued
     result.write_text(json.dumps(state))
 
 

@@ -75,6 +75,8 @@ from slurm_green.policy.placement import gpus_free as placement_gpus_free
 _J_PER_KWH = 3.6e6
 #: The price grid: the scale guess (reference runtime / reference carbon) times 2**k for these k.
 _PRICE_STEPS = range(-8, 17)
+#: ``_choose_walk`` prices this many cost entries (prices x jobs x columns x starts x caps) at once at most.
+_CHOOSE_BLOCK_ELEMENTS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,12 @@ class _Options:
 
     @cached_property
     def priced(self) -> tuple[np.ndarray, np.ndarray]:
-        """(energy [N, G, 1, C], intensity [N, 1, S, 1]): the broadcast operands of the priced carbon."""
-        return self.energy_kwh[:, :, None, :], self.intensity[:, None, : self.starts, None]
+        """(energy, intensity), each [N, G, S, C] and contiguous: the operands of the priced carbon,
+        spelled out so that pricing them is elementwise (a broadcast over the short cap axis is
+        several times slower)."""
+        shape = self.base_cost.shape
+        return (np.ascontiguousarray(np.broadcast_to(self.energy_kwh[:, :, None, :], shape)),
+                np.ascontiguousarray(np.broadcast_to(self.intensity[:, None, : self.starts, None], shape)))
 
     @cached_property
     def cap_offsets(self) -> np.ndarray:
@@ -365,26 +371,57 @@ class GreenFlowPolicy:
     # -- one price ---------------------------------------------------------------------
 
     def _choose(self, o: _Options, price: float, free_gpus: int) -> _Choice:
+        return self._choose_walk(o, [price], free_gpus, -math.inf)[0]
+
+    def _choose_walk(self, o: _Options, prices: list[float], free_gpus: int, floor: float) -> list[_Choice]:
+        """The greedy plan at each of ``prices`` in turn, up to and including the first that spends
+        no more than ``floor``.
+
+        The price-dependent arrays are computed for a block of prices at once ([P, N, G, S, C]:
+        the same elementwise arithmetic per price, so the same plans as one price at a time);
+        blocks are small enough to keep the memory bounded, and the walk stops at ``floor`` as
+        a price-by-price walk would.
+        """
         rows = o.rows
-        # cost[N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is only
-        # "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in the
-        # same order, as (wait + runtime) + (price * energy) * intensity.
         energy, intensity = o.priced
-        cost = o.base_cost + price * energy * intensity
-        cap_best = cost.argmin(axis=3)  # [N, G, S]
-        # The minimum over caps is the value at the argmin (no NaN can arise: energy and intensity
-        # are finite); gathering it is cheaper than a second reduction.
-        cost_gs = cost.reshape(-1)[o.cap_offsets + cap_best]
-        if o.starts == 2:  # a job defers at its requested size (see ``queued_col``)
-            deferred = cost_gs[rows, o.queued_col, 1] < cost_gs[:, :, 0].min(axis=1)
-        else:
-            deferred = np.zeros(len(rows), dtype=bool)
-        admitted, spare = _admit(o.sizes, (~deferred).tolist(), free_gpus)
-        col = np.where(admitted, o.chain[rows, _increments(cost_gs, o, admitted, spare)], o.queued_col)
-        start = deferred.astype(np.int64)
-        cap = cap_best[rows, col, start]
-        spent = float((o.energy_kwh[rows, col, cap] * o.intensity[rows, start]).sum())
-        return _Choice(col, cap, start, admitted, spent)
+        base = o.base_cost
+        per_price = base.size
+        block = max(1, min(len(prices), _CHOOSE_BLOCK_ELEMENTS // max(per_price, 1)))
+        sizes, queued_col, chain = o.sizes, o.queued_col, o.chain
+        plans: list[_Choice] = []
+        for first in range(0, len(prices), block):
+            chunk = np.asarray(prices[first:first + block], dtype=np.float64)
+            # cost[P, N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is
+            # only "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in
+            # the same order, as (wait + runtime) + (price * energy) * intensity.
+            cost = np.multiply(chunk[:, None, None, None, None], energy)
+            cost *= intensity
+            cost += base
+            cap_best = cost.argmin(axis=4)  # [P, N, G, S]
+            # The minimum over caps is the value at the argmin (no NaN can arise: energy and
+            # intensity are finite); gathering it is cheaper than a second reduction.
+            offsets = (np.arange(len(chunk)) * per_price)[:, None, None, None] + o.cap_offsets
+            cost_gs = cost.reshape(-1)[offsets + cap_best]  # [P, N, G, S]
+            if o.starts == 2:  # a job defers at its requested size (see ``queued_col``)
+                deferred = cost_gs[:, rows, queued_col, 1] < cost_gs[:, :, :, 0].min(axis=2)
+            else:
+                deferred = np.zeros((len(chunk), len(rows)), dtype=bool)
+            wants_now = (~deferred).tolist()
+            admitted_l, spare_l = zip(*[_admit(sizes, wants, free_gpus) for wants in wants_now])
+            admitted = np.array(admitted_l, dtype=bool).reshape(len(chunk), len(rows))
+            steps = _increments(cost_gs, o, admitted, np.array(spare_l, dtype=np.int64))
+            col = np.where(admitted, chain[rows, steps], queued_col)  # [P, N]
+            start = deferred.astype(np.int64)
+            cap = cap_best[np.arange(len(chunk))[:, None], rows, col, start]
+            # Each plan's spend is summed on its own row (a 1-D sum, as one price at a time sums it).
+            carbon = o.energy_kwh[rows, col, cap] * o.intensity[rows, start]
+            for k in range(len(chunk)):
+                spent = float(carbon[k].sum())
+                plans.append(_Choice(col[k], cap[k], start[k], admitted[k], spent))
+                if spent <= floor:
+                    return plans
+        return plans
+        return plans
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
                gpn: int, memo: DecisionMemo, budget_scale: float) -> Solution:
@@ -446,13 +483,8 @@ class GreenFlowPolicy:
         reference = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
         guess = max(float(np.where(np.isfinite(runtime), runtime, 0.0).sum()) / max(reference, 1e-12), 1e-6)
         floor = o.carbon_floor * (1 + 1e-9)
-        plans = []
-        for price in [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]:
-            choice = self._choose(o, price, free_gpus)
-            plans.append((choice, price))
-            if choice.spent <= floor:
-                break
-        return plans
+        prices = [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]
+        return list(zip(self._choose_walk(o, prices, free_gpus, floor), prices))
 
     # -- placement and output ----------------------------------------------------------
 
@@ -602,10 +634,10 @@ def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:
         return np.where(throughput > 0, work[:, None, None] / np.where(throughput > 0, throughput, 1.0), np.inf)
 
 
-def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[np.ndarray, int]:
+def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[list[bool], int]:
     """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free.
 
-    Returns the admitted mask and the GPUs left. Once a job did not fit, admission stops as
+    Returns the admitted mask (a list) and the GPUs left. Once a job did not fit, admission stops as
     soon as no GPU is left. A plain loop: the queue is mostly a handful of jobs, for which
     numpy's per-call overhead dominates (and ``_choose`` runs this several times a tick).
     """
@@ -621,36 +653,51 @@ def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[np.ndarr
         left -= size
         if missed and left <= 0:
             break
-    return np.array(admitted, dtype=bool), left
+    return admitted, left
 
 
-def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: int) -> np.ndarray:
-    """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs.
+def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: np.ndarray) -> np.ndarray:
+    """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs, for
+    P plans at once (one per price).
 
-    ``cost_gs`` is the best cost per job, GPU column and start [N, G, S]; steps are scored
-    on starting now. Utility of a step = cost saved / extra GPUs; steps are made
-    non-increasing per job (so a job's steps are taken in order) and taken best first
-    while GPUs remain. Computed over all jobs with the non-admitted ones' steps masked
-    out, which selects the same steps in the same order as computing over the admitted
-    rows only.
+    ``cost_gs`` is the best cost per plan, job, GPU column and start [P, N, G, S],
+    ``admitted`` [P, N] and ``spare`` [P] each plan's; steps are scored on starting now.
+    Utility of a step = cost saved / extra GPUs; steps are made non-increasing per job (so a
+    job's steps are taken in order) and taken best first while the plan's GPUs remain.
+    Computed over all jobs with the non-admitted ones' steps masked out, which selects the
+    same steps in the same order as computing over the admitted rows only; and over all
+    plans at once, each plan's steps sorted and counted within its own group, which selects
+    the same steps as one plan at a time. Returns the steps [P, N].
     """
-    n, width = o.chain.shape
-    if spare <= 0 or width < 2 or not admitted.any():
-        return np.zeros(n, dtype=np.int64)
+    plans, n = admitted.shape
+    steps = np.zeros((plans, n), dtype=np.int64)
+    # A plan with no GPU to spare or no job admitted climbs no step.
+    climbing = np.flatnonzero((spare > 0) & admitted.any(axis=1))
+    if o.chain.shape[1] < 2 or not len(climbing):
+        return steps
+    if len(climbing) < plans:
+        steps[climbing] = _increments(cost_gs[climbing], o, admitted[climbing], spare[climbing])
+        return steps
     here, there, valid, extra = o.step_table
-    flat = cost_gs.reshape(-1)
+    flat = cost_gs.reshape(plans, -1)
     with np.errstate(invalid="ignore"):  # inf - inf only where the step is invalid (masked below)
-        saved = flat[here] - flat[there]
-    utility = np.where(valid & admitted[:, None], saved / extra, -np.inf)
-    utility = np.minimum.accumulate(utility, axis=1)
-    r, m = (utility > 0).nonzero()
-    if not len(r):
-        return np.zeros(n, dtype=np.int64)
-    order = np.lexsort((m, -utility[r, m]))
-    r, m = r[order], m[order]
-    fits = extra[r, m].cumsum() <= spare
-    # Steps taken per row: the same counts as np.add.at(steps, rows, 1), without its slow path.
-    return np.bincount(r[fits], minlength=n).astype(np.int64)
+        saved = flat[:, here] - flat[:, there]  # [P, N, M - 1]
+    utility = np.where(valid & admitted[:, :, None], saved / extra, -np.inf)
+    utility = np.minimum.accumulate(utility, axis=2)
+    p, r, m = (utility > 0).nonzero()
+    if not len(p):
+        return steps
+    # Per plan, best utility first, then the earlier step, then the earlier job (the order
+    # ``nonzero`` gives within a plan and a stable sort keeps).
+    order = np.lexsort((m, -utility[p, r, m], p))
+    p, r, m = p[order], r[order], m[order]
+    used = extra[r, m].cumsum()
+    # GPUs the plan's earlier steps take: the running total less what earlier plans' steps took.
+    first = np.searchsorted(p, np.arange(plans))
+    before = np.concatenate(([0], used))[first]
+    fits = used - before[p] <= spare[p]
+    # Steps taken per (plan, row): the same counts as np.add.at(steps, rows, 1), without its slow path.
+    return np.bincount(p[fits] * n + r[fits], minlength=plans * n).astype(np.int64).reshape(plans, n)
 
 
 def running_releases(snapshot: ClusterSnapshot, now: float) -> list[tuple[float, int]]:
@@ -673,7 +720,7 @@ def _agnostic_choice(o: _Options, free_gpus: int) -> _Choice:
     """
     rows = o.rows
     sizes = o.gpus[o.requested_col].tolist()
-    admitted, _ = _admit(sizes, [True] * len(sizes), free_gpus)
+    admitted = np.array(_admit(sizes, [True] * len(sizes), free_gpus)[0], dtype=bool)
     cap = np.full(len(rows), o.full_cap)
     spent = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
     return _Choice(o.requested_col, cap, np.zeros(len(rows), dtype=np.int64), admitted, spent)

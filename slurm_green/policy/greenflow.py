@@ -431,45 +431,58 @@ class GreenFlowPolicy:
         # adds makes wait longer, including the jobs that will arrive behind them.
         crowd = int((~agnostic.admitted).sum())
         score = functools.partial(_expected_cost_s, o, queue=queue, crowd=crowd)
-        seen: dict[bytes, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]] = {}
+        seen: dict[bytes, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]] = {}
         places: dict[bytes, dict[int, tuple[int, tuple[str, ...]]]] = {}
+        objectives: dict[bytes, float] = {}
 
-        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]:
-            """The plan as it will be enacted (after placement), its nodes and its objective;
-            each distinct plan is scored once, and placed once per distinct sizes and starts
-            (caps do not move a placement: plans that differ only in caps share it)."""
+        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes]:
+            """The plan as it will be enacted (after placement), its nodes and its key for
+            ``objective``; each distinct plan is enacted once, and placed once per distinct sizes
+            and starts (caps do not move a placement: plans that differ only in caps share it)."""
             shape = choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
             key = shape + choice.cap.tobytes()
             if key not in seen:
                 placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, places.get(shape))
                 places[shape] = placed
-                seen[key] = (placed_choice, placed, score(placed_choice))
-            return seen[key]
+                seen[key] = (placed_choice, placed)
+            return (*seen[key], key)
 
-        agnostic, agnostic_nodes, agnostic_s = enacted(agnostic)
+        def objective(key: bytes) -> float:
+            """The enacted plan's objective, scored once per distinct plan and only when asked:
+            the plans that cannot be taken are never scored (the objective is the costliest part)."""
+            value = objectives.get(key)
+            if value is None:
+                value = objectives[key] = score(seen[key][0])
+            return value
+
+        agnostic, agnostic_nodes, agnostic_key = enacted(agnostic)
+        agnostic_s = objective(agnostic_key)
         if self.budget_fraction is None:
-            choice, placed, objective = enacted(self._choose(o, self.price, free_gpus))
+            choice, placed, key = enacted(self._choose(o, self.price, free_gpus))
             note = f"{self.name}: fixed price {self.price:.3g} s/{unit}, plan {choice.spent:.3g} {unit}"
-            return Solution(choice, placed, self.price, objective, agnostic_s, math.inf, agnostic.spent, note)
+            return Solution(choice, placed, self.price, objective(key), agnostic_s, math.inf, agnostic.spent, note)
         fraction = self.budget_fraction * budget_scale  # a budget per period paces it (controller/budget.py)
         budget = fraction * agnostic.spent
-        # (choice, nodes, objective, price or None for the carbon-agnostic plan), as enacted: the
-        # candidates depend on the budget only through the guard's side of 1 (``_asks_carbon``),
-        # which is what makes a looser budget on the same side no worse.
-        scored = [(agnostic, agnostic_nodes, agnostic_s, None)] + [
+        # (choice, nodes, key of its objective, price or None for the carbon-agnostic plan), as
+        # enacted: the candidates depend on the budget only through the guard's side of 1
+        # (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
+        candidates = [(agnostic, agnostic_nodes, agnostic_key, None)] + [
             (*enacted(c), p) for c, p in self._price_grid(o, free_gpus)]
-        fits = [c for c in scored if c[0].spent <= budget * (1 + 1e-9)]
+        fits = [c for c in candidates if c[0].spent <= budget * (1 + 1e-9)]
         if fits:  # best objective; ties: less carbon, then the earlier candidate
-            choice, placed, objective, price = min(fits, key=lambda c: (c[2], c[0].spent))
+            choice, placed, key, price = min(fits, key=lambda c: (objective(c[2]), c[0].spent))
             held = "holds"
-        else:  # the cheapest plan; ties: the better objective
-            choice, placed, objective, price = min(scored, key=lambda c: (c[0].spent, c[2]))
+        else:  # the cheapest plan; ties: the better objective (only the cheapest are scored)
+            cheapest = min(c[0].spent for c in candidates)
+            choice, placed, key, price = min([c for c in candidates if c[0].spent == cheapest],
+                                             key=lambda c: (c[0].spent, objective(c[2])))
             held = "cannot hold (cheapest plan shown)"
+        objective_s = objective(key)
         how = "the carbon-agnostic plan" if price is None else f"price {price:.3g} s/{unit}"
         note = (f"{self.name}: budget {budget:.3g} {unit} ({fraction:g} x carbon-agnostic "
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
-                f"{objective / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
-        return Solution(choice, placed, price or 0.0, objective, agnostic_s, budget, agnostic.spent, note)
+                f"{objective_s / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
+        return Solution(choice, placed, price or 0.0, objective_s, agnostic_s, budget, agnostic.spent, note)
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
         """The greedy plan at price 0 and at the scale guess times 2**k, ascending.
@@ -785,47 +798,59 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
         else:
             later.append((earliest[j], j))
     later.sort()
-    eligible: list[int] = []  # rows, ascending: the oldest job first
-    sizes: dict[int, int] = {}  # GPU count -> eligible jobs of that size: the smallest is all a start needs
+    # Eligible rows per GPU count, each a heap (the oldest job on top). Starting every job that
+    # fits, oldest first, in one pass over the eligible jobs by age is the same as starting,
+    # again and again, the oldest of the size queues' heads that fit (a job passed over did not
+    # fit with more GPUs left, so it cannot fit later in the pass): the same jobs start in the
+    # same order, and a start costs one look per distinct size instead of a pass over the queue.
+    queues: dict[int, list[int]] = {}
     t, k = 0.0, 0
-    while k < len(later) or eligible:
+    while k < len(later) or queues:
         while k < len(later) and later[k][0] <= t:
             j = later[k][1]
-            bisect.insort(eligible, j)
-            sizes[gpus[j]] = sizes.get(gpus[j], 0) + 1
+            queue = queues.get(gpus[j])
+            if queue is None:
+                queues[gpus[j]] = [j]
+            else:
+                heapq.heappush(queue, j)
             k += 1
-        if eligible and left >= min(sizes):
-            # Oldest first, every job that fits; once too few GPUs are left for any eligible
-            # size, the rest cannot start either (a long queue is not rescanned per freed GPU).
-            waiting: list[int] = []
-            for i, j in enumerate(eligible):
-                if gpus[j] <= left:
-                    left -= gpus[j]
-                    total += t + runtime[j]
-                    heapq.heappush(ends, (t + runtime[j], gpus[j]))
-                    sizes[gpus[j]] -= 1
-                    if not sizes[gpus[j]]:
-                        del sizes[gpus[j]]
-                    if not sizes or left < min(sizes):
-                        waiting.extend(eligible[i + 1:])
-                        break
-                else:
-                    waiting.append(j)
-            eligible = waiting
+        if queues and left >= min(queues):
+            while True:
+                oldest, size = -1, 0
+                for g, queue in queues.items():
+                    if g <= left and (oldest < 0 or queue[0] < oldest):
+                        oldest, size = queue[0], g
+                if oldest < 0:
+                    break
+                queue = queues[size]
+                heapq.heappop(queue)
+                if not queue:
+                    del queues[size]
+                left -= size
+                total += t + runtime[oldest]
+                heapq.heappush(ends, (t + runtime[oldest], size))
         arrive = later[k][0] if k < len(later) else math.inf
-        if ends and ends[0][0] <= arrive and (eligible or k < len(later)):
+        if ends and ends[0][0] <= arrive and (queues or k < len(later)):
             end, freed = heapq.heappop(ends)
             t, left = max(t, end), left + freed
+            # Ends that free too few GPUs for any eligible size, before the next arrival, change
+            # nothing but the time and the GPUs left: taken in one go (what as many turns of the
+            # outer loop would do, one end each).
+            need = min(queues) if queues else math.inf
+            while left < need and ends and ends[0][0] < arrive:
+                end, freed = heapq.heappop(ends)
+                t, left = max(t, end), left + freed
         elif arrive < math.inf:
             t = arrive
-        elif eligible:  # larger than the whole cluster: it starts once everything ahead has ended
-            j = eligible.pop(0)
-            left -= gpus[j]
+        elif queues:  # larger than the whole cluster: it starts once everything ahead has ended
+            size = min(queues, key=lambda g: queues[g][0])
+            queue = queues[size]
+            j = heapq.heappop(queue)
+            if not queue:
+                del queues[size]
+            left -= size
             total += t + runtime[j]
-            heapq.heappush(ends, (t + runtime[j], gpus[j]))
-            sizes[gpus[j]] -= 1
-            if not sizes[gpus[j]]:
-                del sizes[gpus[j]]
+            heapq.heappush(ends, (t + runtime[j], size))
     return total
 
 

@@ -714,7 +714,8 @@ def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: n
 
 
 def running_releases(snapshot: ClusterSnapshot, now: float) -> list[tuple[float, int]]:
-    """(seconds from now until it ends by its time limit, GPUs) of each running job, a heap.
+    """(seconds from now until it ends by its time limit, GPUs) of each running job, sorted
+    (the order a heap of them pops in).
 
     What Slurm itself plans with: a running job's EndTime is its start plus its limit.
     A job past its limit (or without one) is taken to end now.
@@ -722,7 +723,7 @@ def running_releases(snapshot: ClusterSnapshot, now: float) -> list[tuple[float,
     running = JobState.RUNNING
     out = [(max(0.0, (job.end_time if job.end_time is not None else now) - now), job.total_gpus)
            for job in snapshot.jobs if job.state is running and job.total_gpus > 0]
-    heapq.heapify(out)
+    out.sort()
     return out
 
 
@@ -745,7 +746,7 @@ class _Queue:
 
     free_gpus: int
     gpus_total: int
-    releases: list[tuple[float, int]]  #: ``running_releases``
+    releases: list[tuple[float, int]]  #: ``running_releases`` (sorted)
 
 
 def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> float:
@@ -788,13 +789,17 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
     runtime = o.runtime[rows, choice.col, choice.cap].tolist()
     earliest = o.wait[rows, choice.start].tolist()
     now_admitted = (choice.admitted & (choice.start == 0)).tolist()
-    ends = list(releases)
+    # The ends to come: ``releases`` (sorted, read in order) merged with a heap of the ends of
+    # the jobs started here; the smaller of the two heads is next, the same (end, GPUs) pairs in
+    # the same order as one heap of both would pop.
+    ri, nrel = 0, len(releases)
+    started: list[tuple[float, int]] = []
     left, total, later = free_gpus, 0.0, []
     for j, admitted in enumerate(now_admitted):
         if admitted:
             left -= gpus[j]
             total += runtime[j]
-            heapq.heappush(ends, (runtime[j], gpus[j]))
+            heapq.heappush(started, (runtime[j], gpus[j]))
         else:
             later.append((earliest[j], j))
     later.sort()
@@ -804,17 +809,19 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
     # fit with more GPUs left, so it cannot fit later in the pass): the same jobs start in the
     # same order, and a start costs one look per distinct size instead of a pass over the queue.
     queues: dict[int, list[int]] = {}
-    t, k = 0.0, 0
-    while k < len(later) or queues:
-        while k < len(later) and later[k][0] <= t:
+    need = math.inf  # the smallest eligible size (inf: none eligible)
+    t, k, count = 0.0, 0, len(later)
+    while k < count or queues:
+        while k < count and later[k][0] <= t:
             j = later[k][1]
             queue = queues.get(gpus[j])
             if queue is None:
                 queues[gpus[j]] = [j]
+                need = min(need, gpus[j])
             else:
                 heapq.heappush(queue, j)
             k += 1
-        if queues and left >= min(queues):
+        if queues and left >= need:
             while True:
                 oldest, size = -1, 0
                 for g, queue in queues.items():
@@ -826,20 +833,43 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
                 heapq.heappop(queue)
                 if not queue:
                     del queues[size]
+                    need = min(queues) if queues else math.inf
                 left -= size
                 total += t + runtime[oldest]
-                heapq.heappush(ends, (t + runtime[oldest], size))
-        arrive = later[k][0] if k < len(later) else math.inf
-        if ends and ends[0][0] <= arrive and (queues or k < len(later)):
-            end, freed = heapq.heappop(ends)
-            t, left = max(t, end), left + freed
-            # Ends that free too few GPUs for any eligible size, before the next arrival, change
-            # nothing but the time and the GPUs left: taken in one go (what as many turns of the
-            # outer loop would do, one end each).
-            need = min(queues) if queues else math.inf
-            while left < need and ends and ends[0][0] < arrive:
-                end, freed = heapq.heappop(ends)
-                t, left = max(t, end), left + freed
+                heapq.heappush(started, (t + runtime[oldest], size))
+        arrive = later[k][0] if k < count else math.inf
+        if ri < nrel:
+            nxt = releases[ri]
+            from_started = bool(started) and started[0] < nxt
+            if from_started:
+                nxt = started[0]
+        elif started:
+            nxt, from_started = started[0], True
+        else:
+            nxt, from_started = None, False
+        if nxt is not None and nxt[0] <= arrive and (queues or k < count):
+            # This end, and the ends after it that free too few GPUs for any eligible size before
+            # the next arrival (they change nothing but the time and the GPUs left): what as many
+            # turns of the outer loop would do, one end each.
+            while True:
+                if from_started:
+                    heapq.heappop(started)
+                else:
+                    ri += 1
+                t, left = max(t, nxt[0]), left + nxt[1]
+                if left >= need:
+                    break
+                if ri < nrel:
+                    nxt = releases[ri]
+                    from_started = bool(started) and started[0] < nxt
+                    if from_started:
+                        nxt = started[0]
+                elif started:
+                    nxt, from_started = started[0], True
+                else:
+                    break
+                if not nxt[0] < arrive:
+                    break
         elif arrive < math.inf:
             t = arrive
         elif queues:  # larger than the whole cluster: it starts once everything ahead has ended
@@ -848,9 +878,10 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
             j = heapq.heappop(queue)
             if not queue:
                 del queues[size]
+                need = min(queues) if queues else math.inf
             left -= size
             total += t + runtime[j]
-            heapq.heappush(ends, (t + runtime[j], size))
+            heapq.heappush(started, (t + runtime[j], size))
     return total
 
 

@@ -62,7 +62,7 @@ from typing import Literal
 
 import numpy as np
 
-from slurm_green.core.cluster import ClusterSnapshot, JobState, Node
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision, Plan
@@ -230,7 +230,7 @@ class GreenFlowPolicy:
                 continue
             gpn, gpus_free, gpus_total = _node_facts(pool, memo)
             options, caps = self._options(pool_jobs, context, gpn, gpu)
-            solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)),
+            solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)),
                                  pool, gpn, memo, context.budget_scale)
             decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
@@ -246,7 +246,7 @@ class GreenFlowPolicy:
             return None
         gpn, gpus_free, gpus_total = _node_facts(pool, memo)
         options, _ = self._options(jobs, context, gpn, gpu)
-        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)), pool,
+        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)), pool,
                            gpn, memo, context.budget_scale)
 
     # -- candidate space ---------------------------------------------------------------
@@ -513,6 +513,11 @@ class GreenFlowPolicy:
             return choice, {}
         if placed is None:
             placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), gpn)
+        if len(placed) == int(starting.sum()) and all(choice.col[j] == c for j, (c, _) in placed.items()):
+            # Every job starting now was placed at its chosen size: the plan is enacted as chosen
+            # (the same columns, its admitted jobs are the ones starting now, and its spend, summed
+            # the same way over the same configurations, is the one recounted below).
+            return _Choice(choice.col, choice.cap, choice.start, starting, choice.spent), placed
         now_placed = np.zeros(len(o.rows), dtype=bool)
         now_placed[list(placed)] = True
         col = np.where(starting & ~now_placed, o.queued_col, choice.col)
@@ -713,16 +718,29 @@ def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: n
     return np.bincount(p[fits] * n + r[fits], minlength=plans * n).astype(np.int64).reshape(plans, n)
 
 
-def running_releases(snapshot: ClusterSnapshot, now: float) -> list[tuple[float, int]]:
+@dataclass
+class _RunningMemo:
+    """(job tuple, (EndTime or None, GPUs) of its running jobs with GPUs) of the last snapshot, in
+    a controller's memo: a simulator hands over the same tuple while no job changed (the held
+    reference keeps the identity check sound)."""
+
+    last: tuple[tuple[Job, ...], list[tuple[float | None, int]]] | None = None
+
+
+def running_releases(snapshot: ClusterSnapshot, now: float,
+                     memo: DecisionMemo | None = None) -> list[tuple[float, int]]:
     """(seconds from now until it ends by its time limit, GPUs) of each running job, sorted
     (the order a heap of them pops in).
 
     What Slurm itself plans with: a running job's EndTime is its start plus its limit.
     A job past its limit (or without one) is taken to end now.
     """
-    running = JobState.RUNNING
-    out = [(max(0.0, (job.end_time if job.end_time is not None else now) - now), job.total_gpus)
-           for job in snapshot.jobs if job.state is running and job.total_gpus > 0]
+    held = memo.get(_RunningMemo) if memo is not None else _RunningMemo()
+    if held.last is None or held.last[0] is not snapshot.jobs:
+        running = JobState.RUNNING
+        held.last = (snapshot.jobs, [(job.end_time, job.total_gpus) for job in snapshot.jobs
+                                     if job.state is running and job.total_gpus > 0])
+    out = [(max(0.0, (end if end is not None else now) - now), gpus) for end, gpus in held.last[1]]
     out.sort()
     return out
 

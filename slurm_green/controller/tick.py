@@ -26,7 +26,7 @@ from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.models import ModelRegistry, Observation, TelemetrySink
-from slurm_green.core.plan import Plan, Policy
+from slurm_green.core.plan import Plan, Policy, replace_decision
 from slurm_green.core.text import displayable
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def stamped(plan: Plan, models: ModelRegistry) -> Plan:
     if params_id is None:
         return plan
     return dataclasses.replace(
-        plan, decisions=tuple(dataclasses.replace(d, model_params=params_id) for d in plan.decisions))
+        plan, decisions=tuple(replace_decision(d, model_params=params_id) for d in plan.decisions))
 
 
 @dataclass

@@ -7,7 +7,8 @@ the controller's job, so policies stay pure and easy to test on literals.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import operator
+from dataclasses import dataclass, field, fields
 from typing import Protocol
 
 from slurm_green.core.decision import DecisionContext
@@ -46,6 +47,20 @@ class JobDecision:
     model_params: str | None = None
     energy_as_asked_kwh: float | None = None
     gpu_type: str | None = None
+
+
+_DECISION_FIELDS = tuple(f.name for f in fields(JobDecision))
+_DECISION_VALUES = operator.attrgetter(*_DECISION_FIELDS)
+_DECISION_POSITION = {name: i for i, name in enumerate(_DECISION_FIELDS)}
+
+
+def replace_decision(decision: JobDecision, **changes: object) -> JobDecision:
+    """``dataclasses.replace`` for ``JobDecision`` without its per-call introspection (the
+    controller stamps every decision of every tick): the same fields, the same new object."""
+    values = list(_DECISION_VALUES(decision))
+    for name, value in changes.items():
+        values[_DECISION_POSITION[name]] = value
+    return JobDecision(*values)
 
 
 @dataclass(frozen=True, slots=True)

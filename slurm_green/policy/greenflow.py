@@ -62,7 +62,7 @@ from typing import Literal
 
 import numpy as np
 
-from slurm_green.core.cluster import ClusterSnapshot, JobState, Node
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision, Plan
@@ -75,6 +75,8 @@ from slurm_green.policy.placement import gpus_free as placement_gpus_free
 _J_PER_KWH = 3.6e6
 #: The price grid: the scale guess (reference runtime / reference carbon) times 2**k for these k.
 _PRICE_STEPS = range(-8, 17)
+#: ``_choose_walk`` prices this many cost entries (prices x jobs x columns x starts x caps) at once at most.
+_CHOOSE_BLOCK_ELEMENTS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,12 @@ class _Options:
 
     @cached_property
     def priced(self) -> tuple[np.ndarray, np.ndarray]:
-        """(energy [N, G, 1, C], intensity [N, 1, S, 1]): the broadcast operands of the priced carbon."""
-        return self.energy_kwh[:, :, None, :], self.intensity[:, None, : self.starts, None]
+        """(energy, intensity), each [N, G, S, C] and contiguous: the operands of the priced carbon,
+        spelled out so that pricing them is elementwise (a broadcast over the short cap axis is
+        several times slower)."""
+        shape = self.base_cost.shape
+        return (np.ascontiguousarray(np.broadcast_to(self.energy_kwh[:, :, None, :], shape)),
+                np.ascontiguousarray(np.broadcast_to(self.intensity[:, None, : self.starts, None], shape)))
 
     @cached_property
     def cap_offsets(self) -> np.ndarray:
@@ -224,7 +230,7 @@ class GreenFlowPolicy:
                 continue
             gpn, gpus_free, gpus_total = _node_facts(pool, memo)
             options, caps = self._options(pool_jobs, context, gpn, gpu)
-            solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)),
+            solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)),
                                  pool, gpn, memo, context.budget_scale)
             decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
@@ -240,7 +246,7 @@ class GreenFlowPolicy:
             return None
         gpn, gpus_free, gpus_total = _node_facts(pool, memo)
         options, _ = self._options(jobs, context, gpn, gpu)
-        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now)), pool,
+        return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)), pool,
                            gpn, memo, context.budget_scale)
 
     # -- candidate space ---------------------------------------------------------------
@@ -365,26 +371,57 @@ class GreenFlowPolicy:
     # -- one price ---------------------------------------------------------------------
 
     def _choose(self, o: _Options, price: float, free_gpus: int) -> _Choice:
+        return self._choose_walk(o, [price], free_gpus, -math.inf)[0]
+
+    def _choose_walk(self, o: _Options, prices: list[float], free_gpus: int, floor: float) -> list[_Choice]:
+        """The greedy plan at each of ``prices`` in turn, up to and including the first that spends
+        no more than ``floor``.
+
+        The price-dependent arrays are computed for a block of prices at once ([P, N, G, S, C]:
+        the same elementwise arithmetic per price, so the same plans as one price at a time);
+        blocks are small enough to keep the memory bounded, and the walk stops at ``floor`` as
+        a price-by-price walk would.
+        """
         rows = o.rows
-        # cost[N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is only
-        # "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in the
-        # same order, as (wait + runtime) + (price * energy) * intensity.
         energy, intensity = o.priced
-        cost = o.base_cost + price * energy * intensity
-        cap_best = cost.argmin(axis=3)  # [N, G, S]
-        # The minimum over caps is the value at the argmin (no NaN can arise: energy and intensity
-        # are finite); gathering it is cheaper than a second reduction.
-        cost_gs = cost.reshape(-1)[o.cap_offsets + cap_best]
-        if o.starts == 2:  # a job defers at its requested size (see ``queued_col``)
-            deferred = cost_gs[rows, o.queued_col, 1] < cost_gs[:, :, 0].min(axis=1)
-        else:
-            deferred = np.zeros(len(rows), dtype=bool)
-        admitted, spare = _admit(o.sizes, (~deferred).tolist(), free_gpus)
-        col = np.where(admitted, o.chain[rows, _increments(cost_gs, o, admitted, spare)], o.queued_col)
-        start = deferred.astype(np.int64)
-        cap = cap_best[rows, col, start]
-        spent = float((o.energy_kwh[rows, col, cap] * o.intensity[rows, start]).sum())
-        return _Choice(col, cap, start, admitted, spent)
+        base = o.base_cost
+        per_price = base.size
+        block = max(1, min(len(prices), _CHOOSE_BLOCK_ELEMENTS // max(per_price, 1)))
+        sizes, queued_col, chain = o.sizes, o.queued_col, o.chain
+        plans: list[_Choice] = []
+        for first in range(0, len(prices), block):
+            chunk = np.asarray(prices[first:first + block], dtype=np.float64)
+            # cost[P, N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is
+            # only "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in
+            # the same order, as (wait + runtime) + (price * energy) * intensity.
+            cost = np.multiply(chunk[:, None, None, None, None], energy)
+            cost *= intensity
+            cost += base
+            cap_best = cost.argmin(axis=4)  # [P, N, G, S]
+            # The minimum over caps is the value at the argmin (no NaN can arise: energy and
+            # intensity are finite); gathering it is cheaper than a second reduction.
+            offsets = (np.arange(len(chunk)) * per_price)[:, None, None, None] + o.cap_offsets
+            cost_gs = cost.reshape(-1)[offsets + cap_best]  # [P, N, G, S]
+            if o.starts == 2:  # a job defers at its requested size (see ``queued_col``)
+                deferred = cost_gs[:, rows, queued_col, 1] < cost_gs[:, :, :, 0].min(axis=2)
+            else:
+                deferred = np.zeros((len(chunk), len(rows)), dtype=bool)
+            wants_now = (~deferred).tolist()
+            admitted_l, spare_l = zip(*[_admit(sizes, wants, free_gpus) for wants in wants_now])
+            admitted = np.array(admitted_l, dtype=bool).reshape(len(chunk), len(rows))
+            steps = _increments(cost_gs, o, admitted, np.array(spare_l, dtype=np.int64))
+            col = np.where(admitted, chain[rows, steps], queued_col)  # [P, N]
+            start = deferred.astype(np.int64)
+            cap = cap_best[np.arange(len(chunk))[:, None], rows, col, start]
+            # Each plan's spend is summed on its own row (a 1-D sum, as one price at a time sums it).
+            carbon = o.energy_kwh[rows, col, cap] * o.intensity[rows, start]
+            for k in range(len(chunk)):
+                spent = float(carbon[k].sum())
+                plans.append(_Choice(col[k], cap[k], start[k], admitted[k], spent))
+                if spent <= floor:
+                    return plans
+        return plans
+        return plans
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
                gpn: int, memo: DecisionMemo, budget_scale: float) -> Solution:
@@ -394,45 +431,58 @@ class GreenFlowPolicy:
         # adds makes wait longer, including the jobs that will arrive behind them.
         crowd = int((~agnostic.admitted).sum())
         score = functools.partial(_expected_cost_s, o, queue=queue, crowd=crowd)
-        seen: dict[bytes, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]] = {}
+        seen: dict[bytes, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]] = {}
         places: dict[bytes, dict[int, tuple[int, tuple[str, ...]]]] = {}
+        objectives: dict[bytes, float] = {}
 
-        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], float]:
-            """The plan as it will be enacted (after placement), its nodes and its objective;
-            each distinct plan is scored once, and placed once per distinct sizes and starts
-            (caps do not move a placement: plans that differ only in caps share it)."""
+        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes]:
+            """The plan as it will be enacted (after placement), its nodes and its key for
+            ``objective``; each distinct plan is enacted once, and placed once per distinct sizes
+            and starts (caps do not move a placement: plans that differ only in caps share it)."""
             shape = choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
             key = shape + choice.cap.tobytes()
             if key not in seen:
                 placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, places.get(shape))
                 places[shape] = placed
-                seen[key] = (placed_choice, placed, score(placed_choice))
-            return seen[key]
+                seen[key] = (placed_choice, placed)
+            return (*seen[key], key)
 
-        agnostic, agnostic_nodes, agnostic_s = enacted(agnostic)
+        def objective(key: bytes) -> float:
+            """The enacted plan's objective, scored once per distinct plan and only when asked:
+            the plans that cannot be taken are never scored (the objective is the costliest part)."""
+            value = objectives.get(key)
+            if value is None:
+                value = objectives[key] = score(seen[key][0])
+            return value
+
+        agnostic, agnostic_nodes, agnostic_key = enacted(agnostic)
+        agnostic_s = objective(agnostic_key)
         if self.budget_fraction is None:
-            choice, placed, objective = enacted(self._choose(o, self.price, free_gpus))
+            choice, placed, key = enacted(self._choose(o, self.price, free_gpus))
             note = f"{self.name}: fixed price {self.price:.3g} s/{unit}, plan {choice.spent:.3g} {unit}"
-            return Solution(choice, placed, self.price, objective, agnostic_s, math.inf, agnostic.spent, note)
+            return Solution(choice, placed, self.price, objective(key), agnostic_s, math.inf, agnostic.spent, note)
         fraction = self.budget_fraction * budget_scale  # a budget per period paces it (controller/budget.py)
         budget = fraction * agnostic.spent
-        # (choice, nodes, objective, price or None for the carbon-agnostic plan), as enacted: the
-        # candidates depend on the budget only through the guard's side of 1 (``_asks_carbon``),
-        # which is what makes a looser budget on the same side no worse.
-        scored = [(agnostic, agnostic_nodes, agnostic_s, None)] + [
+        # (choice, nodes, key of its objective, price or None for the carbon-agnostic plan), as
+        # enacted: the candidates depend on the budget only through the guard's side of 1
+        # (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
+        candidates = [(agnostic, agnostic_nodes, agnostic_key, None)] + [
             (*enacted(c), p) for c, p in self._price_grid(o, free_gpus)]
-        fits = [c for c in scored if c[0].spent <= budget * (1 + 1e-9)]
+        fits = [c for c in candidates if c[0].spent <= budget * (1 + 1e-9)]
         if fits:  # best objective; ties: less carbon, then the earlier candidate
-            choice, placed, objective, price = min(fits, key=lambda c: (c[2], c[0].spent))
+            choice, placed, key, price = min(fits, key=lambda c: (objective(c[2]), c[0].spent))
             held = "holds"
-        else:  # the cheapest plan; ties: the better objective
-            choice, placed, objective, price = min(scored, key=lambda c: (c[0].spent, c[2]))
+        else:  # the cheapest plan; ties: the better objective (only the cheapest are scored)
+            cheapest = min(c[0].spent for c in candidates)
+            choice, placed, key, price = min([c for c in candidates if c[0].spent == cheapest],
+                                             key=lambda c: (c[0].spent, objective(c[2])))
             held = "cannot hold (cheapest plan shown)"
+        objective_s = objective(key)
         how = "the carbon-agnostic plan" if price is None else f"price {price:.3g} s/{unit}"
         note = (f"{self.name}: budget {budget:.3g} {unit} ({fraction:g} x carbon-agnostic "
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
-                f"{objective / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
-        return Solution(choice, placed, price or 0.0, objective, agnostic_s, budget, agnostic.spent, note)
+                f"{objective_s / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
+        return Solution(choice, placed, price or 0.0, objective_s, agnostic_s, budget, agnostic.spent, note)
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
         """The greedy plan at price 0 and at the scale guess times 2**k, ascending.
@@ -446,13 +496,8 @@ class GreenFlowPolicy:
         reference = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
         guess = max(float(np.where(np.isfinite(runtime), runtime, 0.0).sum()) / max(reference, 1e-12), 1e-6)
         floor = o.carbon_floor * (1 + 1e-9)
-        plans = []
-        for price in [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]:
-            choice = self._choose(o, price, free_gpus)
-            plans.append((choice, price))
-            if choice.spent <= floor:
-                break
-        return plans
+        prices = [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]
+        return list(zip(self._choose_walk(o, prices, free_gpus, floor), prices))
 
     # -- placement and output ----------------------------------------------------------
 
@@ -468,6 +513,11 @@ class GreenFlowPolicy:
             return choice, {}
         if placed is None:
             placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), gpn)
+        if len(placed) == int(starting.sum()) and all(choice.col[j] == c for j, (c, _) in placed.items()):
+            # Every job starting now was placed at its chosen size: the plan is enacted as chosen
+            # (the same columns, its admitted jobs are the ones starting now, and its spend, summed
+            # the same way over the same configurations, is the one recounted below).
+            return _Choice(choice.col, choice.cap, choice.start, starting, choice.spent), placed
         now_placed = np.zeros(len(o.rows), dtype=bool)
         now_placed[list(placed)] = True
         col = np.where(starting & ~now_placed, o.queued_col, choice.col)
@@ -602,10 +652,10 @@ def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:
         return np.where(throughput > 0, work[:, None, None] / np.where(throughput > 0, throughput, 1.0), np.inf)
 
 
-def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[np.ndarray, int]:
+def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[list[bool], int]:
     """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free.
 
-    Returns the admitted mask and the GPUs left. Once a job did not fit, admission stops as
+    Returns the admitted mask (a list) and the GPUs left. Once a job did not fit, admission stops as
     soon as no GPU is left. A plain loop: the queue is mostly a handful of jobs, for which
     numpy's per-call overhead dominates (and ``_choose`` runs this several times a tick).
     """
@@ -621,48 +671,77 @@ def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[np.ndarr
         left -= size
         if missed and left <= 0:
             break
-    return np.array(admitted, dtype=bool), left
+    return admitted, left
 
 
-def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: int) -> np.ndarray:
-    """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs.
+def _increments(cost_gs: np.ndarray, o: _Options, admitted: np.ndarray, spare: np.ndarray) -> np.ndarray:
+    """How many steps along its GPU chain each admitted job climbs with ``spare`` GPUs, for
+    P plans at once (one per price).
 
-    ``cost_gs`` is the best cost per job, GPU column and start [N, G, S]; steps are scored
-    on starting now. Utility of a step = cost saved / extra GPUs; steps are made
-    non-increasing per job (so a job's steps are taken in order) and taken best first
-    while GPUs remain. Computed over all jobs with the non-admitted ones' steps masked
-    out, which selects the same steps in the same order as computing over the admitted
-    rows only.
+    ``cost_gs`` is the best cost per plan, job, GPU column and start [P, N, G, S],
+    ``admitted`` [P, N] and ``spare`` [P] each plan's; steps are scored on starting now.
+    Utility of a step = cost saved / extra GPUs; steps are made non-increasing per job (so a
+    job's steps are taken in order) and taken best first while the plan's GPUs remain.
+    Computed over all jobs with the non-admitted ones' steps masked out, which selects the
+    same steps in the same order as computing over the admitted rows only; and over all
+    plans at once, each plan's steps sorted and counted within its own group, which selects
+    the same steps as one plan at a time. Returns the steps [P, N].
     """
-    n, width = o.chain.shape
-    if spare <= 0 or width < 2 or not admitted.any():
-        return np.zeros(n, dtype=np.int64)
+    plans, n = admitted.shape
+    steps = np.zeros((plans, n), dtype=np.int64)
+    # A plan with no GPU to spare or no job admitted climbs no step.
+    climbing = np.flatnonzero((spare > 0) & admitted.any(axis=1))
+    if o.chain.shape[1] < 2 or not len(climbing):
+        return steps
+    if len(climbing) < plans:
+        steps[climbing] = _increments(cost_gs[climbing], o, admitted[climbing], spare[climbing])
+        return steps
     here, there, valid, extra = o.step_table
-    flat = cost_gs.reshape(-1)
+    flat = cost_gs.reshape(plans, -1)
     with np.errstate(invalid="ignore"):  # inf - inf only where the step is invalid (masked below)
-        saved = flat[here] - flat[there]
-    utility = np.where(valid & admitted[:, None], saved / extra, -np.inf)
-    utility = np.minimum.accumulate(utility, axis=1)
-    r, m = (utility > 0).nonzero()
-    if not len(r):
-        return np.zeros(n, dtype=np.int64)
-    order = np.lexsort((m, -utility[r, m]))
-    r, m = r[order], m[order]
-    fits = extra[r, m].cumsum() <= spare
-    # Steps taken per row: the same counts as np.add.at(steps, rows, 1), without its slow path.
-    return np.bincount(r[fits], minlength=n).astype(np.int64)
+        saved = flat[:, here] - flat[:, there]  # [P, N, M - 1]
+    utility = np.where(valid & admitted[:, :, None], saved / extra, -np.inf)
+    utility = np.minimum.accumulate(utility, axis=2)
+    p, r, m = (utility > 0).nonzero()
+    if not len(p):
+        return steps
+    # Per plan, best utility first, then the earlier step, then the earlier job (the order
+    # ``nonzero`` gives within a plan and a stable sort keeps).
+    order = np.lexsort((m, -utility[p, r, m], p))
+    p, r, m = p[order], r[order], m[order]
+    used = extra[r, m].cumsum()
+    # GPUs the plan's earlier steps take: the running total less what earlier plans' steps took.
+    first = np.searchsorted(p, np.arange(plans))
+    before = np.concatenate(([0], used))[first]
+    fits = used - before[p] <= spare[p]
+    # Steps taken per (plan, row): the same counts as np.add.at(steps, rows, 1), without its slow path.
+    return np.bincount(p[fits] * n + r[fits], minlength=plans * n).astype(np.int64).reshape(plans, n)
 
 
-def running_releases(snapshot: ClusterSnapshot, now: float) -> list[tuple[float, int]]:
-    """(seconds from now until it ends by its time limit, GPUs) of each running job, a heap.
+@dataclass
+class _RunningMemo:
+    """(job tuple, (EndTime or None, GPUs) of its running jobs with GPUs) of the last snapshot, in
+    a controller's memo: a simulator hands over the same tuple while no job changed (the held
+    reference keeps the identity check sound)."""
+
+    last: tuple[tuple[Job, ...], list[tuple[float | None, int]]] | None = None
+
+
+def running_releases(snapshot: ClusterSnapshot, now: float,
+                     memo: DecisionMemo | None = None) -> list[tuple[float, int]]:
+    """(seconds from now until it ends by its time limit, GPUs) of each running job, sorted
+    (the order a heap of them pops in).
 
     What Slurm itself plans with: a running job's EndTime is its start plus its limit.
     A job past its limit (or without one) is taken to end now.
     """
-    running = JobState.RUNNING
-    out = [(max(0.0, (job.end_time if job.end_time is not None else now) - now), job.total_gpus)
-           for job in snapshot.jobs if job.state is running and job.total_gpus > 0]
-    heapq.heapify(out)
+    held = memo.get(_RunningMemo) if memo is not None else _RunningMemo()
+    if held.last is None or held.last[0] is not snapshot.jobs:
+        running = JobState.RUNNING
+        held.last = (snapshot.jobs, [(job.end_time, job.total_gpus) for job in snapshot.jobs
+                                     if job.state is running and job.total_gpus > 0])
+    out = [(max(0.0, (end if end is not None else now) - now), gpus) for end, gpus in held.last[1]]
+    out.sort()
     return out
 
 
@@ -673,7 +752,7 @@ def _agnostic_choice(o: _Options, free_gpus: int) -> _Choice:
     """
     rows = o.rows
     sizes = o.gpus[o.requested_col].tolist()
-    admitted, _ = _admit(sizes, [True] * len(sizes), free_gpus)
+    admitted = np.array(_admit(sizes, [True] * len(sizes), free_gpus)[0], dtype=bool)
     cap = np.full(len(rows), o.full_cap)
     spent = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
     return _Choice(o.requested_col, cap, np.zeros(len(rows), dtype=np.int64), admitted, spent)
@@ -685,7 +764,7 @@ class _Queue:
 
     free_gpus: int
     gpus_total: int
-    releases: list[tuple[float, int]]  #: ``running_releases``
+    releases: list[tuple[float, int]]  #: ``running_releases`` (sorted)
 
 
 def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> float:
@@ -728,57 +807,99 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
     runtime = o.runtime[rows, choice.col, choice.cap].tolist()
     earliest = o.wait[rows, choice.start].tolist()
     now_admitted = (choice.admitted & (choice.start == 0)).tolist()
-    ends = list(releases)
+    # The ends to come: ``releases`` (sorted, read in order) merged with a heap of the ends of
+    # the jobs started here; the smaller of the two heads is next, the same (end, GPUs) pairs in
+    # the same order as one heap of both would pop.
+    ri, nrel = 0, len(releases)
+    started: list[tuple[float, int]] = []
     left, total, later = free_gpus, 0.0, []
     for j, admitted in enumerate(now_admitted):
         if admitted:
             left -= gpus[j]
             total += runtime[j]
-            heapq.heappush(ends, (runtime[j], gpus[j]))
+            heapq.heappush(started, (runtime[j], gpus[j]))
         else:
             later.append((earliest[j], j))
     later.sort()
-    eligible: list[int] = []  # rows, ascending: the oldest job first
-    sizes: dict[int, int] = {}  # GPU count -> eligible jobs of that size: the smallest is all a start needs
-    t, k = 0.0, 0
-    while k < len(later) or eligible:
-        while k < len(later) and later[k][0] <= t:
+    # Eligible rows per GPU count, each a heap (the oldest job on top). Starting every job that
+    # fits, oldest first, in one pass over the eligible jobs by age is the same as starting,
+    # again and again, the oldest of the size queues' heads that fit (a job passed over did not
+    # fit with more GPUs left, so it cannot fit later in the pass): the same jobs start in the
+    # same order, and a start costs one look per distinct size instead of a pass over the queue.
+    queues: dict[int, list[int]] = {}
+    need = math.inf  # the smallest eligible size (inf: none eligible)
+    t, k, count = 0.0, 0, len(later)
+    while k < count or queues:
+        while k < count and later[k][0] <= t:
             j = later[k][1]
-            bisect.insort(eligible, j)
-            sizes[gpus[j]] = sizes.get(gpus[j], 0) + 1
+            queue = queues.get(gpus[j])
+            if queue is None:
+                queues[gpus[j]] = [j]
+                need = min(need, gpus[j])
+            else:
+                heapq.heappush(queue, j)
             k += 1
-        if eligible and left >= min(sizes):
-            # Oldest first, every job that fits; once too few GPUs are left for any eligible
-            # size, the rest cannot start either (a long queue is not rescanned per freed GPU).
-            waiting: list[int] = []
-            for i, j in enumerate(eligible):
-                if gpus[j] <= left:
-                    left -= gpus[j]
-                    total += t + runtime[j]
-                    heapq.heappush(ends, (t + runtime[j], gpus[j]))
-                    sizes[gpus[j]] -= 1
-                    if not sizes[gpus[j]]:
-                        del sizes[gpus[j]]
-                    if not sizes or left < min(sizes):
-                        waiting.extend(eligible[i + 1:])
-                        break
+        if queues and left >= need:
+            while True:
+                oldest, size = -1, 0
+                for g, queue in queues.items():
+                    if g <= left and (oldest < 0 or queue[0] < oldest):
+                        oldest, size = queue[0], g
+                if oldest < 0:
+                    break
+                queue = queues[size]
+                heapq.heappop(queue)
+                if not queue:
+                    del queues[size]
+                    need = min(queues) if queues else math.inf
+                left -= size
+                total += t + runtime[oldest]
+                heapq.heappush(started, (t + runtime[oldest], size))
+        arrive = later[k][0] if k < count else math.inf
+        if ri < nrel:
+            nxt = releases[ri]
+            from_started = bool(started) and started[0] < nxt
+            if from_started:
+                nxt = started[0]
+        elif started:
+            nxt, from_started = started[0], True
+        else:
+            nxt, from_started = None, False
+        if nxt is not None and nxt[0] <= arrive and (queues or k < count):
+            # This end, and the ends after it that free too few GPUs for any eligible size before
+            # the next arrival (they change nothing but the time and the GPUs left): what as many
+            # turns of the outer loop would do, one end each.
+            while True:
+                if from_started:
+                    heapq.heappop(started)
                 else:
-                    waiting.append(j)
-            eligible = waiting
-        arrive = later[k][0] if k < len(later) else math.inf
-        if ends and ends[0][0] <= arrive and (eligible or k < len(later)):
-            end, freed = heapq.heappop(ends)
-            t, left = max(t, end), left + freed
+                    ri += 1
+                t, left = max(t, nxt[0]), left + nxt[1]
+                if left >= need:
+                    break
+                if ri < nrel:
+                    nxt = releases[ri]
+                    from_started = bool(started) and started[0] < nxt
+                    if from_started:
+                        nxt = started[0]
+                elif started:
+                    nxt, from_started = started[0], True
+                else:
+                    break
+                if not nxt[0] < arrive:
+                    break
         elif arrive < math.inf:
             t = arrive
-        elif eligible:  # larger than the whole cluster: it starts once everything ahead has ended
-            j = eligible.pop(0)
-            left -= gpus[j]
+        elif queues:  # larger than the whole cluster: it starts once everything ahead has ended
+            size = min(queues, key=lambda g: queues[g][0])
+            queue = queues[size]
+            j = heapq.heappop(queue)
+            if not queue:
+                del queues[size]
+                need = min(queues) if queues else math.inf
+            left -= size
             total += t + runtime[j]
-            heapq.heappush(ends, (t + runtime[j], gpus[j]))
-            sizes[gpus[j]] -= 1
-            if not sizes[gpus[j]]:
-                del sizes[gpus[j]]
+            heapq.heappush(started, (t + runtime[j], size))
     return total
 
 

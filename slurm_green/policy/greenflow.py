@@ -786,6 +786,33 @@ def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) ->
     return completion + crowd * gpu_s / max(queue.gpus_total, 1)
 
 
+def _next_end(releases: list[tuple[float, int]], ri: int, nrel: int,
+              started: list[tuple[float, int]]) -> tuple[tuple[float, int] | None, bool]:
+    """The earliest (end, GPUs) not yet taken, and whether it is one of the planned starts
+    (heap ``started``) rather than a running job's (``releases[ri:]``, sorted); (None, False)
+    when none is left."""
+    if ri < nrel:
+        if started and started[0] < releases[ri]:
+            return started[0], True
+        return releases[ri], False
+    if started:
+        return started[0], True
+    return None, False
+
+
+def _start_oldest(queues: dict[int, list[int]], size: int, t: float, runtime: list[float],
+                  started: list[tuple[float, int]], need: float) -> tuple[float, float]:
+    """Start the oldest queued job of ``size`` GPUs at ``t`` (its end onto ``started``); returns
+    its completion time and the smallest size still queued (``need``, unless its queue emptied)."""
+    queue = queues[size]
+    end = t + runtime[heapq.heappop(queue)]
+    heapq.heappush(started, (end, size))
+    if not queue:
+        del queues[size]
+        need = min(queues) if queues else math.inf
+    return end, need
+
+
 def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
                            releases: list[tuple[float, int]]) -> float:
     """The sum of the pending jobs' expected completion times after now (so, up to a
@@ -847,24 +874,11 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
                         oldest, size = queue[0], g
                 if oldest < 0:
                     break
-                queue = queues[size]
-                heapq.heappop(queue)
-                if not queue:
-                    del queues[size]
-                    need = min(queues) if queues else math.inf
+                end, need = _start_oldest(queues, size, t, runtime, started, need)
                 left -= size
-                total += t + runtime[oldest]
-                heapq.heappush(started, (t + runtime[oldest], size))
+                total += end
         arrive = later[k][0] if k < count else math.inf
-        if ri < nrel:
-            nxt = releases[ri]
-            from_started = bool(started) and started[0] < nxt
-            if from_started:
-                nxt = started[0]
-        elif started:
-            nxt, from_started = started[0], True
-        else:
-            nxt, from_started = None, False
+        nxt, from_started = _next_end(releases, ri, nrel, started)
         if nxt is not None and nxt[0] <= arrive and (queues or k < count):
             # This end, and the ends after it that free too few GPUs for any eligible size before
             # the next arrival (they change nothing but the time and the GPUs left): what as many
@@ -877,29 +891,16 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
                 t, left = max(t, nxt[0]), left + nxt[1]
                 if left >= need:
                     break
-                if ri < nrel:
-                    nxt = releases[ri]
-                    from_started = bool(started) and started[0] < nxt
-                    if from_started:
-                        nxt = started[0]
-                elif started:
-                    nxt, from_started = started[0], True
-                else:
-                    break
-                if not nxt[0] < arrive:
+                nxt, from_started = _next_end(releases, ri, nrel, started)
+                if nxt is None or not nxt[0] < arrive:
                     break
         elif arrive < math.inf:
             t = arrive
         elif queues:  # larger than the whole cluster: it starts once everything ahead has ended
             size = min(queues, key=lambda g: queues[g][0])
-            queue = queues[size]
-            j = heapq.heappop(queue)
-            if not queue:
-                del queues[size]
-                need = min(queues) if queues else math.inf
+            end, need = _start_oldest(queues, size, t, runtime, started, need)
             left -= size
-            total += t + runtime[j]
-            heapq.heappush(started, (t + runtime[j], size))
+            total += end
     return total
 
 

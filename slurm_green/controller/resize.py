@@ -89,9 +89,11 @@ class Resizer:
     store: StateStore
     progress: ProgressSource
     settings: ResizeSettings = field(default_factory=ResizeSettings)
-    #: What this tick's ``plan`` proposed, for ``record``: new resizes' targets, and why others end.
+    #: What this tick's ``plan`` proposed, for ``record``: new resizes' targets, why others end,
+    #: and the requeued jobs it releases (so ``record`` tells them from any other job's release).
     _targets: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
     _abandoned: dict[int, str] = field(default_factory=dict, repr=False)
+    _releasing: set[int] = field(default_factory=set, repr=False)
 
     def plan(self, snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[list[Action], set[int], list[str]]:
         """This tick's resize actions, the jobs the resizes own (the planner skips them) and notes."""
@@ -99,7 +101,7 @@ class Resizer:
         actions: list[Action] = []
         owned: set[int] = set()
         notes: list[str] = []
-        self._targets, self._abandoned = {}, {}
+        self._targets, self._abandoned, self._releasing = {}, {}, set()
         for job_id, row in rows.items():
             job = snapshot.job(job_id)
             step = self._next_step(job, row, now)
@@ -110,6 +112,8 @@ class Resizer:
                 continue
             if step is not None:
                 actions.extend(step)
+                if row["phase"] == REQUEUED:
+                    self._releasing.add(job_id)
             if row["phase"] in (SIGNALLED, REQUEUED) or (row["phase"] == DONE and job is not None and job.is_pending):
                 owned.add(job_id)
         for decision in plan.decisions:
@@ -174,15 +178,11 @@ class Resizer:
                     self.store.record_resize(job_id, REQUEUED, now, "checkpointed; requeued, held")
                 else:  # the job runs on (or ended) at its size: nothing was lost
                     self.store.record_resize(job_id, ABANDONED, now, f"requeue failed: {result.message}")
-            elif isinstance(action, SetGpus) and not result.ok and self._owns(job_id):
+            elif isinstance(action, SetGpus) and not result.ok and job_id in self._releasing:
                 log.warning("job %s: new GPU count refused (%s); released at its old size", job_id, result.message)
-            elif isinstance(action, Release) and self._owns(job_id):
+            elif isinstance(action, Release) and job_id in self._releasing:
                 if result.ok:
                     self.store.record_resize(job_id, DONE, now, "released at its new size")
                 else:  # still held: the next tick releases it again
                     log.warning("job %s: release after requeue failed (%s); retried next tick", job_id,
                                 result.message)
-
-    def _owns(self, job_id: int) -> bool:
-        row = self.store.resizes().get(job_id)
-        return row is not None and row["phase"] == REQUEUED

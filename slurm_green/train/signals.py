@@ -94,10 +94,6 @@ class CheckpointSignal:
         """Whether any request is pending (not cleared)."""
         return self.requested() is not None
 
-    def should_stop(self) -> bool:
-        """Whether a stop request is pending (not cleared)."""
-        return self.requested() is Request.STOP
-
     def acknowledge(self) -> None:
         """The checkpoint is written: every pending request is answered."""
         self._taken = dict(self._came)

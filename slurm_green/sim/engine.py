@@ -11,6 +11,13 @@
   and holds. Compared with a live Slurm on one queue: tests/integration/sim.
   Without a node list it takes the first nodes that fit, in index order, and the
   lowest free GPU indices (no topology awareness), as a plain Slurm would.
+- **the training helper** (``slurm_green.train``), in jobs whose users opted in to
+  checkpoint-and-requeue (``TraceOptions.accept_requeue``): ``SignalJob`` (SIGUSR2) makes
+  it write a checkpoint ``checkpoint_s`` later and report it (``progress_reports``), and
+  ``RequeueHold`` stops the job, held, as ``scontrol requeuehold`` does: its work since that
+  checkpoint is lost, Slurm delays its restart by ``restart_delay_s`` (its BeginTime), and
+  it restarts from the checkpoint at the GPU count in force then, paying ``restore_s`` to
+  reload. A job without the helper is not signalled (SIGUSR2 would kill it).
 - **Prolog**: at start it verifies the signed decision token in the job's Comment
   and applies its power-cap fraction by the Prolog's own rule (``decision_token.signed_cap``);
   a missing or bad token, or a cap that is not a fraction in (0, 1], means full power.
@@ -51,6 +58,7 @@ from slurm_green.core.actions import (
     ActionResult,
     Hold,
     Release,
+    RequeueHold,
     SetDecision,
     SetGpuFreq,
     SetGpus,
@@ -58,12 +66,14 @@ from slurm_green.core.actions import (
     SetNodes,
     SetStartTime,
     ShareGpus,
+    SignalJob,
 )
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, NodeState, Partition
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions, format_marker, on_arrival
 from slurm_green.core.models import Config, JobModel, ModelRegistry, Observation
+from slurm_green.core.progress import JobProgress
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
@@ -95,6 +105,15 @@ class TraceOptions:
     #: Time limit = true runtime at the requested size x this factor.
     time_limit_factor: float = 1.5
     managed: bool = True
+    #: Share of trace jobs whose users opt in to checkpoint-and-requeue (``elastic=requeue``)
+    #: and run the training helper, drawn like ``accept_share`` (another stream of ``share_seed``).
+    accept_requeue: float = 0.0
+    #: From SIGUSR2 to a whole checkpoint on disk (the helper's next step, and the write).
+    checkpoint_s: float = 60.0
+    #: Slurm's own delay of a requeued job's start (BeginTime: about 2 min, seen on 24.11).
+    restart_delay_s: float = 120.0
+    #: A restarted job's time to start and reload its checkpoint, at its new rate.
+    restore_s: float = 60.0
 
 
 _JOB_VALUES = operator.attrgetter(*_JOB_FIELDS)
@@ -148,11 +167,22 @@ class _Running:
     work_left: float
     #: The job sharing its GPUs, if any, and the GPUs of its allocation (for a guest's host).
     partner: int | None = None
+    #: Work left as of its latest checkpoint (a requeue restarts from there), and when the
+    #: checkpoint a signal asked for is whole (None: none asked).
+    saved_left: float = math.nan
+    checkpoint_at: float | None = None
+    checkpoint_left: float = math.nan
     #: (node, GPUs) per node of ``alloc``: what it frees at its time limit, for backfill's profile.
     cells: list[tuple[int, int]] = field(init=False)
 
     def __post_init__(self) -> None:
         self.cells = [(i, len(slots)) for i, slots in self.alloc]
+        if math.isnan(self.saved_left):
+            self.saved_left = self.work_left
+
+    def left_at(self, t: float) -> float:
+        """Work left at ``t``, at its rate now."""
+        return max(0.0, self.work_left - (t - self.since) * self.throughput)
 
     def key(self, job_id: int) -> tuple[float, int, int]:
         return (self.limit_end, job_id, self.gpus)
@@ -360,6 +390,11 @@ class Simulator:
         #: Pending jobs bound to a partner by ``ShareGpus``: (partner, GPUs per node, nodes asked).
         self._share: dict[int, tuple[int, int, int]] = {}
         self.shares = np.random.default_rng(options.share_seed).random(n) < options.accept_share
+        self.elastic = np.random.default_rng([options.share_seed, 1]).random(n) < options.accept_requeue
+        #: Requeued jobs' work left (from their checkpoint, with the reload), for their restart.
+        self._restart_work: dict[int, float] = {}
+        #: A running job was stopped or signalled by an action: the controller should look soon.
+        self._acted = False
         #: Running jobs' power now (W) and GPUs holding two jobs, kept up to date for the samples.
         self._power_w = 0.0
         self._shared_gpus = 0
@@ -438,13 +473,33 @@ class Simulator:
         found, self._observations = self._observations, []
         return found
 
+    # -- the training helper's progress reports (``controller.resize.ProgressSource``) --------
+
+    def progress_of(self, job_id: int, now: float) -> JobProgress | None:
+        """What an elastic job's helper reports at ``now``: its work done, rate and latest
+        whole checkpoint; None for a job without the helper, or not running."""
+        running = self._running.get(job_id)
+        if running is None or not self.elastic[job_id - 1]:
+            return None
+        checkpoint = running.checkpoint_at if running.checkpoint_at is not None and running.checkpoint_at <= now else 0.0
+        return JobProgress(job_id, "samples", done=float(self.work[job_id - 1]) - running.left_at(now),
+                           per_s=running.throughput, frozen=0.0, time=now, checkpoint=checkpoint)
+
     def _apply_one(self, action: Action) -> ActionResult:
-        if type(action) not in self._HANDLERS:  # SignalJob, RequeueHold: resizing a running job
-            return ActionResult(action, ActionError.INVALID,
-                                f"{type(action).__name__}: the simulator does not model checkpoint-and-requeue")
         job = self._jobs.get(action.job_id)
         if job is None:
             return ActionResult(action, ActionError.JOB_GONE, "no such active job")
+        on_running = self._RUNNING_HANDLERS.get(type(action))
+        if on_running is not None:
+            if job.state is not JobState.RUNNING:
+                return ActionResult(action, ActionError.INVALID, f"job is {job.state.value}, not running")
+            error = on_running(self, job, action)
+            if error:
+                return ActionResult(action, ActionError.INVALID, error)
+            self._acted = True
+            return ActionResult(action)
+        if type(action) not in self._HANDLERS:
+            return ActionResult(action, ActionError.INVALID, f"{type(action).__name__}: not modelled by the simulator")
         if not job.is_pending:
             return ActionResult(action, ActionError.NOT_PENDING, f"job is {job.state.value}")
         error = self._HANDLERS[type(action)](self, job, action)
@@ -522,10 +577,44 @@ class Simulator:
         self._schedule_needed = True
         return None
 
-    #: Each action's handler by its type (it takes the action of that type).
+    def _signal(self, job: Job, action: SignalJob) -> str | None:
+        """The helper writes a whole checkpoint ``checkpoint_s`` from now and trains on."""
+        if not self.elastic[job.job_id - 1]:
+            return "the job runs no training helper: the signal would kill it"
+        if action.signal.removeprefix("SIG") != "USR2":
+            return f"SIG{action.signal.removeprefix('SIG')}: the simulated helper only checkpoints and trains on (USR2)"
+        running = self._running[job.job_id]
+        running.checkpoint_at = self.clock.now() + self.options.checkpoint_s
+        running.checkpoint_left = running.left_at(running.checkpoint_at)
+        return None
+
+    def _requeue_hold(self, job: Job, action: RequeueHold) -> str | None:
+        """Stop the job, held, delayed by Slurm's restart delay; it keeps its latest checkpoint's work."""
+        running = self._running[job.job_id]
+        if running.partner is not None:
+            return "the job shares its GPUs: the simulator does not requeue one of a pair"
+        now = self.clock.now()
+        checkpointed = running.checkpoint_at is not None and running.checkpoint_at <= now
+        left = running.checkpoint_left if checkpointed else running.saved_left
+        self._restart_work[job.job_id] = left + self.options.restore_s * running.solo_throughput
+        index = job.job_id - 1
+        assert self.signal is not None  # only a running simulation has running jobs
+        self.record.stopped(index, running.power_w * (running.end - now),
+                            float(self.signal.mean_over(float(self.record.start[index]), now)))
+        self._running.pop(job.job_id)
+        self._release_gpus(job.job_id, running)
+        self._update(job, state=JobState.PENDING, start_time=None, end_time=None, nodes=(), held=True,
+                     eligible_time=now + self.options.restart_delay_s)
+        self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
+        return None
+
+    #: Each action's handler by its type (it takes the action of that type): for a pending job,
+    #: and for a running one.
     _HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
         SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold, Release: _release,
         SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice, ShareGpus: _share_gpus}
+    _RUNNING_HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
+        SignalJob: _signal, RequeueHold: _requeue_hold}
 
     def _unbound(self, job: Job) -> Job:
         """A job bound to a partner, as it asked (its whole GPUs), to start alone."""
@@ -621,7 +710,8 @@ class Simulator:
         if o.managed:
             low, high = self.gpu_range(gpus)
             green, begin = on_arrival(GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
-                                                   accept_cap=o.accept_cap, accept_share=bool(self.shares[index])),
+                                                   accept_cap=o.accept_cap, accept_share=bool(self.shares[index]),
+                                                   elastic=bool(self.elastic[index])),
                                       submit)
             admin_comment = format_marker(green)
         self._jobs[job_id] = Job(
@@ -647,14 +737,14 @@ class Simulator:
         gpu = self._runs_on(alloc)
         model = self._model(job.name, gpu)
         throughput = float(model.throughput(config))
-        runtime = float(self.work[index] / throughput)
+        work = self._restart_work.pop(job.job_id, float(self.work[index]))
+        runtime = work / throughput
         power = float(model.power_w(config))
         end = now + runtime
         self.record.started(index, now, end, gpus, tuple(i for i, _ in alloc), cap, power * runtime)
         seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
-                                                       throughput, power, throughput, power, now, end,
-                                                       float(self.work[index]))
+                                                       throughput, power, throughput, power, now, end, work)
         bisect.insort(self._limit_ends, running.key(job.job_id))
         bound = self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
         self._power_w += power
@@ -669,11 +759,16 @@ class Simulator:
         running = self._running.pop(job_id)
         if self._telemetry and running.seen is not None:
             self._observations.append(running.seen)
+        self._ended[job_id] = _replace_job(self._jobs.pop(job_id), dict(state=JobState.COMPLETED,
+                                                                         end_time=self.clock.now()))
+        self._release_gpus(job_id, running)
+
+    def _release_gpus(self, job_id: int, running: _Running) -> None:
+        """What a job that stopped held: its end in backfill's profile, its power and its GPUs
+        (unless it was a host whose guest takes them over)."""
         del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job_id))]
         self._schedule_needed = True
         self._power_w -= running.power_w
-        self._ended[job_id] = _replace_job(self._jobs.pop(job_id), dict(state=JobState.COMPLETED,
-                                                                         end_time=self.clock.now()))
         self._snapshot = None
         if running.partner is not None and self._unpair(running, running.partner):
             return  # the partner keeps the GPUs
@@ -844,10 +939,13 @@ class Simulator:
         return math.inf
 
     def run(self, controller: Ticking, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
-            drain_limit_s: float = 365 * 86400.0, on_progress: Callable[[int], None] | None = None) -> SimRecord:
+            drain_limit_s: float = 365 * 86400.0, on_progress: Callable[[int], None] | None = None,
+            tick_while_running: bool = False) -> SimRecord:
         """Drive ``controller.tick(now)`` at events (at most every ``min_tick_s``) and at least every
-        ``max_tick_s`` while jobs are pending; stop when every job is done, or ``drain_limit_s``
-        after the last arrival (the rest are reported unfinished)."""
+        ``max_tick_s`` while jobs are pending (or, with ``tick_while_running``, for a controller
+        that resizes running jobs, while any runs: a real one ticks on regardless); stop when
+        every job is done, or ``drain_limit_s`` after the last arrival (the rest are reported
+        unfinished)."""
         if self.signal is None:
             raise ValueError("a simulator without a carbon signal only sizes its jobs; it cannot run")
         signal = self.signal
@@ -862,7 +960,7 @@ class Simulator:
         while True:
             arrival = float(submit[self._next_arrival]) if self._next_arrival < n else math.inf
             completion = self._completions[0][0] if self._completions else math.inf
-            pending = len(self._jobs) > len(self._running)
+            pending = len(self._jobs) > len(self._running) or (tick_while_running and bool(self._running))
             if changed:
                 tick = max(last_tick + min_tick_s, now)
             else:
@@ -891,7 +989,8 @@ class Simulator:
                     self._requeue(job_id)
             if now >= tick or (changed and now >= last_tick + min_tick_s):
                 controller.tick(now)
-                last_tick, changed = now, False
+                last_tick, changed = now, self._acted  # a job signalled or requeued: look again soon
+                self._acted = False
                 if self._ended:  # seen once, then gone from squeue
                     self._ended.clear()
                     self._snapshot = None
@@ -910,3 +1009,14 @@ class Simulator:
 
     def _fragmentation(self) -> float:
         return fragmentation(self.free_count, self._node_gpus)
+
+
+@dataclass(frozen=True)
+class SimProgress:
+    """The simulated jobs' progress reports, where the resizer reads them
+    (``controller.resize.ProgressSource``; on a site: ``controller.progress.ProgressReader``)."""
+
+    sim: Simulator
+
+    def read(self, job_id: int, user: str, now: float) -> JobProgress | None:
+        return self.sim.progress_of(job_id, now)

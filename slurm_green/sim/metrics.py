@@ -7,7 +7,9 @@ run that ends later pays for more idle time). Both are reported apart and summed
 ``total_energy_kwh`` / ``total_carbon_kg``: a GPU that co-location leaves free still
 draws idle power, and a run that packs work onto fewer GPUs saves the difference.
 Carbon is energy times the true intensity over exactly when it was drawn.
-JCT is completion minus submission. Fragmentation is the time-weighted share of
+A job requeued to change its size (checkpoint-and-requeue) runs more than once: each
+run's energy and carbon are its own (``stopped``), ``start`` is its last run's and
+``first_start`` its first, which the wait counts from. JCT is completion minus submission. Fragmentation is the time-weighted share of
 free GPUs that sit on partly used nodes. Over time: allocated GPUs (``gpu_utilisation``
 = allocated share, ``unallocated_share`` its complement), GPUs holding two jobs
 (``shared_share`` of the allocated ones) and the jobs' power (``mean_power_w``).
@@ -36,6 +38,11 @@ class SimRecord:
     intensity: np.ndarray  #: mean g/kWh over each job's run
     #: Each job's nodes (indices), to compare a placement with Slurm's; empty if it never ran.
     placed: list[tuple[int, ...]] = field(default_factory=list)
+    #: Per job: its first start, its runs stopped by a requeue and what they drew (J, g).
+    first_start: np.ndarray = field(default_factory=lambda: np.empty(0))
+    restarts: np.ndarray = field(default_factory=lambda: np.empty(0, np.int64))
+    earlier_energy_j: np.ndarray = field(default_factory=lambda: np.empty(0))
+    earlier_carbon_g: np.ndarray = field(default_factory=lambda: np.empty(0))
     sample_t: list[float] = field(default_factory=list)
     sample_busy: list[int] = field(default_factory=list)
     sample_frag: list[float] = field(default_factory=list)
@@ -49,14 +56,27 @@ class SimRecord:
     @classmethod
     def empty(cls, n: int) -> "SimRecord":
         nan = lambda: np.full(n, np.nan)  # noqa: E731
-        return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan(), [()] * n)
+        return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan(), [()] * n,
+                   first_start=nan(), restarts=np.zeros(n, np.int64), earlier_energy_j=np.zeros(n),
+                   earlier_carbon_g=np.zeros(n))
 
     def started(self, index: int, start: float, end: float, gpus: int, placed: tuple[int, ...], cap: float,
                 energy_j: float) -> None:
         self.start[index], self.end[index] = start, end
+        if np.isnan(self.first_start[index]):
+            self.first_start[index] = start
         self.gpus[index], self.nodes[index], self.cap[index] = gpus, len(placed), cap
         self.placed[index] = placed
         self.energy_j[index] = energy_j
+
+    def stopped(self, index: int, unused_j: float, intensity: float) -> None:
+        """Job ``index``'s run was stopped (requeued) before its end: it drew its energy less
+        ``unused_j`` (what the rest would have), at a mean ``intensity`` (g/kWh) since its start."""
+        used = float(self.energy_j[index]) - unused_j
+        self.earlier_energy_j[index] += used
+        self.earlier_carbon_g[index] += used / _J_PER_KWH * intensity
+        self.restarts[index] += 1
+        self.start[index] = self.end[index] = self.energy_j[index] = np.nan
 
     def sample(self, t: float, busy: int, frag: float, power_w: float = 0.0, shared: int = 0) -> None:
         """The cluster from ``t`` on: allocated GPUs, fragmentation, jobs' power, GPUs holding two jobs."""
@@ -103,7 +123,8 @@ class SimRecord:
     def summary(self, submit: np.ndarray) -> dict[str, float]:
         done = np.isfinite(self.end)
         jct = (self.end - submit)[done]
-        energy_kwh = self.energy_j[done] / _J_PER_KWH
+        energy_kwh = self.energy_j[done] / _J_PER_KWH  # each job's last run; earlier runs' apart
+        earlier_kwh = self.earlier_energy_j[done] / _J_PER_KWH
         t = np.asarray(self.sample_t + [self.ended_at])
         dt = np.diff(t)
         span = float(dt.sum()) or 1.0
@@ -111,14 +132,15 @@ class SimRecord:
         shared_gpu_s = float((np.asarray(self.sample_shared) * dt).sum())
         frag = float((np.asarray(self.sample_frag) * dt).sum() / span)
         utilisation = busy_gpu_s / (self.total_gpus * span) if self.total_gpus else float("nan")
-        carbon_kg = float((energy_kwh * self.intensity[done]).sum() / 1000.0)
+        carbon_kg = float((energy_kwh * self.intensity[done] + self.earlier_carbon_g[done]).sum() / 1000.0)
+        energy_kwh = energy_kwh + earlier_kwh
         return {
             "jobs": int(len(submit)),
             "finished": int(done.sum()),
             "avg_jct_s": float(jct.mean()) if len(jct) else float("nan"),
             "p50_jct_s": float(np.percentile(jct, 50)) if len(jct) else float("nan"),
             "p99_jct_s": float(np.percentile(jct, 99)) if len(jct) else float("nan"),
-            "avg_wait_s": float((self.start - submit)[done].mean()) if len(jct) else float("nan"),
+            "avg_wait_s": float((self.first_start - submit)[done].mean()) if len(jct) else float("nan"),
             "makespan_s": float(self.end[done].max() - submit.min()) if len(jct) else float("nan"),
             "energy_kwh": float(energy_kwh.sum()),
             "carbon_kg": carbon_kg,
@@ -133,4 +155,5 @@ class SimRecord:
             "fragmentation": frag,
             "avg_gpus": float(self.gpus[done].mean()) if len(jct) else float("nan"),
             "avg_cap": float(self.cap[done].mean()) if len(jct) else float("nan"),
+            "restarts": int(self.restarts.sum()),
         }

@@ -14,7 +14,6 @@ import pytest
 from sim_literals import LinearModels, flat_signal, workload
 
 from slurm_green.core import decision_token
-from slurm_green.core.actions import ActionError, RequeueHold, SignalJob
 from slurm_green.core.cluster import Job
 from slurm_green.core.green_options import GreenOptions, format_marker, on_arrival
 from slurm_green.gpu.enact import decided_cap
@@ -59,11 +58,3 @@ def test_an_unmanaged_arrival_gets_no_marker_and_no_deferral():
     sim._arrive(0)
     job = sim.snapshot().jobs[0]
     assert job.admin_comment == "" and job.eligible_time is None and np.isfinite(job.submit_time)
-
-
-def test_a_running_jobs_checkpoint_and_requeue_are_answered_not_modelled():
-    """The simulator has no requeue yet: it says so, it does not pretend (docs/enactment.md)."""
-    sim = _sim()
-    for action in (SignalJob(1), RequeueHold(1)):
-        [result] = sim.apply([action])
-        assert result.error is ActionError.INVALID and "does not model checkpoint-and-requeue" in result.message

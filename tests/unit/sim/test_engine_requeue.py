@@ -1,0 +1,111 @@
+"""Checkpoint-and-requeue in the simulator: the controller's resizer grows a running elastic
+job through the simulated training helper and Slurm's requeue, and the record keeps each
+run's energy and carbon."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from sim_literals import HOUR, T0, LinearModels, flat_signal, workload
+
+from slurm_green.controller.resize import ResizeSettings
+from slurm_green.core.actions import ActionError, RequeueHold, SignalJob
+from slurm_green.core.cluster import JobState
+from slurm_green.core.green_options import parse_marker
+from slurm_green.policy.baselines import FifoPolicy
+from slurm_green.policy.running import GrowRunning
+from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.sim.engine import Simulator, TraceOptions
+from slurm_green.sim.runner import simulate
+
+KEY = b"0123456789abcdef-sim-requeue-key"
+NODE = ClusterSpec(nodes=1, gpus_per_node=4, idle_w_per_gpu=0.0)
+WORK = 4 * HOUR  # GPU-seconds: 4 h on the one GPU it asks for
+#: Every job elastic, allowed up to 4 GPUs, not deferred.
+ELASTIC = TraceOptions(flex_s=0.0, gpu_range=4.0, accept_requeue=1.0)
+
+
+def _running_sim(options: TraceOptions = ELASTIC) -> Simulator:
+    """One 1-GPU job, started at T0."""
+    sim = Simulator(workload((0.0, 1, WORK)), NODE, LinearModels(), flat_signal(), KEY, options)
+    sim._arrive(0)
+    sim._schedule(T0)
+    assert sim.snapshot().jobs[0].state is JobState.RUNNING
+    return sim
+
+
+def test_the_controller_grows_an_idle_nodes_elastic_job_through_checkpoint_and_requeue():
+    """FIFO wrapped in GrowRunning, ticks at most every 300 s and at least every 900 s while
+    the job runs: signalled at the 900 s tick, checkpoint 60 s later, requeued at the next
+    tick (1200 s), held for Slurm's 120 s, released at 4 GPUs at the tick after (1500 s),
+    and it restarts from its checkpoint plus 60 s of reload at 4 times the rate."""
+    ticks = (900.0, 1200.0, 1500.0)
+    result = simulate(workload((0.0, 1, WORK)), NODE, GrowRunning(FifoPolicy()), flat_signal(100.0), LinearModels(),
+                      options=ELASTIC, resize=ResizeSettings(min_interval_s=0.0))
+    record = result.record
+    signalled, requeued, restarted = (T0 + t for t in ticks)
+    left = WORK - (signalled + ELASTIC.checkpoint_s - T0)  # work after the checkpoint is done again
+    end = restarted + (left + ELASTIC.restore_s * 1) / 4
+    assert record.restarts[0] == 1 and record.gpus[0] == 4
+    assert record.first_start[0] == T0 and record.start[0] == restarted
+    assert record.end[0] == pytest.approx(end)
+    first_run_j, second_run_j = 100.0 * (requeued - T0), 400.0 * (end - restarted)
+    assert record.earlier_energy_j[0] == pytest.approx(first_run_j)
+    summary = result.summary
+    assert summary["energy_kwh"] == pytest.approx((first_run_j + second_run_j) / 3.6e6)
+    assert summary["carbon_kg"] == pytest.approx(summary["energy_kwh"] * 100.0 / 1000.0)
+    assert summary["avg_wait_s"] == 0.0 and summary["avg_jct_s"] == pytest.approx(end - T0)
+    assert end - T0 < WORK / 2  # against 4 h at its size
+
+
+def test_without_a_resizer_or_elastic_jobs_nothing_restarts():
+    for options, resize in ((ELASTIC, None), (TraceOptions(flex_s=0.0, gpu_range=4.0), ResizeSettings())):
+        result = simulate(workload((0.0, 1, WORK)), NODE, GrowRunning(FifoPolicy()), flat_signal(), LinearModels(),
+                          options=options, resize=resize)
+        assert result.summary["restarts"] == 0 and result.record.end[0] == T0 + WORK
+
+
+def test_only_jobs_that_opted_in_run_the_helper_and_only_running_jobs_are_signalled():
+    options = TraceOptions(flex_s=0.0, accept_requeue=0.5, share_seed=3)
+    sim = Simulator(workload(*[(0.0, 1, WORK)] * 40), ClusterSpec(nodes=10, gpus_per_node=4), LinearModels(),
+                    flat_signal(), KEY, options)
+    for i in range(40):
+        sim._arrive(i)
+    marked = [bool(parse_marker(job.admin_comment).elastic) for job in sim.snapshot().jobs]
+    assert marked == sim.elastic.tolist() and 5 < sum(marked) < 35
+    [pending] = sim.apply([SignalJob(1)])
+    assert pending.error is ActionError.INVALID and "not running" in pending.message
+    sim._schedule(T0)
+    plain = next(i + 1 for i, e in enumerate(marked) if not e)
+    [refused] = sim.apply([SignalJob(plain)])
+    assert refused.error is ActionError.INVALID and "no training helper" in refused.message
+    [usr1] = sim.apply([SignalJob(marked.index(True) + 1, signal="USR1")])
+    assert usr1.error is ActionError.INVALID
+
+
+def test_a_requeue_without_a_new_checkpoint_restarts_from_the_last_one():
+    sim = _running_sim()
+    sim.clock.set(T0 + 1000.0)
+    [ok] = sim.apply([SignalJob(1)])
+    assert ok.ok and sim.progress_of(1, T0 + 1000.0).checkpoint == 0.0  # not written yet
+    [requeued] = sim.apply([RequeueHold(1)])  # before the checkpoint is whole
+    assert requeued.ok
+    job = sim.snapshot().jobs[0]
+    assert job.state is JobState.PENDING and job.held and job.eligible_time == T0 + 1000.0 + ELASTIC.restart_delay_s
+    assert sim.free_count[0] == 4 and sim.progress_of(1, T0 + 1000.0) is None
+    assert sim._restart_work[1] == WORK + ELASTIC.restore_s  # all 1000 s of work lost
+    assert sim.record.earlier_energy_j[0] == pytest.approx(100.0 * 1000.0)
+    assert math.isnan(sim.record.end[0]) and math.isnan(sim.record.start[0])
+
+
+def test_the_helper_reports_the_checkpoint_once_it_is_whole():
+    sim = _running_sim()
+    sim.clock.set(T0 + 500.0)
+    sim.apply([SignalJob(1)])
+    assert sim.progress_of(1, T0 + 559.0).checkpoint == 0.0
+    report = sim.progress_of(1, T0 + 600.0)
+    assert report.checkpoint == T0 + 560.0 and report.done == pytest.approx(600.0) and report.per_s == 1.0
+    sim.clock.set(T0 + 700.0)
+    sim.apply([RequeueHold(1)])
+    assert sim._restart_work[1] == pytest.approx(WORK - 560.0 + ELASTIC.restore_s)

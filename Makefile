@@ -69,6 +69,7 @@ bench: venv
 	$(BIN)/python benchmarks/colocation.py
 	$(BIN)/python benchmarks/carbon_bounds.py --quick
 	$(BIN)/python benchmarks/period_budget.py --limit 500
+	$(BIN)/python benchmarks/elastic_resize.py
 
 # ...and on the Docker cluster: snapshot cost and job_submit.lua's cost per submission.
 bench-cluster: cluster-up

@@ -1,0 +1,106 @@
+"""What growing running elastic jobs (checkpoint, requeue, restart larger) buys, in simulation.
+
+Each cell is a generated workload (``robustness.generate``: a resampled window of a shared
+trace on a cluster cut to a quarter of its GPUs, arrivals scaled to an offered load) with
+every job opted in to ``elastic=requeue`` (the share is ``--elastic``), replayed against
+one region's 2023 carbon. Each policy runs twice through the real controller: as it is,
+and wrapped in ``GrowRunning`` with the resizer on (``simulate(resize=...)``: the
+simulated helper checkpoints 60 s after SIGUSR2, a requeue loses the work since, Slurm
+delays the restart 120 s, reloading costs 60 s; ``TraceOptions``). Printed per cell and
+policy: average JCT, energy and carbon of the grown run over the plain one (< 1: the
+resize helps), and how many restarts it made. Growth only takes GPUs no pending job
+waits for, so it matters at low load and not at all on a full cluster: the loads span both.
+
+Usage: python benchmarks/elastic_resize.py [--traces ...] [--loads 0.3,0.6,1] [--seeds 1]
+       [--region DE-LU] [--jobs 200] [--elastic 1.0] [--json out/elastic_resize.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import track
+from rich.table import Table
+from robustness import CARBON_TAIL_S, generate
+
+from slurm_green.controller.resize import ResizeSettings
+from slurm_green.models.registry import default_registry
+from slurm_green.policy.running import GrowRunning
+from slurm_green.sim.bench import make_policy
+from slurm_green.sim.carbon import replayed_signal
+from slurm_green.sim.engine import TraceOptions
+from slurm_green.sim.runner import simulate
+
+TRACES = ("pollux_workloads/workload-2.csv", "gavel_philly_ee9e8c_seed0.trace", "philly_pollux_jobs.csv")
+POLICIES = ("fifo", "greenflow")
+#: The controller's defaults (``[elastic]``) but for the cool-down, which a 200-job window would rarely pass.
+RESIZE = ResizeSettings(min_interval_s=3600.0)
+
+
+def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic: float) -> list[dict[str, object]]:
+    models = default_registry()
+    workload, spec = generate(trace, seed, load, jobs, models)
+    signal = replayed_signal(region, float(workload.submit[0]) - 3600.0, float(workload.submit[-1]) + CARBON_TAIL_S)
+    options = replace(TraceOptions(), accept_requeue=elastic)
+    rows = []
+    for name in POLICIES:
+        policy = make_policy(name)
+        plain = simulate(workload, spec, policy, signal, models, region, options)
+        grown = simulate(workload, spec, GrowRunning(policy), signal, models, region, options, resize=RESIZE)
+        p, g = plain.summary, grown.summary
+        rows.append({"trace": trace, "seed": seed, "load": load, "region": region, "policy": name,
+                     "cluster": f"{spec.nodes}x{spec.gpus_per_node}", "plain": p, "grown": g,
+                     "jct": g["avg_jct_s"] / p["avg_jct_s"], "energy": g["energy_kwh"] / p["energy_kwh"],
+                     "carbon": g["total_carbon_kg"] / p["total_carbon_kg"], "restarts": g["restarts"],
+                     "utilisation": (p["gpu_utilisation"], g["gpu_utilisation"]),
+                     "finished": (p["finished"], g["finished"], p["jobs"]),
+                     "wall_s": (plain.wall_s, grown.wall_s)})
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--traces", default=",".join(TRACES), help="comma list under job_traces/")
+    parser.add_argument("--loads", default="0.3,0.6,1", help="offered loads (1: arrivals keep the cluster busy)")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--region", default="DE-LU")
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--elastic", type=float, default=1.0, help="share of jobs that opt in to elastic=requeue")
+    parser.add_argument("--json", type=Path, help="write every run's summary here")
+    args = parser.parse_args()
+    cells = [(t, s, float(load)) for t in args.traces.split(",") for s in range(args.seeds)
+             for load in args.loads.split(",")]
+    began = time.perf_counter()
+    rows = [row for trace, seed, load in track(cells, description="cells")
+            for row in run_cell(trace, seed, load, args.region, args.jobs, args.elastic)]
+    console = Console()
+    table = Table(title=f"grown / plain ({args.elastic:.0%} of jobs elastic, {args.region}; < 1: the resize helps)")
+    for column in ("workload", "load", "policy", "JCT", "energy", "carbon (with idle)", "restarts",
+                   "utilisation plain -> grown", "finished"):
+        table.add_column(column, justify="left" if column in ("workload", "policy") else "right")
+    for r in rows:
+        done = r["finished"]
+        table.add_row(Path(str(r["trace"])).stem, f"{r['load']:g}", str(r["policy"]), f"{r['jct']:.3f}",
+                      f"{r['energy']:.3f}", f"{r['carbon']:.3f}", str(r["restarts"]),
+                      f"{r['utilisation'][0]:.2f} -> {r['utilisation'][1]:.2f}", f"{done[0]}/{done[1]} of {done[2]}")
+    console.print(table)
+    for name in POLICIES:
+        mine = [r for r in rows if r["policy"] == name]
+        console.print(f"{name}: grown/plain JCT min / median / max "
+                      f"{min(r['jct'] for r in mine):.3f} / {statistics.median(r['jct'] for r in mine):.3f} / "
+                      f"{max(r['jct'] for r in mine):.3f}; energy median "
+                      f"{statistics.median(r['energy'] for r in mine):.3f}; restarts {sum(r['restarts'] for r in mine)}")
+    console.print(f"{len(rows) * 2} runs in {time.perf_counter() - began:.0f} s")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(rows, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()

@@ -38,7 +38,8 @@ for v in "${versions[@]}"; do
     echo "=== Slurm $v: pytest -m \"$mark\" tests/integration ==="
     t0=$SECONDS
     rc=0
-    SLURM_GREEN_SLURM=$v "$pytest_bin" -m "$mark" tests/integration "${extra[@]}" || rc=$?
+    # --durations: the slowest tests of each version in the log, where CI's time goes
+    SLURM_GREEN_SLURM=$v "$pytest_bin" -m "$mark" --durations=12 tests/integration "${extra[@]}" || rc=$?
     dt=$((SECONDS - t0))
     case $rc in
         0) result="passed" ;;

@@ -25,7 +25,7 @@ def expected_submission(comment: str, now: int = NOW, max_flex_s: float = MAX_FL
                         begin: int = 0, requeue: int = NO_VAL16) -> tuple[str | None, int, int]:
     """What the Python reference says the marker (None: no green option), the begin time
     (0: none) and the requeue field (NO_VAL16: unset) must be after the plugin
-    (``green_options.on_arrival`` and ``plugin_requeue``, the simulator's rule too); raises
+    (``green_options.on_arrival``, the simulator's rule too, and ``plugin_requeue``); raises
     GreenOptionError (a ValueError) where the plugin must refuse the submission."""
     text = find_user_options(comment)
     if text is None:

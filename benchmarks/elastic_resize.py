@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import statistics
 import time
 from dataclasses import replace
@@ -74,6 +75,7 @@ def main() -> None:
     parser.add_argument("--elastic", type=float, default=1.0, help="share of jobs that opt in to elastic=requeue")
     parser.add_argument("--json", type=Path, help="write every run's summary here")
     args = parser.parse_args()
+    logging.getLogger("slurm_green").setLevel(logging.ERROR)  # each abandoned resize warns, as on a site
     cells = [(t, s, float(load)) for t in args.traces.split(",") for s in range(args.seeds)
              for load in args.loads.split(",")]
     began = time.perf_counter()
@@ -81,12 +83,12 @@ def main() -> None:
             for row in run_cell(trace, seed, load, args.region, args.jobs, args.elastic)]
     console = Console()
     table = Table(title=f"grown / plain ({args.elastic:.0%} of jobs elastic, {args.region}; < 1: the resize helps)")
-    for column in ("workload", "load", "policy", "JCT", "energy", "carbon (with idle)", "restarts",
+    for column in ("workload", "seed", "load", "policy", "JCT", "energy", "carbon (with idle)", "restarts",
                    "utilisation plain -> grown", "finished"):
         table.add_column(column, justify="left" if column in ("workload", "policy") else "right")
     for r in rows:
         done = r["finished"]
-        table.add_row(Path(str(r["trace"])).stem, f"{r['load']:g}", str(r["policy"]), f"{r['jct']:.3f}",
+        table.add_row(Path(str(r["trace"])).stem, str(r["seed"]), f"{r['load']:g}", str(r["policy"]), f"{r['jct']:.3f}",
                       f"{r['energy']:.3f}", f"{r['carbon']:.3f}", str(r["restarts"]),
                       f"{r['utilisation'][0]:.2f} -> {r['utilisation'][1]:.2f}", f"{done[0]}/{done[1]} of {done[2]}")
     console.print(table)

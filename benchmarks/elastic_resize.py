@@ -6,12 +6,14 @@ every job opted in to ``elastic=requeue`` (the share is ``--elastic``), replayed
 one region's 2023 carbon. Each policy runs twice through the real controller: as it is,
 and wrapped in ``GrowRunning`` with the resizer on (``simulate(resize=...)``: the
 simulated helper checkpoints 60 s after SIGUSR2, a requeue loses the work since, Slurm
-delays the restart 120 s, reloading costs 60 s; ``TraceOptions``). Printed per cell and
-policy: average JCT, energy and carbon of the grown run over the plain one (< 1: the
-resize helps), and how many restarts it made. Growth only takes GPUs no pending job
-waits for, so it matters at low load and not at all on a full cluster: the loads span both.
+delays the restart 120 s, reloading costs 60 s; ``TraceOptions``), and a third time
+also wrapped in ``ShrinkRunning`` (``[elastic] shrink``). Printed per cell and policy:
+average JCT, energy and carbon of the grown run over the plain one (< 1: the resize
+helps), how many restarts it made, and the average JCT with shrinking too. Growth only
+takes GPUs no pending job waits for, and shrinking only happens for a blocked queue, so
+the loads span an idle and a full cluster.
 
-Usage: python benchmarks/elastic_resize.py [--traces ...] [--loads 0.3,0.6,1] [--seeds 1]
+Usage: python benchmarks/elastic_resize.py [--traces ...] [--loads 0.3,1,3] [--seeds 1]
        [--region DE-LU] [--jobs 200] [--elastic 1.0] [--json out/elastic_resize.json]
 """
 
@@ -28,11 +30,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
-from robustness import CARBON_TAIL_S, generate
+from robustness import CARBON_TAIL_S, generate, spread
 
 from slurm_green.controller.resize import ResizeSettings
 from slurm_green.models.registry import default_registry
-from slurm_green.policy.running import GrowRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.sim.bench import make_policy
 from slurm_green.sim.carbon import replayed_signal
 from slurm_green.sim.engine import TraceOptions
@@ -54,21 +56,24 @@ def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic
         policy = make_policy(name)
         plain = simulate(workload, spec, policy, signal, models, region, options)
         grown = simulate(workload, spec, GrowRunning(policy), signal, models, region, options, resize=RESIZE)
-        p, g = plain.summary, grown.summary
+        both = simulate(workload, spec, ShrinkRunning(GrowRunning(policy)), signal, models, region, options,
+                        resize=RESIZE)
+        p, g, b = plain.summary, grown.summary, both.summary
         rows.append({"trace": trace, "seed": seed, "load": load, "region": region, "policy": name,
                      "cluster": f"{spec.nodes}x{spec.gpus_per_node}", "plain": p, "grown": g,
                      "jct": g["avg_jct_s"] / p["avg_jct_s"], "energy": g["energy_kwh"] / p["energy_kwh"],
                      "carbon": g["total_carbon_kg"] / p["total_carbon_kg"], "restarts": g["restarts"],
+                     "grown_and_shrunk": b, "jct_shrink": b["avg_jct_s"] / p["avg_jct_s"], "restarts_shrink": b["restarts"],
                      "utilisation": (p["gpu_utilisation"], g["gpu_utilisation"]),
                      "finished": (p["finished"], g["finished"], p["jobs"]),
-                     "wall_s": (plain.wall_s, grown.wall_s)})
+                     "wall_s": (plain.wall_s, grown.wall_s, both.wall_s)})
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", default=",".join(TRACES), help="comma list under job_traces/")
-    parser.add_argument("--loads", default="0.3,0.6,1", help="offered loads (1: arrivals keep the cluster busy)")
+    parser.add_argument("--loads", default="0.3,1,3", help="offered loads (1: arrivals keep the cluster busy)")
     parser.add_argument("--seeds", type=int, default=1)
     parser.add_argument("--region", default="DE-LU")
     parser.add_argument("--jobs", type=int, default=200)
@@ -84,21 +89,22 @@ def main() -> None:
     console = Console()
     table = Table(title=f"grown / plain ({args.elastic:.0%} of jobs elastic, {args.region}; < 1: the resize helps)")
     for column in ("workload", "seed", "load", "policy", "JCT", "energy", "carbon (with idle)", "restarts",
-                   "utilisation plain -> grown", "finished"):
+                   "utilisation plain -> grown", "finished", "JCT +shrink", "restarts +shrink"):
         table.add_column(column, justify="left" if column in ("workload", "policy") else "right")
     for r in rows:
         done = r["finished"]
         table.add_row(Path(str(r["trace"])).stem, str(r["seed"]), f"{r['load']:g}", str(r["policy"]), f"{r['jct']:.3f}",
                       f"{r['energy']:.3f}", f"{r['carbon']:.3f}", str(r["restarts"]),
-                      f"{r['utilisation'][0]:.2f} -> {r['utilisation'][1]:.2f}", f"{done[0]}/{done[1]} of {done[2]}")
+                      f"{r['utilisation'][0]:.2f} -> {r['utilisation'][1]:.2f}", f"{done[0]}/{done[1]} of {done[2]}",
+                      f"{r['jct_shrink']:.3f}", str(r["restarts_shrink"]))
     console.print(table)
     for name in POLICIES:
         mine = [r for r in rows if r["policy"] == name]
-        console.print(f"{name}: grown/plain JCT min / median / max "
-                      f"{min(r['jct'] for r in mine):.3f} / {statistics.median(r['jct'] for r in mine):.3f} / "
-                      f"{max(r['jct'] for r in mine):.3f}; energy median "
-                      f"{statistics.median(r['energy'] for r in mine):.3f}; restarts {sum(r['restarts'] for r in mine)}")
-    console.print(f"{len(rows) * 2} runs in {time.perf_counter() - began:.0f} s")
+        console.print(f"{name}: grown/plain JCT min / median / max {spread([r['jct'] for r in mine])}; energy median "
+                      f"{statistics.median(r['energy'] for r in mine):.3f}; restarts {sum(r['restarts'] for r in mine)}; "
+                      f"with shrinking {spread([r['jct_shrink'] for r in mine])}, "
+                      f"restarts {sum(r['restarts_shrink'] for r in mine)}")
+    console.print(f"{len(rows) * 3} runs in {time.perf_counter() - began:.0f} s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(rows, indent=1, default=float))

@@ -30,7 +30,7 @@ from slurm_green.core.clock import Clock, SystemClock
 from slurm_green.core.plan import Policy
 from slurm_green.models import default_registry
 from slurm_green.policy.registry import make_policy
-from slurm_green.policy.running import GrowRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.slurm.factory import make_backend
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,14 @@ def carbon_source(config: Config) -> CarbonSource:
 
 
 def build_policy(config: Config) -> Policy:
-    """``[policy]``'s policy; with ``[elastic] requeue``, it also grows running elastic jobs."""
+    """``[policy]``'s policy; with ``[elastic] requeue``, it also grows running elastic jobs
+    (and with ``shrink``, shrinks one for the blocked head of the queue)."""
     policy = make_policy(config.policy)
-    if config.elastic.requeue:
-        return GrowRunning(policy, restart_cost_s=config.elastic.restart_cost_s,
-                           energy_slack=config.policy.gpu_time_slack)
-    return policy
+    elastic = config.elastic
+    if not elastic.requeue:
+        return policy
+    grown = GrowRunning(policy, restart_cost_s=elastic.restart_cost_s, energy_slack=config.policy.gpu_time_slack)
+    return ShrinkRunning(grown, restart_cost_s=elastic.restart_cost_s) if elastic.shrink else grown
 
 
 def build_resizer(config: Config, store: StateStore | None) -> Resizer | None:

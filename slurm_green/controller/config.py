@@ -163,6 +163,9 @@ class ElasticSettings(_Section):
     min_interval_h: float = Field(1.0, ge=0, description="hours between two resizes of one job, at least")
     restart_cost_s: float = Field(300.0, ge=0, description="what a checkpoint-requeue-restart costs a job, in "
                                                            "seconds of its run: a resize must gain more")
+    shrink: bool = Field(False, description="also shrink a running elastic job so that the blocked job at "
+                                            "the head of the queue starts (when its wait saved is at least twice "
+                                            "the shrunk job's loss)")
 
     @field_validator("signal")
     @classmethod

@@ -14,17 +14,27 @@ that is plainly worth a restart (the controller enacts it: ``controller/resize.p
   ``energy_slack`` (the GPU-hours bound GreenFlow's guards put on pending jobs).
 
 Only single-node jobs grow, within their node's free GPUs and the user's ``gpus=``
-range, so the restart fits where the job runs now. Shrinking a running job (when carbon
-is dear, or for a job waiting behind it) is not decided yet.
+range, so the restart fits where the job runs now.
+
+``ShrinkRunning`` is the other direction, for the job at the head of the queue: when the
+oldest job that wants to start now (eligible, or started now by the wrapped policy's plan)
+fits on no node, and a running elastic job on one node could give it the GPUs it lacks
+while keeping at least the user's minimum, that job is shrunk when the queued job's wait
+saved is at least ``min_ratio`` times what the shrink costs (the shrunk job's longer
+remaining time plus ``restart_cost_s``; the queued job's wait shortened by the restart
+too). Waits and remaining times are read from time limits, all that Slurm knows, so both
+sides are overestimated alike. One shrink per tick; the resizer's bounds (attempts,
+interval) hold. Shrinking when carbon is dear is not decided.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionContext
-from slurm_green.core.green_options import parse_marker
+from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.core.models import Config, energy_per_work_j
 from slurm_green.core.plan import JobDecision, Plan, Policy
 
@@ -59,11 +69,10 @@ class GrowRunning:
         return replace(plan, decisions=(*plan.decisions, *grown)) if grown else plan
 
     def _grow(self, job: Job, free: dict[str, int], context: DecisionContext) -> JobDecision | None:
-        options = parse_marker(job.admin_comment)
-        if (job.state is not JobState.RUNNING or options is None or not options.managed or not options.elastic
-                or job.num_nodes != 1 or len(job.nodes) != 1 or job.gpus_per_node < 1
-                or job.start_time is None or not job.time_limit_s):
+        options = _elastic_single_node(job)
+        if options is None:
             return None
+        assert job.start_time is not None and job.time_limit_s  # _elastic_single_node checked
         left_s = job.start_time + job.time_limit_s - context.now
         if left_s <= self.restart_cost_s:
             return None
@@ -88,3 +97,98 @@ def _someone_waits(snapshot: ClusterSnapshot) -> bool:
     ``--begin``) that would find its GPUs taken when it is released, one held (a job
     requeued for its own resize must find room when it is released)."""
     return any(job.state is JobState.PENDING for job in snapshot.jobs)
+
+
+@dataclass(frozen=True)
+class ShrinkRunning:
+    inner: Policy
+    restart_cost_s: float = 300.0
+    #: The queued job's wait saved must be at least this multiple of the shrunk job's loss.
+    min_ratio: float = 2.0
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def budget_fraction(self) -> float | None:
+        return getattr(self.inner, "budget_fraction", None)
+
+    def __call__(self, context: DecisionContext) -> Plan:
+        plan = self.inner(context)
+        snapshot, now = context.snapshot, context.now
+        head = _blocked_head(snapshot, plan, now)
+        if head is None:
+            return plan
+        need = head[1]
+        free = {node.name: node.gpus_free for node in snapshot.nodes}
+        wait_s = _wait_for(need, snapshot, free, now)
+        if not math.isfinite(wait_s):
+            return plan  # no node could ever hold it: nothing to shrink for
+        best: tuple[float, JobDecision] | None = None
+        for job in snapshot.jobs:
+            options = _elastic_single_node(job)
+            if options is None or job.nodes[0] not in free:
+                continue
+            keep = job.gpus_per_node - (need - free[job.nodes[0]])
+            if free[job.nodes[0]] >= need or keep < max(1, options.gpus_min or 1) or keep >= job.gpus_per_node:
+                continue
+            assert job.start_time is not None and job.time_limit_s  # _elastic_single_node checked
+            left_s = job.start_time + job.time_limit_s - now
+            model = context.models.for_job(job.name, job.gpu_type)
+            runtime = left_s * model.throughput(Config(job.gpus_per_node)) / model.throughput(Config(keep))
+            loss = runtime - left_s + self.restart_cost_s
+            saved = wait_s - self.restart_cost_s
+            if saved >= self.min_ratio * loss and (best is None or loss < best[0]):
+                best = (loss, JobDecision(
+                    job.job_id, gpus_per_node=keep, num_nodes=1, expected_runtime_s=runtime,
+                    reason=f"shrink running job {job.gpus_per_node} -> {keep} GPUs so job {head[0]} starts: "
+                           f"it would wait about {wait_s / 3600:.1f} h; this job takes about "
+                           f"{loss / 3600:.1f} h longer with the restart"))
+        return plan if best is None else replace(plan, decisions=(*plan.decisions, best[1]))
+
+
+def _elastic_single_node(job: Job) -> GreenOptions | None:
+    """The options of a running, elastic, single-node job whose end Slurm can estimate; else None."""
+    options = parse_marker(job.admin_comment)
+    if (job.state is not JobState.RUNNING or options is None or not options.managed or not options.elastic
+            or job.num_nodes != 1 or len(job.nodes) != 1 or job.gpus_per_node < 1
+            or job.start_time is None or not job.time_limit_s):
+        return None
+    return options
+
+
+def _blocked_head(snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[int, int] | None:
+    """(job id, GPUs it needs on one node) of the oldest pending job that wants to start now
+    (not held; eligible, or the plan starts it now) and fits on no node; None if that job
+    spans nodes, fits, or there is none."""
+    starts = {d.job_id: d for d in plan.decisions if d.start_at is not None and d.start_at <= now}
+    wanting = [job for job in snapshot.jobs if job.state is JobState.PENDING and not job.held
+               and (job.job_id in starts or job.eligible_time is None or job.eligible_time <= now)]
+    if not wanting:
+        return None
+    head = min(wanting, key=lambda job: (job.submit_time, job.job_id))
+    decided = starts.get(head.job_id)
+    per_node = decided.gpus_per_node if decided is not None and decided.gpus_per_node else head.gpus_per_node
+    nodes = decided.num_nodes if decided is not None and decided.num_nodes else head.num_nodes
+    if nodes != 1 or per_node < 1 or any(node.gpus_free >= per_node for node in snapshot.nodes):
+        return None
+    return head.job_id, per_node
+
+
+def _wait_for(need: int, snapshot: ClusterSnapshot, free: dict[str, int], now: float) -> float:
+    """How long until ``need`` GPUs are free on one node, as running jobs end by their time
+    limits (infinite if no node ever has them)."""
+    ends: dict[str, list[tuple[float, int]]] = {}
+    for job in snapshot.jobs:
+        if job.state is JobState.RUNNING and job.time_limit_s and job.start_time is not None:
+            for node in job.nodes:
+                ends.setdefault(node, []).append((job.start_time + job.time_limit_s, job.gpus_per_node))
+    best = math.inf
+    for name, have in free.items():
+        for end, gpus in sorted(ends.get(name, [])):
+            have += gpus
+            if have >= need:
+                best = min(best, max(0.0, end - now))
+                break
+    return best

@@ -22,7 +22,7 @@ from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecis
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.policy.running import GrowRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm.runner import LocalRunner
 
@@ -97,6 +97,11 @@ def test_elastic_requeue_wraps_the_policy_and_gives_the_controller_a_resizer(con
     assert assemble(elastic, clock=ManualClock(NOW), with_store=False).controller.resizer is None  # `plan`
     with pytest.raises(ValueError, match="own state store"):
         dataclasses.replace(controller, store=None)
+    shrinking = Config.model_validate({**elastic.model_dump(), "elastic": {**elastic.elastic.model_dump(),
+                                                                         "shrink": True, "restart_cost_s": 120}})
+    policy = assemble(shrinking, clock=ManualClock(NOW)).controller.policy
+    assert isinstance(policy, ShrinkRunning) and isinstance(policy.inner, GrowRunning) and policy.name == "window"
+    assert policy.restart_cost_s == policy.inner.restart_cost_s == 120
 
 
 def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tick_says_why(config: Config) -> None:

@@ -1,15 +1,18 @@
-"""GrowRunning: a running elastic job grows into idle GPUs only when nobody waits and it pays."""
+"""GrowRunning: a running elastic job grows into idle GPUs only when nobody waits and it pays;
+ShrinkRunning: one gives GPUs to the blocked head of the queue when that pays twice over."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+
+import pytest
 
 from policy_literals import HOUR, NOW, context, nodes, pending, snapshot
 
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.policy.running import GrowRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning
 
 
 def running(job_id: int = 1, gpus: int = 1, high: int = 4, elastic: bool = True, left_h: float = 10.0,
@@ -72,3 +75,55 @@ def test_the_wrapped_policys_decisions_stay_and_its_name_and_budget_show(models)
     plan = policy(context(snap, None, models))
     assert [d.job_id for d in plan.decisions] == [9, 1]
     assert (policy.name, policy.budget_fraction) == ("greenflow", 0.8)
+
+
+# ---- ShrinkRunning: a running elastic job gives GPUs to the job at the head of the queue ----
+
+def shrink(jobs, node_count: int = 1, used=None, plan: Plan = Plan(), models=None):
+    class Planned(Nothing):
+        def __call__(self, context) -> Plan:
+            return plan
+
+    snap = snapshot(jobs, nodes(node_count, gpus=4, used=used if used is not None else {0: (0, 1, 2, 3)}))
+    return ShrinkRunning(Planned(), restart_cost_s=600, min_ratio=2.0)(context(snap, None, models))
+
+
+def eligible(job_id: int = 2, gpus: int = 1):
+    return replace(pending(job_id, gpus=gpus), eligible_time=NOW - 60, submit_time=NOW - 60)
+
+
+def test_a_long_running_elastic_job_shrinks_just_enough_for_the_blocked_head_of_the_queue(models) -> None:
+    [decision] = shrink([running(gpus=4), eligible(gpus=1)], models=models).decisions
+    assert (decision.job_id, decision.gpus_per_node, decision.num_nodes) == (1, 3, 1)
+    # 10 h left at 4 GPUs is 10 x (4/3)^0.8 h at 3; the queued job would wait the 10 h
+    assert decision.expected_runtime_s == pytest.approx(10 * HOUR * (4 / 3) ** 0.8)
+    assert "4 -> 3 GPUs so job 2 starts" in decision.reason
+
+
+def test_no_shrink_when_the_head_would_not_wait_long_enough(models) -> None:
+    # a second node frees its GPUs in 1 h: the head waits 1 h, not worth 2.6 h more of job 1
+    other = replace(running(job_id=3, gpus=4, elastic=False, left_h=1.0, node="n1"))
+    assert shrink([running(gpus=4), other, eligible()], node_count=2,
+                  used={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}, models=models).decisions == ()
+
+
+def test_no_shrink_below_the_users_minimum_or_for_a_job_that_did_not_opt_in(models) -> None:
+    assert shrink([running(gpus=4), eligible(gpus=4)], models=models).decisions == ()   # would keep 0
+    at_minimum = replace(running(gpus=4), admin_comment=format_marker(
+        GreenOptions(gpus_min=4, gpus_max=4, elastic=True)))
+    assert shrink([at_minimum, eligible()], models=models).decisions == ()
+    assert shrink([running(gpus=4, elastic=False), eligible()], models=models).decisions == ()
+
+
+def test_only_a_head_that_wants_to_start_now_fits_nowhere_and_needs_one_node_counts(models) -> None:
+    deferred = replace(pending(2), eligible_time=NOW + 6 * HOUR)
+    held = replace(eligible(), held=True)
+    for head in (deferred, held, eligible(gpus=8)):  # deferred, held, spanning two nodes
+        assert shrink([running(gpus=4), head], models=models).decisions == ()
+    assert shrink([running(gpus=4), eligible()], used={0: (0, 1, 2)}, models=models).decisions == ()  # fits now
+    # 2 GPUs, which a shrink 4 -> 2 would not pay for; a deferred job the plan starts now on 1
+    assert shrink([running(gpus=4), replace(eligible(), gpus_per_node=2)], models=models).decisions == ()
+    asked_two = replace(deferred, gpus_per_node=2)
+    started_now = Plan(decisions=(JobDecision(2, start_at=NOW, gpus_per_node=1, num_nodes=1),))
+    [decision] = shrink([running(gpus=4), asked_two], plan=started_now, models=models).decisions[1:]
+    assert decision.gpus_per_node == 3

@@ -14,7 +14,7 @@ from slurm_green.core.actions import ActionError, RequeueHold, SignalJob
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.policy.baselines import FifoPolicy
-from slurm_green.policy.running import GrowRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import simulate
@@ -109,3 +109,20 @@ def test_the_helper_reports_the_checkpoint_once_it_is_whole():
     sim.clock.set(T0 + 700.0)
     sim.apply([RequeueHold(1)])
     assert sim._restart_work[1] == pytest.approx(WORK - 560.0 + ELASTIC.restore_s)
+
+
+def test_a_running_elastic_job_shrinks_so_the_blocked_job_behind_it_starts():
+    """Job 1 holds the node's 4 GPUs for 10 h; job 2 (1 GPU) arrives an hour in. Shrinking job 1
+    to 3 GPUs is signalled at that tick, requeued at the next (3900 s) where job 2 starts on
+    the freed GPU, and job 1 restarts on the other 3 at the tick after (4200 s)."""
+    jobs = workload((0.0, 4, 4 * 10 * HOUR), (HOUR, 1, 1800.0))
+    options = TraceOptions(flex_s=0.0, gpu_range=4.0, accept_requeue=1.0)  # job 1 may run on 1-4 GPUs
+    result = simulate(jobs, NODE, ShrinkRunning(FifoPolicy()), flat_signal(), LinearModels(), options=options,
+                      resize=ResizeSettings(min_interval_s=0.0))
+    record = result.record
+    assert record.start[1] == T0 + 3900.0 and record.end[1] == T0 + 3900.0 + 1800.0
+    assert record.restarts.tolist() == [1, 0] and record.gpus[0] == 3 and record.start[0] == T0 + 4200.0
+    left = 4 * 10 * HOUR - 4 * (HOUR + ELASTIC.checkpoint_s)  # work after job 1's checkpoint at 3660 s
+    assert record.end[0] == pytest.approx(T0 + 4200.0 + (left + ELASTIC.restore_s * 4) / 3)
+    plain = simulate(jobs, NODE, FifoPolicy(), flat_signal(), LinearModels(), options=options)
+    assert plain.record.start[1] == T0 + 10 * HOUR  # job 2 waited for job 1's end

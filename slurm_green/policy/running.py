@@ -40,11 +40,11 @@ from slurm_green.core.plan import JobDecision, Plan, Policy
 
 
 @dataclass(frozen=True)
-class GrowRunning:
+class _Wrapping:
+    """A policy that adds running-job decisions to the plan of the policy it wraps, under
+    that policy's name and budget."""
+
     inner: Policy
-    restart_cost_s: float = 300.0
-    min_gain: float = 0.1
-    energy_slack: float = 0.1
 
     @property
     def name(self) -> str:
@@ -54,6 +54,13 @@ class GrowRunning:
     def budget_fraction(self) -> float | None:
         """The wrapped policy's budget (the controller's period budget paces it)."""
         return getattr(self.inner, "budget_fraction", None)
+
+
+@dataclass(frozen=True)
+class GrowRunning(_Wrapping):
+    restart_cost_s: float = 300.0
+    min_gain: float = 0.1
+    energy_slack: float = 0.1
 
     def __call__(self, context: DecisionContext) -> Plan:
         plan = self.inner(context)
@@ -100,19 +107,10 @@ def _someone_waits(snapshot: ClusterSnapshot) -> bool:
 
 
 @dataclass(frozen=True)
-class ShrinkRunning:
-    inner: Policy
+class ShrinkRunning(_Wrapping):
     restart_cost_s: float = 300.0
     #: The queued job's wait saved must be at least this multiple of the shrunk job's loss.
     min_ratio: float = 2.0
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def budget_fraction(self) -> float | None:
-        return getattr(self.inner, "budget_fraction", None)
 
     def __call__(self, context: DecisionContext) -> Plan:
         plan = self.inner(context)

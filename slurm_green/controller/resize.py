@@ -20,7 +20,9 @@ From the signal until it runs again, the job belongs to its resize: the planner 
 alone, so no policy decision undoes a size in flight. The work done between the
 checkpoint and the requeue (at most about one tick) is done again. Bounded: at most
 ``max_attempts`` resizes per job, at least ``min_interval_s`` apart, and only to a GPU
-count within the range the user allowed (``gpus=MIN-MAX``). Which jobs to resize, and
+count within the range the user allowed (``gpus=MIN-MAX``), and at most one shrink in flight
+(a policy that shrinks a job for the head of the queue asks again each tick until the GPUs
+are free; a second job is not shrunk for the same need). Which jobs to resize, and
 to what, is the policy's: a ``JobDecision`` for a running job whose count differs from
 the one it runs with (``policy/running.py``).
 """
@@ -116,6 +118,9 @@ class Resizer:
                     self._releasing.add(job_id)
             if row["phase"] in (SIGNALLED, REQUEUED) or (row["phase"] == DONE and job is not None and job.is_pending):
                 owned.add(job_id)
+        shrinking = any(row["phase"] in (SIGNALLED, REQUEUED) and (job := snapshot.job(job_id)) is not None
+                        and row["gpus_per_node"] * row["num_nodes"] < job.total_gpus
+                        for job_id, row in rows.items() if job_id not in self._abandoned)
         for decision in plan.decisions:
             job = snapshot.job(decision.job_id)
             if job is None or job.state is not JobState.RUNNING or job.job_id in owned or not elastic(job):
@@ -123,6 +128,10 @@ class Resizer:
             target = _target(job, decision)
             if target is None or not self._may_start(rows.get(job.job_id), now):
                 continue
+            shrink = target[0] * target[1] < job.total_gpus
+            if shrink and shrinking:
+                continue
+            shrinking = shrinking or shrink
             self._targets[job.job_id] = target
             actions.append(SignalJob(job.job_id, self.settings.signal, self.settings.signal_batch))
             owned.add(job.job_id)

@@ -122,3 +122,21 @@ def test_a_job_that_ends_before_its_checkpoint_is_not_requeued(resizer) -> None:
     step(resizer, snap(job()), NOW, GROW)
     assert step(resizer, snap(job(JobState.COMPLETED)), NOW + 60) == ([], set())
     assert phase(resizer) == ABANDONED
+
+
+def test_at_most_one_shrink_is_in_flight(resizer: Resizer, tmp_path) -> None:
+    """Two jobs asked to shrink for the same queued job: one is; the other waits until the
+    first is done (a grow is not held back)."""
+    seven, eight = job(gpus=4), replace(job(gpus=4), job_id=8)
+    both = Plan(decisions=(JobDecision(7, gpus_per_node=3, num_nodes=1), JobDecision(8, gpus_per_node=3, num_nodes=1)))
+    actions, _ = step(resizer, snap(seven, eight), NOW, both)
+    assert actions == [SignalJob(7)]
+    grow_nine = Plan(decisions=(JobDecision(8, gpus_per_node=3, num_nodes=1), JobDecision(9, gpus_per_node=2)))
+    nine = replace(job(gpus=1), job_id=9)
+    actions, _ = step(resizer, snap(seven, eight, nine), NOW + 60, grow_nine)
+    assert actions == [SignalJob(9)]                               # 7's shrink in flight: 8 waits
+    checkpointed(tmp_path, NOW + 120)
+    assert step(resizer, snap(seven, eight), NOW + 180)[0] == [RequeueHold(7)]
+    pending = replace(seven, state=JobState.PENDING, held=True)
+    assert step(resizer, snap(pending, eight), NOW + 240, both)[0] == [SetGpus(7, 3, 1), Release(7)]
+    assert step(resizer, snap(replace(seven, gpus_per_node=3), eight), NOW + 300, both)[0] == [SignalJob(8)]

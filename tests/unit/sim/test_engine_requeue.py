@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_literals import HOUR, T0, LinearModels, flat_signal, workload
 
 from slurm_green.controller.resize import ResizeSettings
-from slurm_green.core.actions import ActionError, RequeueHold, SignalJob
+from slurm_green.core.actions import ActionError, Release, RequeueHold, SetGpus, SignalJob
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.policy.baselines import FifoPolicy
@@ -126,3 +129,35 @@ def test_a_running_elastic_job_shrinks_so_the_blocked_job_behind_it_starts():
     assert record.end[0] == pytest.approx(T0 + 4200.0 + (left + ELASTIC.restore_s * 4) / 3)
     plain = simulate(jobs, NODE, FifoPolicy(), flat_signal(), LinearModels(), options=options)
     assert plain.record.start[1] == T0 + 10 * HOUR  # job 2 waited for job 1's end
+
+
+class Scripted:
+    """A controller that, at its n-th tick, sends the n-th step of a script for job 1 (then
+    releases it if it is held, so the run can end); remembers what each action returned."""
+
+    def __init__(self, sim: Simulator, script: list[str]) -> None:
+        self.sim, self.script, self.results = sim, list(script), []
+
+    def tick(self, now: float) -> None:
+        step = self.script.pop(0) if self.script else "release"
+        action = {"signal": SignalJob(1), "requeue": RequeueHold(1), "grow": SetGpus(1, 4),
+                  "shrink": SetGpus(1, 1), "release": Release(1)}.get(step)
+        if action is not None:
+            self.results.extend(self.sim.apply([action]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.sampled_from(["signal", "requeue", "grow", "shrink", "release", "nothing"]), max_size=12))
+def test_any_sequence_of_signals_requeues_and_resizes_loses_no_job_and_no_gpu(script):
+    """Whatever a controller sends, in whatever order: the job ends, every GPU comes back,
+    each accepted requeue is one restart, and the energy drawn is at least its work's."""
+    sim = Simulator(workload((0.0, 2, 2 * 3 * HOUR), (600.0, 1, 1800.0)), NODE, LinearModels(), flat_signal(), KEY,
+                    ELASTIC)
+    controller = Scripted(sim, script)
+    record = sim.run(controller, min_tick_s=300.0, max_tick_s=900.0, tick_while_running=True)
+    requeued = sum(r.ok for r in controller.results if isinstance(r.action, RequeueHold))
+    assert np.isfinite(record.end).all() and record.restarts.tolist() == [requeued, 0]
+    assert sim.free_count.tolist() == [4] and not sim._running and not sim._jobs
+    # the linear model: 100 J per unit of work on any GPU count, so lost work only adds
+    assert record.earlier_energy_j[0] + record.energy_j[0] >= 100.0 * 2 * 3 * HOUR - 1e-6
+    assert (record.first_start <= record.start).all()

@@ -1,6 +1,9 @@
 """The controller's end of the jobs' own progress reports (``slurm_green.core.progress``).
 
-Not wired into the tick yet. A report is written by the user's process, so everything
+Read by the resizer (``controller/resize.py``): for the checkpoint a resize waits for, and
+each tick for every running elastic job, whose own estimate of its time left the policies
+that resize running jobs may use to shorten Slurm's (``policy/running.py``). A report is
+written by the user's process, so everything
 in it is untrusted: ``ProgressReader.read`` returns a job's record only when
 
 * the file is a regular file, opened without following a link (``O_NOFOLLOW``) and
@@ -14,7 +17,7 @@ in it is untrusted: ``ProgressReader.read`` returns a job's record only when
 * its time is not ahead of the controller's clock by more than ``max_skew_s``.
 
 Anything else is None with one warning naming the job and why (text shown with
-``displayable``). A user can still report wrong numbers for their own job: what the
+``displayable``), repeated only when the reason changes (the file is read every tick). A user can still report wrong numbers for their own job: what the
 controller does with them has to be bounded (the models' corrections are clamped to
 [1/4, 4], models/refine.py).
 """
@@ -49,6 +52,7 @@ class ProgressReader:
         self.directory = Path(directory)
         self.max_skew_s = max_skew_s
         self.uid = uid
+        self._warned: dict[int, str] = {}  # job -> why its last report was ignored (said once)
 
     def read(self, job_id: int, user: str, now: float) -> JobProgress | None:
         """Job ``job_id``'s latest report if it passes every check above; None otherwise."""
@@ -58,12 +62,20 @@ class ProgressReader:
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
-            log.warning("job %s: progress report ignored: %s", job_id, displayable(str(exc)))
+            self._ignored(job_id, displayable(str(exc)))
             return None
         if record.time > now + self.max_skew_s:
-            log.warning("job %s: progress report ignored: dated %.0f s ahead", job_id, record.time - now)
+            self._ignored(job_id, f"dated {record.time - now:.0f} s ahead")
             return None
+        self._warned.pop(job_id, None)
         return record
+
+    def _ignored(self, job_id: int, why: str) -> None:
+        if self._warned.get(job_id) != why:
+            if len(self._warned) > 10_000:  # jobs long gone: forget them all rather than grow
+                self._warned.clear()
+            self._warned[job_id] = why
+            log.warning("job %s: progress report ignored: %s", job_id, why)
 
     def _read(self, path: Path, job_id: int, user: str) -> JobProgress:
         owner = self.uid(user)

@@ -139,6 +139,16 @@ class Resizer:
                          f"asking for a checkpoint (SIG{self.settings.signal})")
         return actions, owned, notes
 
+    def reports(self, snapshot: ClusterSnapshot, now: float) -> dict[int, JobProgress]:
+        """The latest progress reports of the running elastic jobs, for the policy's context."""
+        found = {}
+        for job in snapshot.jobs:
+            if job.state is JobState.RUNNING and elastic(job):
+                report = self.progress.read(job.job_id, job.user, now)
+                if report is not None:
+                    found[job.job_id] = report
+        return found
+
     def _may_start(self, row: Row | None, now: float) -> bool:
         if row is None:
             return True

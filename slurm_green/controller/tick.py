@@ -154,8 +154,9 @@ class Controller:
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
         # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
+        progress = self.resizer.reports(snapshot, now) if self.resizer is not None else {}
         plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
-                                           self._budget_scale(now, report)))
+                                           self._budget_scale(now, report), progress))
         report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         resizing: list[Action] = []

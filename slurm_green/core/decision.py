@@ -13,12 +13,14 @@ never see each other's entries.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.models import ModelRegistry
+from slurm_green.core.progress import JobProgress
 
 _T = TypeVar("_T")
 
@@ -50,7 +52,9 @@ class DecisionContext:
     the controller's memo (see the module docstring). ``budget_scale`` multiplies the budget a
     policy plans under (GreenFlow's and PowerFlow's ``budget_fraction``): how a site's budget per
     period, paced tick by tick (``controller/budget.py``), reaches one decision; policies
-    without a budget ignore it."""
+    without a budget ignore it. ``progress``: the latest reports of running elastic jobs that
+    send them (``core/progress.py``), by job id; written by the jobs' users, so a policy may
+    let a job's report shorten that job's own estimates, never move another job's."""
 
     snapshot: ClusterSnapshot
     forecast: CarbonForecast | None
@@ -58,3 +62,4 @@ class DecisionContext:
     now: float
     memo: DecisionMemo
     budget_scale: float = 1.0
+    progress: Mapping[int, JobProgress] = field(default_factory=dict)

@@ -14,7 +14,13 @@ Format 2 adds ``checkpoint``: when the job's latest complete checkpoint was writ
 seconds; 0 for none). The controller's resize (``controller/resize.py``) signals a job
 (SIGUSR2: checkpoint and go on) and requeues it only once a report names a checkpoint
 written after its signal. ``encode`` writes format 2; ``decode`` still reads format 1
-(exactly its keys, ``checkpoint`` 0), so jobs running an older helper keep reporting. Ownership is checked by the reader
+(exactly its keys, ``checkpoint`` 0), so jobs running an older helper keep reporting.
+
+Format 3 adds ``total``: the units the job will have done when it ends (0: not known),
+so ``(total - done) / per_s`` is its own estimate of the time it has left. A user can
+write any number there; the controller only ever lets it *shorten* what Slurm's time
+limit says (``policy/running.py``), so a report can make its own job look closer to its
+end, never another job's decision change. Formats 1 and 2 are still read (``total`` 0). Ownership is checked by the reader
 (``controller/progress.py``); nothing here touches the disk.
 """
 
@@ -28,11 +34,12 @@ SUFFIX = ".progress.json"
 #: A record is about 180 bytes; anything longer than this is not one.
 MAX_BYTES = 4096
 UNITS = ("samples", "steps")
-FORMAT = 2
+FORMAT = 3
 #: The exact keys of each format ``decode`` reads.
 KEYS = {
     1: frozenset({"format", "job_id", "unit", "done", "per_s", "frozen", "time"}),
     2: frozenset({"format", "job_id", "unit", "done", "per_s", "frozen", "time", "checkpoint"}),
+    3: frozenset({"format", "job_id", "unit", "done", "per_s", "frozen", "time", "checkpoint", "total"}),
 }
 
 
@@ -42,7 +49,8 @@ class JobProgress:
     rate ``per_s``, the frozen share of its blocks ``frozen`` (models/freezing.py's ``f``),
     the wall-clock ``time`` (Unix seconds) it was measured at and ``checkpoint``, the
     wall-clock time its latest complete checkpoint was written (0.0: none reported; never
-    after ``time``, so the reader's bound on ``time`` bounds it too)."""
+    after ``time``, so the reader's bound on ``time`` bounds it too) and ``total``, the units
+    it will have done at its end (0.0: not known)."""
 
     job_id: int
     unit: str
@@ -51,13 +59,14 @@ class JobProgress:
     frozen: float
     time: float
     checkpoint: float = 0.0
+    total: float = 0.0
 
     def __post_init__(self) -> None:
         if type(self.job_id) is not int or self.job_id <= 0:
             raise ValueError(f"job id {self.job_id!r}: expected a positive integer")
         if self.unit not in UNITS:
             raise ValueError(f"unit {self.unit!r}: expected one of {', '.join(UNITS)}")
-        for name in ("done", "per_s", "frozen", "time", "checkpoint"):
+        for name in ("done", "per_s", "frozen", "time", "checkpoint", "total"):
             _check_number(name, getattr(self, name))
         if self.frozen > 1:
             raise ValueError(f"frozen {self.frozen!r}: expected a share in [0, 1]")
@@ -67,6 +76,13 @@ class JobProgress:
     @property
     def file_name(self) -> str:
         return file_name(self.job_id)
+
+    def time_left_s(self, now: float) -> float | None:
+        """The job's own estimate of its time left at ``now``: its units to go at its rate,
+        less the time since the report; None without a total or a rate."""
+        if self.total <= 0 or self.per_s <= 0:
+            return None
+        return max(0.0, (self.total - self.done) / self.per_s - max(0.0, now - self.time))
 
 
 def _check_number(name: str, value: object) -> None:
@@ -98,7 +114,7 @@ def decode(data: bytes, job_id: int) -> JobProgress:
     version = fields.get("format") if isinstance(fields, dict) else None
     if type(version) is not int or version not in KEYS or set(fields) != KEYS[version]:
         raise ValueError(f"not a progress record of format {FORMAT} (keys: {', '.join(sorted(KEYS[FORMAT]))}) "
-                         f"or 1 (without checkpoint)")
+                         f"or an older one (1: without checkpoint, 2: without total)")
     del fields["format"]
     record = JobProgress(**fields)
     if record.job_id != job_id:

@@ -8,8 +8,9 @@ that is plainly worth a restart (the controller enacts it: ``controller/resize.p
   the GPUs a growing job takes are GPUs no job in the queue could use; a job arriving later
   may wait for it, as for any running job: hence the next two bounds;
 * **it pays**: the job's remaining time (its time limit less what it ran, all that Slurm
-  knows) at the new count plus ``restart_cost_s`` (checkpoint, requeue, Slurm's restart
-  delay, reloading) is at most ``1 - min_gain`` of the remaining time at its count;
+  knows, or less where the job's own progress report says so: ``_time_left``) at the new
+  count plus ``restart_cost_s`` (checkpoint, requeue, Slurm's restart delay, reloading) is
+  at most ``1 - min_gain`` of the remaining time at its count;
 * **it costs little energy**: the models' energy for the remaining work grows by at most
   ``energy_slack`` (the GPU-hours bound GreenFlow's guards put on pending jobs).
 
@@ -22,9 +23,10 @@ fits on no node, and a running elastic job on one node could give it the GPUs it
 while keeping at least the user's minimum, that job is shrunk when the queued job's wait
 saved is at least ``min_ratio`` times what the shrink costs (the shrunk job's longer
 remaining time plus ``restart_cost_s``; the queued job's wait shortened by the restart
-too). Waits and remaining times are read from time limits, all that Slurm knows, so both
-sides are overestimated alike. One shrink per tick; the resizer's bounds (attempts,
-interval) hold. Shrinking when carbon is dear is not decided.
+too). The queued job's wait is read from the running jobs' time limits (never from their
+users' reports), the shrunk job's time left as for growing. One shrink per tick; the
+resizer's bounds (attempts, interval, one shrink in flight) hold. Shrinking when carbon
+is dear is not decided.
 """
 
 from __future__ import annotations
@@ -79,8 +81,7 @@ class GrowRunning(_Wrapping):
         options = _elastic_single_node(job)
         if options is None:
             return None
-        assert job.start_time is not None and job.time_limit_s  # _elastic_single_node checked
-        left_s = job.start_time + job.time_limit_s - context.now
+        left_s = _time_left(job, context)
         if left_s <= self.restart_cost_s:
             return None
         high = min(options.gpus_max or job.gpus_per_node, job.gpus_per_node + free.get(job.nodes[0], 0))
@@ -131,8 +132,7 @@ class ShrinkRunning(_Wrapping):
             keep = job.gpus_per_node - (need - free[job.nodes[0]])
             if free[job.nodes[0]] >= need or keep < max(1, options.gpus_min or 1) or keep >= job.gpus_per_node:
                 continue
-            assert job.start_time is not None and job.time_limit_s  # _elastic_single_node checked
-            left_s = job.start_time + job.time_limit_s - now
+            left_s = _time_left(job, context)
             model = context.models.for_job(job.name, job.gpu_type)
             runtime = left_s * model.throughput(Config(job.gpus_per_node)) / model.throughput(Config(keep))
             loss = runtime - left_s + self.restart_cost_s
@@ -154,6 +154,18 @@ def _elastic_single_node(job: Job) -> GreenOptions | None:
             or job.start_time is None or not job.time_limit_s):
         return None
     return options
+
+
+def _time_left(job: Job, context: DecisionContext) -> float:
+    """A running job's time left: its time limit less what it ran (all that Slurm knows),
+    or less, when the job's own progress report says so (``JobProgress.time_left_s``). A
+    report only ever shortens it: a job's user can make it look closer to its end (less
+    likely grown, more likely shrunk), never further."""
+    assert job.start_time is not None and job.time_limit_s  # _elastic_single_node checked
+    left_s = job.start_time + job.time_limit_s - context.now
+    report = context.progress.get(job.job_id)
+    own = report.time_left_s(context.now) if report is not None else None
+    return left_s if own is None else min(left_s, own)
 
 
 def _blocked_head(snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[int, int] | None:

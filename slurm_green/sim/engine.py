@@ -476,14 +476,15 @@ class Simulator:
     # -- the training helper's progress reports (``controller.resize.ProgressSource``) --------
 
     def progress_of(self, job_id: int, now: float) -> JobProgress | None:
-        """What an elastic job's helper reports at ``now``: its work done, rate and latest
-        whole checkpoint; None for a job without the helper, or not running."""
+        """What an elastic job's helper reports at ``now``: its work done and in all, its rate and
+        its latest whole checkpoint; None for a job without the helper, or not running."""
         running = self._running.get(job_id)
         if running is None or not self.elastic[job_id - 1]:
             return None
         checkpoint = running.checkpoint_at if running.checkpoint_at is not None and running.checkpoint_at <= now else 0.0
-        return JobProgress(job_id, "samples", done=float(self.work[job_id - 1]) - running.left_at(now),
-                           per_s=running.throughput, frozen=0.0, time=now, checkpoint=checkpoint)
+        total = float(self.work[job_id - 1])  # its loop knows its length: the report's time left is exact
+        return JobProgress(job_id, "samples", done=total - running.left_at(now), per_s=running.throughput,
+                           frozen=0.0, time=now, checkpoint=checkpoint, total=total)
 
     def _apply_one(self, action: Action) -> ActionResult:
         job = self._jobs.get(action.job_id)

@@ -65,17 +65,19 @@ class ProgressReporter:
     ``every_s``, even on the first call (with a rate of 0: none is known yet). A forced
     report with no new units since the last (a checkpoint right after a report) repeats the
     last rate instead of writing 0. Disabled (every call returns None) without a directory
-    or a job id.
+    or a job id. ``total``: the units the job will have done at its end, when the loop knows
+    (0: not known); the controller then sees the job's own estimate of its time left.
     """
 
     def __init__(self, directory: Path | None, job_id: int | None, unit: str = "samples",
-                 every_s: float = 30.0, clock: Callable[[], float] = time.time) -> None:
+                 every_s: float = 30.0, clock: Callable[[], float] = time.time, total: float = 0.0) -> None:
         if unit not in progress.UNITS:
             raise ValueError(f"unit {unit!r}: expected one of {', '.join(progress.UNITS)}")
         self.directory, self.job_id, self.unit, self.every_s, self.clock = directory, job_id, unit, every_s, clock
         self._last: tuple[float, float] | None = None  # (time, done) of the last write or the first call
         self._rate = 0.0                               # the rate last written
         self.checkpoint_time = 0.0                     # the latest checkpoint's, as reported; 0: none yet
+        self.total = total
         self._warned = False
 
     @classmethod
@@ -112,7 +114,7 @@ class ProgressReporter:
             rate, last = max(done - before, 0.0) / (now - then), (now, done)
         else:  # nothing new since the last write: its rate and its window stand
             rate, last = self._rate, self._last
-        record = JobProgress(job_id, self.unit, done, rate, frozen, now, min(self.checkpoint_time, now))
+        record = JobProgress(job_id, self.unit, done, rate, frozen, now, min(self.checkpoint_time, now), self.total)
         try:
             path = write(directory, record)
         except OSError as exc:

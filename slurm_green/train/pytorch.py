@@ -131,6 +131,8 @@ class GreenTrainer:
         ``steps`` optimizer steps are done or a stop signal (SIGUSR1) has been answered by a
         checkpoint; a keep-going signal (SIGUSR2) is answered by a checkpoint and training goes on."""
         plan = BatchPlan(len(dataset), micro_batch, self.seed)
+        if self.reporter is not None:
+            self.reporter.total = steps * self.global_batch  # the samples done when the last step is
         loader = DataLoader(dataset, batch_sampler=_Sampler(self, plan, steps), **loader_args)
         micro = iter(loader)
         self.signal.install()

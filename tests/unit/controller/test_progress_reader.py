@@ -61,6 +61,22 @@ def test_garbage_oversized_wrong_job_and_future_reports_are_ignored(tmp_path, ca
     assert caplog.text.count("progress report ignored") == 4
 
 
+def test_a_bad_report_read_every_tick_is_warned_about_once_per_reason(tmp_path, caplog) -> None:
+    the_reader = reader(tmp_path)
+    path = tmp_path / "50.progress.json"
+    with caplog.at_level(logging.WARNING):
+        for contents in (b"garbage", b"garbage", b"garbage", b"other garbage\xff", b"garbage"):
+            path.write_bytes(contents)
+            assert the_reader.read(50, ME, NOW) is None
+        assert caplog.text.count("progress report ignored") == 3   # a new reason is said again
+        write(tmp_path, JobProgress(50, "steps", 1, 1, 0, NOW))
+        assert the_reader.read(50, ME, NOW) is not None
+        path.unlink()
+        path.write_bytes(b"garbage")
+        assert the_reader.read(50, ME, NOW) is None
+    assert caplog.text.count("progress report ignored") == 4       # after a good one, said again
+
+
 def test_the_controller_side_never_imports_the_training_helper() -> None:
     code = ("import sys, slurm_green.controller.progress, slurm_green.controller.tick; "
             "sys.exit(any(m.startswith('slurm_green.train') for m in sys.modules))")

@@ -14,6 +14,7 @@ import pytest
 from slurm_green.controller.progress import ProgressReader
 from slurm_green.controller.resize import ABANDONED, DONE, REQUEUED, SIGNALLED, Resizer, ResizeSettings
 from slurm_green.controller.store import StateStore
+from slurm_green.controller.tick import Controller
 from slurm_green.core.actions import ActionError, ActionResult, Release, RequeueHold, SetGpus, SignalJob
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
@@ -140,3 +141,37 @@ def test_at_most_one_shrink_is_in_flight(resizer: Resizer, tmp_path) -> None:
     pending = replace(seven, state=JobState.PENDING, held=True)
     assert step(resizer, snap(pending, eight), NOW + 240, both)[0] == [SetGpus(7, 3, 1), Release(7)]
     assert step(resizer, snap(replace(seven, gpus_per_node=3), eight), NOW + 300, both)[0] == [SignalJob(8)]
+
+
+def test_the_running_elastic_jobs_reports_reach_the_policys_context(resizer: Resizer, tmp_path) -> None:
+    """Only running jobs that opted in are read (each a file of its own user), and the
+    controller hands them to the policy; a report of a job not asked about is not."""
+    for job_id in (7, 8, 9):
+        write(tmp_path, JobProgress(job_id, "samples", 100.0, 10.0, 0.0, NOW, total=1000.0))
+    plain, queued = replace(job(elastic=False), job_id=8), replace(job(state=JobState.PENDING), job_id=9)
+    reports = resizer.reports(snap(job(), plain, queued), NOW)
+    assert list(reports) == [7] and reports[7].time_left_s(NOW) == 90.0
+
+    seen = []
+
+    class Recording:
+        name = "recording"
+
+        def __call__(self, context) -> Plan:
+            seen.append(dict(context.progress))
+            return Plan()
+
+    class Backend:
+        def snapshot(self) -> ClusterSnapshot:
+            return snap(job(), plain, queued)
+
+        def apply(self, actions):
+            return [ActionResult(a) for a in actions]
+
+    controller = Controller(backend=Backend(), policy=Recording(), carbon=None, models=None, store=resizer.store,
+                            resizer=resizer)
+    controller.tick(NOW)
+    assert list(seen[0]) == [7]
+    controller.resizer = None
+    controller.tick(NOW + 60)
+    assert seen[1] == {}

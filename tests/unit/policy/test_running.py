@@ -12,6 +12,7 @@ from policy_literals import HOUR, NOW, context, nodes, pending, snapshot
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.progress import JobProgress
 from slurm_green.policy.running import GrowRunning, ShrinkRunning
 
 
@@ -31,9 +32,19 @@ class Nothing:
         return Plan()
 
 
-def decide(jobs, used=None, slack: float = 0.2, models=None):
+def decide(jobs, used=None, slack: float = 0.2, models=None, reports=()):
     snap = snapshot(jobs, nodes(2, gpus=4, used=used or {0: (0,)}))
-    return GrowRunning(Nothing(), restart_cost_s=600, energy_slack=slack)(context(snap, None, models))
+    ctx = replace(context(snap, None, models), progress={r.job_id: r for r in reports})
+    return GrowRunning(Nothing(), restart_cost_s=600, energy_slack=slack)(ctx)
+
+
+def report(job_id: int = 1, left_h: float | None = None, total: float = 0.0) -> JobProgress:
+    """Job ``job_id``'s own report, made a minute ago: ``left_h`` hours to go at 10 units/s."""
+    per_s = 10.0
+    if left_h is not None:
+        total = 10_000_000.0
+    done = total - (left_h or 0.0) * HOUR * per_s
+    return JobProgress(job_id, "samples", done, per_s, 0.0, NOW - 60, total=total)
 
 
 def test_a_running_elastic_job_grows_into_its_nodes_idle_gpus(models) -> None:
@@ -127,3 +138,25 @@ def test_only_a_head_that_wants_to_start_now_fits_nowhere_and_needs_one_node_cou
     started_now = Plan(decisions=(JobDecision(2, start_at=NOW, gpus_per_node=1, num_nodes=1),))
     [decision] = shrink([running(gpus=4), asked_two], plan=started_now, models=models).decisions[1:]
     assert decision.gpus_per_node == 3
+
+
+
+def test_a_jobs_own_report_can_only_shorten_its_time_left(models) -> None:
+    """Slurm says 10 h left; the job says 0.5 h: too close to its end for a restart. A report
+    saying more than the limit, or knowing no total, changes nothing."""
+    assert decide([running()], models=models, reports=[report(left_h=0.5)]).decisions == ()
+    for said in (report(left_h=50), report(total=0.0), report(job_id=2, left_h=0.5)):
+        [decision] = decide([running()], models=models, reports=[said]).decisions
+        assert decision.expected_runtime_s == 10 * HOUR / 2 ** 0.8
+    [decision] = decide([running()], models=models, reports=[report(left_h=3)]).decisions
+    assert decision.expected_runtime_s == pytest.approx((3 * HOUR - 60) / 2 ** 0.8)
+
+
+def test_the_queued_jobs_wait_is_never_read_from_another_users_report(models) -> None:
+    """Job 1 says it ends within minutes: its own loss is small, so it is shrunk; the queued
+    job's wait stays what the time limits say (a report cannot talk a shrink away)."""
+    snap = snapshot([running(gpus=4), eligible()], nodes(1, gpus=4, used={0: (0, 1, 2, 3)}))
+    ctx = replace(context(snap, None, models), progress={1: report(left_h=0.1)})
+    [decision] = ShrinkRunning(Nothing(), restart_cost_s=600)(ctx).decisions
+    assert decision.expected_runtime_s == pytest.approx((0.1 * HOUR - 60) * (4 / 3) ** 0.8)
+    assert "would wait about 10.0 h" in decision.reason

@@ -109,6 +109,7 @@ def test_the_helper_reports_the_checkpoint_once_it_is_whole():
     assert sim.progress_of(1, T0 + 559.0).checkpoint == 0.0
     report = sim.progress_of(1, T0 + 600.0)
     assert report.checkpoint == T0 + 560.0 and report.done == pytest.approx(600.0) and report.per_s == 1.0
+    assert report.total == WORK and report.time_left_s(T0 + 600.0) == pytest.approx(WORK - 600.0)
     sim.clock.set(T0 + 700.0)
     sim.apply([RequeueHold(1)])
     assert sim._restart_work[1] == pytest.approx(WORK - 560.0 + ELASTIC.restore_s)

@@ -100,3 +100,15 @@ def test_write_replaces_the_whole_file(tmp_path) -> None:
     write(tmp_path, first)
     write(tmp_path, second)
     assert progress.decode((tmp_path / "3.progress.json").read_bytes(), 3) == second
+
+
+def test_the_total_the_loop_knows_is_in_every_report(tmp_path) -> None:
+    clock = Clock()
+    reporter = ProgressReporter(tmp_path, 42, every_s=30, clock=clock, total=1000)
+    reporter.update(0)
+    clock.now += 40
+    record = progress.decode(reporter.update(400).read_bytes(), 42)
+    assert (record.total, record.time_left_s(clock.now)) == (1000, 60.0)
+    reporter.total = 2000                                    # a loop that learns its length later
+    clock.now += 40
+    assert progress.decode(reporter.update(800).read_bytes(), 42).total == 2000

@@ -162,6 +162,7 @@ def test_sigusr2_checkpoints_reports_and_trains_on_and_the_checkpoint_resumes_ex
     assert same_state(first, whole)  # the checkpoint changed nothing in the training
     record = seen["record"]
     assert record.done == 21 * GLOBAL_BATCH and signalled <= record.checkpoint == record.time
+    assert record.total == 40 * GLOBAL_BATCH  # the loop's own length: the controller's time-left estimate
     assert torch.load(tmp_path / "at-21" / CHECKPOINT, weights_only=True)["step"] == 21
     final = progress.decode(report.read_bytes(), 4343)
     assert final.done == 40 * GLOBAL_BATCH and final.checkpoint >= record.checkpoint

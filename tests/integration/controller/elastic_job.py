@@ -37,7 +37,7 @@ def main(argv: list[str]) -> None:
     if ignore:
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     asked = CheckpointSignal(keep_going=() if ignore else (signal.SIGUSR2,)).install()
-    reporter = ProgressReporter.from_environment(every_s=2.0)
+    reporter = ProgressReporter.from_environment(every_s=2.0, total=total)  # its own time left, for the controller
     reporter.update(state["samples"])
     while state["samples"] < total:
         time.sleep(0.25)

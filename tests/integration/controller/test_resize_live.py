@@ -17,7 +17,7 @@ from cluster import Cluster
 from controller_site import (DONE, HOST_DIR, IN_CONTAINER, STATE, prepare, start_controller, state_of,
                              stop_controller, store_rows, write_carbon)
 
-pytestmark = [pytest.mark.integration]
+pytestmark = [pytest.mark.integration, pytest.mark.contract]  # requeuehold and its restart delay differ by version
 
 TOTAL = 3200   # samples: about 100 s on 1 GPU (8 per 0.25 s step), half that on 2
 PROGRESS = "/var/spool/slurm-green/telemetry/progress"

@@ -222,17 +222,31 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
 @click.option("--true-gpu", default=None,
               help="Jobs really run as the models fitted for this GPU (e.g. p100); the controller keeps v100's.")
 @click.option("--learn", is_flag=True, help="Finished jobs' true throughput and power refine the controller's models.")
+@click.option("--elastic", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Share of jobs that opt in to elastic=requeue; above 0 the controller grows running ones into "
+                   "idle GPUs by checkpoint and requeue ([elastic] requeue).")
+@click.option("--shrink", is_flag=True, help="With --elastic: also shrink one for the blocked head of the queue "
+                                             "([elastic] shrink).")
 @_common
 def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, true_gpu: str | None,
-             learn: bool, nodes: int | None, gpus_per_node: int | None, flex_h: float, gpu_range: float,
-             share: float,
+             learn: bool, elastic: float, shrink: bool, nodes: int | None, gpus_per_node: int | None, flex_h: float,
+             gpu_range: float, share: float,
              min_tick: float, max_tick: float, limit: int | None, json_out: str | None, plot_out: str | None) -> None:
     """Replay a trace through the controller with one policy and report JCT, energy and carbon."""
+    from slurm_green.controller.resize import ResizeSettings
+    from slurm_green.policy.running import GrowRunning, ShrinkRunning
     from slurm_green.sim.bench import make_policy
     from slurm_green.sim.runner import simulate as run
 
+    if shrink and not elastic:
+        raise click.BadParameter("needs --elastic above 0 (only elastic jobs are resized)", param_hint="--shrink")
     policy = make_policy(policy_name, budget)
-    options = _options(flex_h, gpu_range, min_tick, max_tick, share)
+    resize = None
+    if elastic:  # as the controller's assembly wraps it (controller/assemble.py, build_policy)
+        policy = GrowRunning(policy)
+        policy = ShrinkRunning(policy) if shrink else policy
+        resize = ResizeSettings()
+    options = replace(_options(flex_h, gpu_range, min_tick, max_tick, share), accept_requeue=elastic)
     workload = _load(trace, limit)
     spec = _cluster(workload, nodes, gpus_per_node)
     signal = _signal(carbon_spec, workload)
@@ -241,11 +255,12 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     with _progress() as progress:
         task = progress.add_task(f"{policy.name} on {workload.name}", total=len(workload))
         result = run(workload, spec, policy, signal, models, carbon_spec, options, min_tick, max_tick, on_progress=lambda done: progress.update(task, completed=done),
-                     truth=truth, learn=learn)
+                     truth=truth, learn=learn, resize=resize)
     tables = _tables(json_out)
     tables.print(_summary_table(f"{workload.name}, {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}",
                                 {policy.name: result.summary}, None))
-    console.print(f"{result.ticks} controller ticks, {result.wall_s:.1f} s wall; {FORECAST_NOTE}")
+    restarts = f", {result.summary['restarts']} restarts of running jobs" if elastic else ""
+    console.print(f"{result.ticks} controller ticks{restarts}, {result.wall_s:.1f} s wall; {FORECAST_NOTE}")
     if json_out:
         _write_json(json_out, {"policy": policy.name, "trace": workload.name, "carbon": carbon_spec,
                                "forecast": "perfect", "cluster": spec.__dict__, "ticks": result.ticks,

@@ -55,6 +55,23 @@ def test_simulate_runs_jobs_as_another_gpu_and_learns(tmp_path):
     assert runs["--true-gpu p100 --learn"]["energy_kwh"] == runs["--true-gpu p100"]["energy_kwh"]  # FIFO ignores models
 
 
+@needs_data
+def test_simulate_grows_elastic_jobs_by_checkpoint_and_requeue(tmp_path):
+    """60 Gavel jobs on 4 nodes: with every job elastic the controller restarts some larger;
+    without --elastic nothing restarts."""
+    trace = str(DATA / "job_traces" / "gavel_philly_ee9e8c_seed0.trace")
+    runs = {}
+    for args in ([], ["--elastic", "1"]):
+        out = tmp_path / f"run{len(runs)}.json"
+        result = CliRunner().invoke(main, ["simulate", "--trace", trace, "--limit", "60", "--nodes", "4", "--policy",
+                                           "fifo", "--carbon", "synthetic", "--json", str(out), *args])
+        assert result.exit_code == 0, result.output
+        runs[" ".join(args)] = json.loads(out.read_text())
+    assert runs[""]["restarts"] == 0 and runs["--elastic 1"]["restarts"] > 0
+    assert runs["--elastic 1"]["finished"] == runs[""]["finished"] == 60
+    assert "restarts of running jobs" in result.output
+
+
 def test_simulate_refuses_a_gpu_without_models():
     result = CliRunner().invoke(main, ["simulate", "--true-gpu", "h200", "--limit", "5"])
     assert result.exit_code != 0 and "--true-gpu" in result.output
@@ -85,6 +102,8 @@ def usage_error(result) -> str:  # type: ignore[no-untyped-def]
     (["--limit", "-5"], "'--limit': -5 is not in the range x>=1"),
     (["--min-tick", "600", "--max-tick", "60"], "--max-tick: 60 is below --min-tick 600"),
     (["--policy", "nope"], "'--policy': 'nope' is not one of 'fifo', 'window'"),
+    (["--elastic", "1.5"], "'--elastic': 1.5 is not in the range 0<=x<=1"),
+    (["--shrink"], "--shrink: needs --elastic above 0"),
 ])
 def test_simulate_refuses_values_that_mean_nothing(tmp_path, args, said):
     trace = philly(tmp_path, "2017-10-09 07:01:55,66.0,1")

@@ -24,6 +24,15 @@ effective progress, below the smallest time-to-accuracy gain Egeria reports for 
 converged layers (19 %, Wang et al., EuroSys 2023), so the model never promises more than
 the literature shows. Measurements from the training helper are to replace it.
 
+**On several GPUs** freezing shortens a step's compute, not its gradient synchronisation:
+the frozen front blocks hold few of the parameters (resnet50's first three of five: 5.7 %),
+so the all-reduce is about as long as before. With ``c`` the compute share of a step at a
+configuration (its throughput over ``gpus`` times one GPU's at the same cap: what the
+scaling model leaves after synchronisation), the speedup there is
+``1 / (1 - skip x f x c)``; at one GPU ``c = 1`` and it is the measured one. So a frozen
+job gains less from each added GPU than it did unfrozen: IceFrog's case for moving GPUs
+from freezing jobs to others (``policy/running.py``).
+
 **Unknown job types** (no freezing sweep of their family) get the smallest fitted
 ``skip`` and no power drop: of the measured workloads, the one that gains least.
 """
@@ -38,6 +47,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from slurm_green.core.models import Config, JobModel
 from slurm_green.models.names import FAMILIES, normalise
 
 #: Frozen-penalty slope (see the module docstring: a conservative choice, not a fit).
@@ -56,9 +66,10 @@ class FreezeParams:
     skip: float
     power_drop: float = 0.0
 
-    def speedup(self, frozen: float) -> float:
-        """Steps/s at frozen share ``frozen`` over steps/s with nothing frozen."""
-        return 1.0 / (1.0 - self.skip * _share(frozen))
+    def speedup(self, frozen: float, compute_share: float = 1.0) -> float:
+        """Steps/s at frozen share ``frozen`` over steps/s with nothing frozen, where compute
+        is ``compute_share`` of a step (1: one GPU, nothing to synchronise)."""
+        return 1.0 / (1.0 - self.skip * _share(frozen) * compute_share)
 
     def energy_ratio(self, frozen: float) -> float:
         """Energy per step at ``frozen`` over energy per step with nothing frozen."""
@@ -106,6 +117,34 @@ def effective_speedup(job_type: str, frozen: float, slope: float = DEFAULT_PENAL
                       fitted: dict[str, FreezeParams] = FITTED) -> float:
     """Effective progress per second at ``frozen`` over the job's rate with nothing frozen."""
     return params_for(job_type, fitted).speedup(frozen) * penalty(frozen, slope)
+
+
+def compute_share(model: JobModel, config: Config) -> float:
+    """The share of a step at ``config`` that is compute, not synchronisation: its throughput
+    over ``config.gpus`` single GPUs' at the same cap (1 on one GPU)."""
+    one = model.throughput(Config(1, 1, config.cap_fraction))
+    if config.gpus <= 1 or one <= 0:
+        return 1.0
+    return min(1.0, max(0.0, model.throughput(config) / (config.gpus * one)))
+
+
+def effective_rate(model: JobModel, config: Config, frozen: float, slope: float = DEFAULT_PENALTY,
+                   fitted: dict[str, FreezeParams] = FITTED) -> float:
+    """Statistical progress per second of ``model``'s job at ``config`` with ``frozen`` of its
+    blocks frozen, in the model's unfrozen throughput units (equal to it at ``frozen = 0``)."""
+    base = model.throughput(config)
+    if frozen == 0:
+        return base
+    params = params_for(model.job_type, fitted)
+    return base * params.speedup(frozen, compute_share(model, config)) * penalty(frozen, slope)
+
+
+def frozen_power_w(model: JobModel, config: Config, frozen: float,
+                   fitted: dict[str, FreezeParams] = FITTED) -> float:
+    """Board power of ``model``'s job at ``config`` with ``frozen`` of its blocks frozen."""
+    if frozen == 0:
+        return model.power_w(config)
+    return model.power_w(config) * (1.0 - params_for(model.job_type, fitted).power_drop * _share(frozen))
 
 
 # ---- fitting (from the shared data; never at run time) ----

@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from slurm_green.core.models import Config
 from slurm_green.models import freezing
 from slurm_green.models.freezing import FITTED, FreezeParams, FreezeRow, fit_rows
 
@@ -62,3 +63,32 @@ def test_held_back_error_beats_the_naive_and_parameter_share_models(perf) -> Non
     assert by_rows.steps_mape < by_rows.steps_naive_mape and by_rows.steps_mape < by_rows.steps_param_share_mape
     assert by_rows.energy_mape < by_rows.energy_naive_mape
     assert by_workload.steps_param_share_mape is None and by_workload.steps_mape < by_workload.steps_naive_mape
+
+
+class _HalfSync:
+    """Half of each step on 2 or more GPUs is synchronisation; 100 W per GPU."""
+
+    job_type = "unknown-type"
+
+    def throughput(self, config: Config) -> float:
+        return 1.0 if config.gpus == 1 else config.gpus / 2.0
+
+    def power_w(self, config: Config) -> float:
+        return 100.0 * config.gpus
+
+
+def test_freezing_shortens_compute_not_synchronisation() -> None:
+    """On one GPU the measured speedup; on four, where half of a step synchronises, that of a
+    step with half the compute; the penalty on both. Power falls by the fitted drop."""
+    model, skip = _HalfSync(), freezing.default_params(FITTED).skip
+    assert freezing.compute_share(model, Config(1)) == 1.0 and freezing.compute_share(model, Config(4)) == 0.5
+    one = freezing.effective_rate(model, Config(1), 0.5) / model.throughput(Config(1))
+    four = freezing.effective_rate(model, Config(4), 0.5) / model.throughput(Config(4))
+    assert one == pytest.approx(0.75 / (1 - skip * 0.5))
+    assert four == pytest.approx(0.75 / (1 - skip * 0.5 * 0.5)) and four < one
+    assert freezing.effective_rate(model, Config(4), 0.0) == model.throughput(Config(4))
+    assert freezing.effective_rate(model, Config(4), 0.5, slope=0.0) == pytest.approx(2.0 / (1 - skip * 0.25))
+    resnet = type("ResNet", (_HalfSync,), {"job_type": "ResNet-50"})()
+    assert freezing.frozen_power_w(resnet, Config(2), 0.5) == pytest.approx(200.0 * (1 - FITTED["resnet50"].power_drop * 0.5))
+    assert freezing.frozen_power_w(model, Config(2), 0.5) == 200.0  # unknown types: no drop
+

@@ -18,6 +18,13 @@
   checkpoint is lost, Slurm delays its restart by ``restart_delay_s`` (its BeginTime), and
   it restarts from the checkpoint at the GPU count in force then, paying ``restore_s`` to
   reload. A job without the helper is not signalled (SIGUSR2 would kill it).
+  In jobs whose users turned on the helper's layer freezing (``TraceOptions.accept_freeze``)
+  the front blocks freeze as training goes (``freeze_steps``: the frozen share from each
+  share of the work done on): the job then runs at its effective rate, the freezing model's
+  (``models.freezing.effective_rate``: the compute of the skipped backward pass, not the
+  synchronisation, times the frozen penalty on statistical progress), and draws its lower
+  power. Its work is counted in statistical progress, so a report's time left is true at
+  its rate now (and an upper bound: later blocks freeze too).
 - **Prolog**: at start it verifies the signed decision token in the job's Comment
   and applies its power-cap fraction by the Prolog's own rule (``decision_token.signed_cap``);
   a missing or bad token, or a cap that is not a fraction in (0, 1], means full power.
@@ -74,6 +81,7 @@ from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions, format_marker, on_arrival
 from slurm_green.core.models import Config, JobModel, ModelRegistry, Observation
 from slurm_green.core.progress import JobProgress
+from slurm_green.models.freezing import DEFAULT_PENALTY, effective_rate, frozen_power_w
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
@@ -114,6 +122,17 @@ class TraceOptions:
     restart_delay_s: float = 120.0
     #: A restarted job's time to start and reload its checkpoint, at its new rate.
     restore_s: float = 60.0
+    #: Share of trace jobs that train with the helper's layer freezing (``Freezing``: an
+    #: opt-in in the user's code, not a ``green:`` option), drawn like ``accept_share``
+    #: (a third stream of ``share_seed``).
+    accept_freeze: float = 0.0
+    #: (share of a freezing job's work done, share of its blocks frozen from then on): a
+    #: choice, not a fit (AutoFreeze and Egeria freeze the front layers as they converge,
+    #: early in training); the last share is the helper's default bound (``max_share=0.5``).
+    freeze_steps: tuple[tuple[float, float], ...] = ((0.25, 0.25), (0.5, 0.5))
+    #: The true frozen-penalty slope (``models.freezing.penalty``); the policies believe the
+    #: model's default. 0: freezing converged layers costs no statistical progress.
+    freeze_penalty: float = DEFAULT_PENALTY
 
 
 _JOB_VALUES = operator.attrgetter(*_JOB_FIELDS)
@@ -172,6 +191,15 @@ class _Running:
     saved_left: float = math.nan
     checkpoint_at: float | None = None
     checkpoint_left: float = math.nan
+    #: Frozen share of its blocks, its next freezing step (an index of ``freeze_steps``), the
+    #: work left at which that step comes (None: no more), and when that is at its rate now;
+    #: its model and configuration (for the rates).
+    frozen: float = 0.0
+    freeze_step: int = 0
+    freeze_left: float | None = None
+    next_freeze: float = math.inf
+    model: JobModel | None = None
+    config: Config | None = None
     #: (node, GPUs) per node of ``alloc``: what it frees at its time limit, for backfill's profile.
     cells: list[tuple[int, int]] = field(init=False)
 
@@ -391,6 +419,8 @@ class Simulator:
         self._share: dict[int, tuple[int, int, int]] = {}
         self.shares = np.random.default_rng(options.share_seed).random(n) < options.accept_share
         self.elastic = np.random.default_rng([options.share_seed, 1]).random(n) < options.accept_requeue
+        self.freezes = np.random.default_rng([options.share_seed, 2]).random(n) < options.accept_freeze
+        self._freeze_steps: list[tuple[float, int]] = []  # (time, job id), lazily validated
         #: Requeued jobs' work left (from their checkpoint, with the reload), for their restart.
         self._restart_work: dict[int, float] = {}
         #: A running job was stopped or signalled by an action: the controller should look soon.
@@ -476,15 +506,16 @@ class Simulator:
     # -- the training helper's progress reports (``controller.resize.ProgressSource``) --------
 
     def progress_of(self, job_id: int, now: float) -> JobProgress | None:
-        """What an elastic job's helper reports at ``now``: its work done and in all, its rate and
-        its latest whole checkpoint; None for a job without the helper, or not running."""
+        """What the helper of an elastic or freezing job reports at ``now``: its work done and in
+        all, its rate, its frozen share and its latest whole checkpoint; None for a job without
+        the helper, or not running."""
         running = self._running.get(job_id)
-        if running is None or not self.elastic[job_id - 1]:
+        if running is None or not (self.elastic[job_id - 1] or self.freezes[job_id - 1]):
             return None
         checkpoint = running.checkpoint_at if running.checkpoint_at is not None and running.checkpoint_at <= now else 0.0
         total = float(self.work[job_id - 1])  # its loop knows its length: the report's time left is exact
         return JobProgress(job_id, "samples", done=total - running.left_at(now), per_s=running.throughput,
-                           frozen=0.0, time=now, checkpoint=checkpoint, total=total)
+                           frozen=running.frozen, time=now, checkpoint=checkpoint, total=total)
 
     def _apply_one(self, action: Action) -> ActionResult:
         job = self._jobs.get(action.job_id)
@@ -737,15 +768,21 @@ class Simulator:
         config = self._config(gpus, len(alloc), cap)
         gpu = self._runs_on(alloc)
         model = self._model(job.name, gpu)
-        throughput = float(model.throughput(config))
         work = self._restart_work.pop(job.job_id, float(self.work[index]))
+        frozen, step = self._freezing(index, work)
+        throughput = float(effective_rate(model, config, frozen, self.options.freeze_penalty))
         runtime = work / throughput
-        power = float(model.power_w(config))
+        power = float(frozen_power_w(model, config, frozen))
         end = now + runtime
         self.record.started(index, now, end, gpus, tuple(i for i, _ in alloc), cap, power * runtime)
-        seen = Observation(job.name or None, config, throughput, power, gpu=gpu)
+        # A freezing job's rate changes as it runs: its telemetry is not one configuration's.
+        seen = None if self.freezes[index] else Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
-                                                       throughput, power, throughput, power, now, end, work)
+                                                       throughput, power, throughput, power, now, end, work,
+                                                       frozen=frozen, freeze_step=step,
+                                                       freeze_left=self._freeze_left(index, step), model=model,
+                                                       config=config)
+        self._plan_freeze(job.job_id, running)
         bisect.insort(self._limit_ends, running.key(job.job_id))
         bound = self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
         self._power_w += power
@@ -802,6 +839,52 @@ class Simulator:
         r.since, r.throughput, r.power_w, r.end = now, throughput, power_w, now + remaining
         self.record.end[index] = r.end
         heapq.heappush(self._completions, (r.end, job_id))  # the old entry goes stale
+        self._plan_freeze(job_id, r)
+
+    # -- layer freezing (the helper's ``Freezing``) ------------------------------------------
+
+    def _freezing(self, index: int, work_left: float) -> tuple[float, int]:
+        """A job's frozen share as it starts with ``work_left`` to do, and its next freezing
+        step (``len(freeze_steps)``: none ahead, or the job does not freeze)."""
+        steps = self.options.freeze_steps
+        if not self.freezes[index]:
+            return 0.0, len(steps)
+        total = float(self.work[index])
+        done = 1.0 - work_left / total if total > 0 else 1.0
+        step = sum(1 for at, _ in steps if done >= at)
+        return (steps[step - 1][1] if step else 0.0), step
+
+    def _freeze_left(self, index: int, step: int) -> float | None:
+        """The work left when freezing step ``step`` comes (None: there is none)."""
+        steps = self.options.freeze_steps
+        return float(self.work[index]) * (1.0 - steps[step][0]) if step < len(steps) else None
+
+    def _plan_freeze(self, job_id: int, running: _Running) -> None:
+        """When the job reaches its next freezing step at its rate now (an earlier plan goes stale)."""
+        if running.freeze_left is None:
+            running.next_freeze = math.inf
+            return
+        running.next_freeze = running.since + max(0.0, running.work_left - running.freeze_left) / running.throughput
+        heapq.heappush(self._freeze_steps, (running.next_freeze, job_id))
+
+    def _freeze(self, job_id: int, now: float) -> None:
+        """More of the job's blocks freeze: its rate and power (alone, and now) change by the
+        freezing model's ratio at its configuration (a pair's slowdown is kept)."""
+        r = self._running[job_id]
+        assert r.model is not None and r.config is not None  # set at every start
+        r.work_left -= (now - r.since) * r.throughput
+        r.since = now
+        # The step whose time came is taken, however the work left rounds.
+        frozen = self.options.freeze_steps[r.freeze_step][1]
+        r.freeze_step += 1
+        r.freeze_left = self._freeze_left(job_id - 1, r.freeze_step)
+        slope = self.options.freeze_penalty
+        rate = effective_rate(r.model, r.config, frozen, slope) / effective_rate(r.model, r.config, r.frozen, slope)
+        power = frozen_power_w(r.model, r.config, frozen) / frozen_power_w(r.model, r.config, r.frozen)
+        r.frozen = frozen
+        r.solo_throughput *= rate
+        r.solo_power_w *= power
+        self._set_rate(job_id, now, r.throughput * rate, r.power_w * power)
 
     def _join(self, now: float) -> None:
         """Start every bound, eligible job whose partner runs, on the partner's GPUs."""
@@ -829,7 +912,9 @@ class Simulator:
         config = self._config(host.gpus, count, cap)
         gpu = self._runs_on(host.alloc)
         model = self._model(job.name, gpu)
-        solo_tput, solo_power = float(model.throughput(config)), float(model.power_w(config))
+        frozen, step = self._freezing(index, float(self.work[index]))
+        solo_tput = float(effective_rate(model, config, frozen, self.options.freeze_penalty))
+        solo_power = float(frozen_power_w(model, config, frozen))
         slow, slow_host, pair_w = self.models.colocation(
             job.name or None, host_job.name or None, gpu or self.spec.gpu_type, self.spec.share_mechanism,
             solo_power / host.gpus, host.solo_power_w / host.gpus)
@@ -840,7 +925,10 @@ class Simulator:
         self.record.started(index, now, end, host.gpus, tuple(i for i, _ in host.alloc), cap, power * (end - now))
         running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
                                                        throughput, power, solo_tput, solo_power, now, end,
-                                                       float(self.work[index]), partner=host_id)
+                                                       float(self.work[index]), partner=host_id, frozen=frozen,
+                                                       freeze_step=step, freeze_left=self._freeze_left(index, step),
+                                                       model=model, config=config)
+        self._plan_freeze(job.job_id, running)
         bisect.insort(self._limit_ends, running.key(job.job_id))
         self._jobs[job.job_id] = _replace_job(job, dict(
             state=JobState.RUNNING, start_time=now, end_time=running.limit_end, nodes=host_job.nodes,
@@ -961,17 +1049,24 @@ class Simulator:
         while True:
             arrival = float(submit[self._next_arrival]) if self._next_arrival < n else math.inf
             completion = self._completions[0][0] if self._completions else math.inf
+            freezing = self._freeze_steps[0][0] if self._freeze_steps else math.inf
             pending = len(self._jobs) > len(self._running) or (tick_while_running and bool(self._running))
             if changed:
                 tick = max(last_tick + min_tick_s, now)
             else:
                 tick = last_tick + max_tick_s if pending else math.inf
-            nxt = min(arrival, completion, self._next_release(), tick)
+            nxt = min(arrival, completion, freezing, self._next_release(), tick)
             if nxt == math.inf or nxt > stop_at:
                 break
             now = max(now, nxt)
             self.clock.set(now)
-            nodes_changed = False
+            nodes_changed = froze = False
+            while self._freeze_steps and self._freeze_steps[0][0] <= now:
+                at, job_id = heapq.heappop(self._freeze_steps)
+                running = self._running.get(job_id)
+                if running is not None and running.next_freeze == at:
+                    self._freeze(job_id, now)
+                    froze = True
             while self._completions and self._completions[0][0] <= now:
                 end, job_id = heapq.heappop(self._completions)
                 running = self._running.get(job_id)
@@ -998,7 +1093,7 @@ class Simulator:
             started = len(self._running)
             if self._schedule_needed:
                 self._schedule(now)
-            if nodes_changed or len(self._running) != started:
+            if nodes_changed or froze or len(self._running) != started:
                 self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
             if on_progress is not None and nodes_changed:
                 on_progress(done)

@@ -5,6 +5,7 @@ run's energy and carbon."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,6 +17,7 @@ from slurm_green.controller.resize import ResizeSettings
 from slurm_green.core.actions import ActionError, Release, RequeueHold, SetGpus, SignalJob
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import parse_marker
+from slurm_green.models.freezing import effective_speedup
 from slurm_green.policy.baselines import FifoPolicy
 from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.sim.cluster import ClusterSpec
@@ -148,17 +150,23 @@ class Scripted:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.sampled_from(["signal", "requeue", "grow", "shrink", "release", "nothing"]), max_size=12))
-def test_any_sequence_of_signals_requeues_and_resizes_loses_no_job_and_no_gpu(script):
-    """Whatever a controller sends, in whatever order: the job ends, every GPU comes back,
-    each accepted requeue is one restart, and the energy drawn is at least its work's."""
+@given(st.lists(st.sampled_from(["signal", "requeue", "grow", "shrink", "release", "nothing"]), max_size=12),
+       st.booleans())
+def test_any_sequence_of_signals_requeues_and_resizes_loses_no_job_and_no_gpu(script, freezing):
+    """Whatever a controller sends, in whatever order, to jobs that freeze layers or not: the
+    job ends, every GPU comes back, each accepted requeue is one restart, and the energy
+    drawn is at least its work's."""
+    options = replace(ELASTIC, accept_freeze=1.0 if freezing else 0.0)
     sim = Simulator(workload((0.0, 2, 2 * 3 * HOUR), (600.0, 1, 1800.0)), NODE, LinearModels(), flat_signal(), KEY,
-                    ELASTIC)
+                    options)
     controller = Scripted(sim, script)
     record = sim.run(controller, min_tick_s=300.0, max_tick_s=900.0, tick_while_running=True)
     requeued = sum(r.ok for r in controller.results if isinstance(r.action, RequeueHold))
     assert np.isfinite(record.end).all() and record.restarts.tolist() == [requeued, 0]
     assert sim.free_count.tolist() == [4] and not sim._running and not sim._jobs
-    # the linear model: 100 J per unit of work on any GPU count, so lost work only adds
-    assert record.earlier_energy_j[0] + record.energy_j[0] >= 100.0 * 2 * 3 * HOUR - 1e-6
+    # the linear model: 100 J per unit of work on any GPU count (less by the fastest frozen
+    # rate's factor), so lost work only adds
+    fastest = max(effective_speedup("linear", share) for _, share in options.freeze_steps) if freezing else 1.0
+    assert record.earlier_energy_j[0] + record.energy_j[0] >= 100.0 * 2 * 3 * HOUR / fastest - 1e-6
+    assert not sim._freeze_steps or all(sim._running.get(j) is None for _, j in sim._freeze_steps)
     assert (record.first_start <= record.start).all()

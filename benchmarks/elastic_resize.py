@@ -34,7 +34,7 @@ from robustness import CARBON_TAIL_S, generate, spread
 
 from slurm_green.controller.resize import ResizeSettings
 from slurm_green.models.registry import default_registry
-from slurm_green.policy.running import GrowRunning, ShrinkRunning
+from slurm_green.policy.running import resizing
 from slurm_green.sim.bench import make_policy
 from slurm_green.sim.carbon import replayed_signal
 from slurm_green.sim.engine import TraceOptions
@@ -55,8 +55,8 @@ def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic
     for name in POLICIES:
         policy = make_policy(name)
         plain = simulate(workload, spec, policy, signal, models, region, options)
-        grown = simulate(workload, spec, GrowRunning(policy), signal, models, region, options, resize=RESIZE)
-        both = simulate(workload, spec, ShrinkRunning(GrowRunning(policy)), signal, models, region, options,
+        grown = simulate(workload, spec, resizing(policy), signal, models, region, options, resize=RESIZE)
+        both = simulate(workload, spec, resizing(policy, shrink=True), signal, models, region, options,
                         resize=RESIZE)
         p, g, b = plain.summary, grown.summary, both.summary
         rows.append({"trace": trace, "seed": seed, "load": load, "region": region, "policy": name,

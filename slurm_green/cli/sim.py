@@ -20,7 +20,7 @@ from rich.table import Table
 
 from slurm_green.cli.plot_extra import needs_plots
 from slurm_green.core.models import ModelRegistry
-from slurm_green.sim.bench import POLICY_NAMES
+from slurm_green.sim.bench import LABELS
 from slurm_green.sim.cluster import ClusterSpec, default_cluster
 from slurm_green.sim.engine import TraceOptions
 from slurm_green.sim.traces import TraceError, TraceWarning
@@ -216,7 +216,8 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
               help="Philly CSV, Gavel .trace, Pollux workload-N.csv or Alibaba pod list (default: Pollux workload-1).")
 @click.option("--carbon", "carbon_spec", default="DE-LU", show_default=True,
               help="Region of the shared data (DE-LU, GB, US-CAL-CISO...), csv:PATH, or synthetic.")
-@click.option("--policy", "policy_name", type=click.Choice(POLICY_NAMES), default="greenflow", show_default=True)
+@click.option("--policy", "policy_name", type=click.Choice(tuple(LABELS)), default="greenflow", show_default=True,
+              help="icefrog: greenflow that also grows and shrinks running elastic jobs (see --elastic).")
 @click.option("--budget", type=click.FloatRange(min=0, min_open=True), default=None,
               help="GreenFlow/PowerFlow budget fraction of carbon-agnostic (1: the same carbon).")
 @click.option("--true-gpu", default=None,
@@ -227,26 +228,27 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
                    "idle GPUs by checkpoint and requeue ([elastic] requeue).")
 @click.option("--shrink", is_flag=True, help="With --elastic: also shrink one for the blocked head of the queue "
                                              "([elastic] shrink).")
+@click.option("--freeze", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Share of jobs whose training freezes layers as it goes (the helper's Freezing).")
 @_common
 def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, true_gpu: str | None,
-             learn: bool, elastic: float, shrink: bool, nodes: int | None, gpus_per_node: int | None, flex_h: float,
+             learn: bool, elastic: float, shrink: bool, freeze: float, nodes: int | None, gpus_per_node: int | None, flex_h: float,
              gpu_range: float, share: float,
              min_tick: float, max_tick: float, limit: int | None, json_out: str | None, plot_out: str | None) -> None:
     """Replay a trace through the controller with one policy and report JCT, energy and carbon."""
     from slurm_green.controller.resize import ResizeSettings
-    from slurm_green.policy.running import GrowRunning, ShrinkRunning
+    from slurm_green.policy.running import resizes_running, resizing
     from slurm_green.sim.bench import make_policy
     from slurm_green.sim.runner import simulate as run
 
     if shrink and not elastic:
         raise click.BadParameter("needs --elastic above 0 (only elastic jobs are resized)", param_hint="--shrink")
     policy = make_policy(policy_name, budget)
-    resize = None
-    if elastic:  # as the controller's assembly wraps it (controller/assemble.py, build_policy)
-        policy = GrowRunning(policy)
-        policy = ShrinkRunning(policy) if shrink else policy
-        resize = ResizeSettings()
-    options = replace(_options(flex_h, gpu_range, min_tick, max_tick, share), accept_requeue=elastic)
+    if elastic and not resizes_running(policy):  # as the controller's assembly wraps it (build_policy)
+        policy = resizing(policy, shrink=shrink)
+    resize = ResizeSettings() if resizes_running(policy) else None
+    options = replace(_options(flex_h, gpu_range, min_tick, max_tick, share), accept_requeue=elastic,
+                      accept_freeze=freeze)
     workload = _load(trace, limit)
     spec = _cluster(workload, nodes, gpus_per_node)
     signal = _signal(carbon_spec, workload)
@@ -259,7 +261,7 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     tables = _tables(json_out)
     tables.print(_summary_table(f"{workload.name}, {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}",
                                 {policy.name: result.summary}, None))
-    restarts = f", {result.summary['restarts']} restarts of running jobs" if elastic else ""
+    restarts = f", {result.summary['restarts']} restarts of running jobs" if resize else ""
     console.print(f"{result.ticks} controller ticks{restarts}, {result.wall_s:.1f} s wall; {FORECAST_NOTE}")
     if json_out:
         _write_json(json_out, {"policy": policy.name, "trace": workload.name, "carbon": carbon_spec,

@@ -30,7 +30,7 @@ from slurm_green.core.clock import Clock, SystemClock
 from slurm_green.core.plan import Policy
 from slurm_green.models import default_registry
 from slurm_green.policy.registry import make_policy
-from slurm_green.policy.running import GrowRunning, ShrinkRunning
+from slurm_green.policy.running import resizes_running, resizing, with_restart_cost
 from slurm_green.slurm.factory import make_backend
 
 log = logging.getLogger(__name__)
@@ -72,13 +72,17 @@ def carbon_source(config: Config) -> CarbonSource:
 
 def build_policy(config: Config) -> Policy:
     """``[policy]``'s policy; with ``[elastic] requeue``, it also grows running elastic jobs
-    (and with ``shrink``, shrinks one for the blocked head of the queue)."""
+    (and with ``shrink``, shrinks one for the blocked head of the queue). ``icefrog`` does
+    both itself (the configuration requires ``requeue`` for it) and pays ``[elastic]``'s
+    restart cost."""
     policy = make_policy(config.policy)
     elastic = config.elastic
     if not elastic.requeue:
         return policy
-    grown = GrowRunning(policy, restart_cost_s=elastic.restart_cost_s, energy_slack=config.policy.gpu_time_slack)
-    return ShrinkRunning(grown, restart_cost_s=elastic.restart_cost_s) if elastic.shrink else grown
+    if resizes_running(policy):
+        return with_restart_cost(policy, elastic.restart_cost_s)
+    return resizing(policy, restart_cost_s=elastic.restart_cost_s, energy_slack=config.policy.gpu_time_slack,
+                    shrink=elastic.shrink)
 
 
 def build_resizer(config: Config, store: StateStore | None) -> Resizer | None:

@@ -194,11 +194,19 @@ class Config(_Section):
         budget = self.budget
         if budget.carbon_kg is not None and budget.energy_kwh is not None:
             raise ValueError("budget: set carbon_kg (greenflow) or energy_kwh (powerflow), not both")
-        wants = {"greenflow": "carbon_kg", "powerflow": "energy_kwh"}.get(self.policy.name)
+        wants = {"greenflow": "carbon_kg", "icefrog": "carbon_kg", "powerflow": "energy_kwh"}.get(self.policy.name)
         given = "carbon_kg" if budget.carbon_kg is not None else "energy_kwh" if budget.energy_kwh is not None else None
         if given is not None and given != wants:
             needs = f"policy.name = {'greenflow' if given == 'carbon_kg' else 'powerflow'}"
             raise ValueError(f"budget.{given} is kept only by {needs} (policy.name is {self.policy.name!r})")
+        return self
+
+    @model_validator(mode="after")
+    def _icefrog_resizes(self) -> Config:
+        """``icefrog`` decides running jobs' sizes: without requeue nothing would enact them."""
+        if self.policy.name == "icefrog" and not self.elastic.requeue:
+            raise ValueError("policy.name = 'icefrog' resizes running elastic jobs: set [elastic] requeue = true "
+                             "(with progress_dir or controller.telemetry_dir)")
         return self
 
     @model_validator(mode="after")

@@ -45,9 +45,10 @@ candidates than 1 itself). With ``budget_fraction=None`` the fixed ``price`` is 
 frontier is swept.
 
 Extension points: the runtime of a configuration comes from one function
-(``_runtime``), where layer freezing (IceFrog) enters as an effective-progress
-factor; co-location (EaCO) adds candidates sharing a running job's GPUs, which
-``JobDecision.share_with`` already carries to the Prolog.
+(``_runtime``); layer freezing (IceFrog) is not there (a pending job has frozen
+nothing) but where running jobs are resized (``policy/running.py``); co-location
+(EaCO) adds candidates sharing a running job's GPUs, which ``JobDecision.share_with``
+already carries to the Prolog.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from slurm_green.core.plan import Policy
 from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
+from slurm_green.policy.running import resizing
 from slurm_green.policy.window import WindowPolicy
 from slurm_green.policy.window_aware import CapacityAwareWindowPolicy
 
@@ -98,6 +99,11 @@ def _powerflow(settings: PolicySettings) -> Policy:
     return _flow(powerflow(), settings)
 
 
+def _icefrog(settings: PolicySettings) -> Policy:
+    # GreenFlow for pending jobs; running elastic jobs grown and shrunk on effective progress.
+    return resizing(_greenflow(settings), energy_slack=settings.gpu_time_slack, shrink=True, label="icefrog")
+
+
 def _eaco(settings: PolicySettings) -> Policy:
     return EaCoPolicy(default_runtime_s=settings.default_runtime_h * 3600.0)
 
@@ -110,6 +116,7 @@ _BUILDERS: dict[str, Callable[[PolicySettings], Policy]] = {
     "greenflow": _greenflow,
     "powerflow": _powerflow,
     "eaco": _eaco,
+    "icefrog": _icefrog,
 }
 #: What ``[policy] name`` and the simulator accept.
 POLICY_NAMES: tuple[str, ...] = tuple(_BUILDERS)
@@ -127,7 +134,10 @@ def make_policy(settings: PolicySettings) -> Policy:
     themselves); ``budget_fraction``, ``place_nodes`` (pin jobs started now to nodes, enacted
     as ``ReqNodeList``) and the three guards (``GreenFlowPolicy._guard``) are GreenFlow's and
     PowerFlow's. ``eaco`` co-locates jobs that accept sharing at its defaults (slowdown
-    bound 1.25, 2 jobs per GPU).
+    bound 1.25, 2 jobs per GPU). ``icefrog`` is GreenFlow (its budget and guards) that also
+    grows running elastic jobs into idle GPUs and shrinks one for the queue's blocked head,
+    each rated by its effective progress at the frozen share its helper reports
+    (``policy/running.py``); on a cluster it needs ``[elastic] requeue``.
     """
     builder = _BUILDERS.get(settings.name)
     if builder is None:

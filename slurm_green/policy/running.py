@@ -27,6 +27,15 @@ too). The queued job's wait is read from the running jobs' time limits (never fr
 users' reports), the shrunk job's time left as for growing. One shrink per tick; the
 resizer's bounds (attempts, interval, one shrink in flight) hold. Shrinking when carbon
 is dear is not decided.
+
+**Layer-aware (IceFrog)**: both rate a job at a GPU count by its effective progress at the
+frozen share its helper reports (``models.freezing.effective_rate``). Freezing shortens a
+step's compute, not its synchronisation, so a frozen job gains less from GPUs it would get
+and loses less from GPUs it would give up: it is grown later and shrunk sooner, and the
+queue's head gets GPUs that do more for it. A report's frozen share can only work against
+its own job (a larger one makes every GPU count above its own look less worth, below it
+less of a loss), like its time left. ``icefrog`` (``policy/registry.py``) is GreenFlow with
+both.
 """
 
 from __future__ import annotations
@@ -37,8 +46,13 @@ from dataclasses import dataclass, replace
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionContext
 from slurm_green.core.green_options import GreenOptions, parse_marker
-from slurm_green.core.models import Config, energy_per_work_j
+from slurm_green.core.models import Config, JobModel
+from slurm_green.models.freezing import effective_rate, frozen_power_w
 from slurm_green.core.plan import JobDecision, Plan, Policy
+
+
+#: What a checkpoint, requeue and restart costs a job unless the site says (``[elastic] restart_cost_s``).
+RESTART_COST_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -47,20 +61,30 @@ class _Wrapping:
     that policy's name and budget."""
 
     inner: Policy
+    restart_cost_s: float = RESTART_COST_S
+    #: The name it goes by when it is a named policy of its own (``icefrog``), else the wrapped one's.
+    label: str | None = None
+    #: Rate jobs at the frozen share their reports give (False: as if nothing were frozen,
+    #: the layer-blind resize the benchmarks compare with).
+    layer_aware: bool = True
 
     @property
     def name(self) -> str:
-        return self.inner.name
+        return self.label or self.inner.name
 
     @property
     def budget_fraction(self) -> float | None:
         """The wrapped policy's budget (the controller's period budget paces it)."""
         return getattr(self.inner, "budget_fraction", None)
 
+    def _frozen(self, job: Job, context: DecisionContext) -> float:
+        """The frozen share of its blocks the job's own progress report gives (0 without one)."""
+        report = context.progress.get(job.job_id)
+        return report.frozen if report is not None and self.layer_aware else 0.0
+
 
 @dataclass(frozen=True)
 class GrowRunning(_Wrapping):
-    restart_cost_s: float = 300.0
     min_gain: float = 0.1
     energy_slack: float = 0.1
 
@@ -85,12 +109,10 @@ class GrowRunning(_Wrapping):
         if left_s <= self.restart_cost_s:
             return None
         high = min(options.gpus_max or job.gpus_per_node, job.gpus_per_node + free.get(job.nodes[0], 0))
-        model = context.models.for_job(job.name, job.gpu_type)
-        now_config = Config(job.gpus_per_node)
+        rate = _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
         for gpus in range(high, job.gpus_per_node, -1):  # the most GPUs that pays
-            config = Config(gpus)
-            runtime = left_s * model.throughput(now_config) / model.throughput(config)
-            energy = energy_per_work_j(model, config) / energy_per_work_j(model, now_config)
+            runtime = left_s * rate.of(job.gpus_per_node) / rate.of(gpus)
+            energy = rate.energy_per_work(gpus) / rate.energy_per_work(job.gpus_per_node)
             if runtime + self.restart_cost_s <= (1 - self.min_gain) * left_s and energy <= 1 + self.energy_slack:
                 return JobDecision(job.job_id, gpus_per_node=gpus, num_nodes=1, expected_runtime_s=runtime,
                                    reason=f"grow running job {job.gpus_per_node} -> {gpus} GPUs: idle GPUs no "
@@ -98,6 +120,28 @@ class GrowRunning(_Wrapping):
                                           f"{(runtime + self.restart_cost_s) / 3600:.1f} h with the restart, "
                                           f"energy x{energy:.2f}")
         return None
+
+
+def resizing(policy: Policy, *, restart_cost_s: float = RESTART_COST_S, energy_slack: float = 0.1,
+             shrink: bool = False, label: str | None = None, layer_aware: bool = True) -> Policy:
+    """``policy`` that also grows running elastic jobs (and, with ``shrink``, shrinks one for
+    the queue's blocked head), named ``label`` if given: the one way the controller, the
+    registry and the simulator's callers build the chain."""
+    grown = GrowRunning(policy, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware,
+                        energy_slack=energy_slack)
+    return ShrinkRunning(grown, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware) if shrink else grown
+
+
+def resizes_running(policy: Policy) -> bool:
+    """Whether ``policy`` already decides running jobs' sizes (``icefrog``)."""
+    return isinstance(policy, _Wrapping)
+
+
+def with_restart_cost(policy: Policy, seconds: float) -> Policy:
+    """``policy`` with each of its running-job wrappers paying ``seconds`` per restart."""
+    if not isinstance(policy, _Wrapping):
+        return policy
+    return replace(policy, inner=with_restart_cost(policy.inner, seconds), restart_cost_s=seconds)
 
 
 def _someone_waits(snapshot: ClusterSnapshot) -> bool:
@@ -109,7 +153,6 @@ def _someone_waits(snapshot: ClusterSnapshot) -> bool:
 
 @dataclass(frozen=True)
 class ShrinkRunning(_Wrapping):
-    restart_cost_s: float = 300.0
     #: The queued job's wait saved must be at least this multiple of the shrunk job's loss.
     min_ratio: float = 2.0
 
@@ -133,8 +176,8 @@ class ShrinkRunning(_Wrapping):
             if free[job.nodes[0]] >= need or keep < max(1, options.gpus_min or 1) or keep >= job.gpus_per_node:
                 continue
             left_s = _time_left(job, context)
-            model = context.models.for_job(job.name, job.gpu_type)
-            runtime = left_s * model.throughput(Config(job.gpus_per_node)) / model.throughput(Config(keep))
+            rate = _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
+            runtime = left_s * rate.of(job.gpus_per_node) / rate.of(keep)
             loss = runtime - left_s + self.restart_cost_s
             saved = wait_s - self.restart_cost_s
             if saved >= self.min_ratio * loss and (best is None or loss < best[0]):
@@ -166,6 +209,21 @@ def _time_left(job: Job, context: DecisionContext) -> float:
     report = context.progress.get(job.job_id)
     own = report.time_left_s(context.now) if report is not None else None
     return left_s if own is None else min(left_s, own)
+
+
+@dataclass(frozen=True)
+class _Rates:
+    """A running job's effective progress per second and energy per unit of it, by GPU count
+    on its one node, at its frozen share."""
+
+    model: JobModel
+    frozen: float
+
+    def of(self, gpus: int) -> float:
+        return effective_rate(self.model, Config(gpus), self.frozen)
+
+    def energy_per_work(self, gpus: int) -> float:
+        return frozen_power_w(self.model, Config(gpus), self.frozen) / self.of(gpus)
 
 
 def _blocked_head(snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[int, int] | None:

@@ -44,6 +44,9 @@ LABELS: dict[str, tuple[str, dict[str, Any]]] = {
     "fifo": ("fifo", {}), "window": ("window", {"cap_fraction": None}), "window+cap": ("window", {"cap_fraction": 0.7}),
     "window-aware": ("window-aware", {"cap_fraction": None}), "zeus": ("zeus", {}), "greenflow": ("greenflow", {}),
     "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
+    # Not in the bench's runs: it differs from greenflow only where jobs are elastic
+    # (``TraceOptions.accept_requeue``, ``simulate(resize=...)``): benchmarks/layer_freezing.py.
+    "icefrog": ("icefrog", {}),
 }
 
 

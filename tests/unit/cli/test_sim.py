@@ -72,6 +72,23 @@ def test_simulate_grows_elastic_jobs_by_checkpoint_and_requeue(tmp_path):
     assert "restarts of running jobs" in result.output
 
 
+@needs_data
+def test_simulate_icefrog_with_freezing_jobs_runs_and_freezing_changes_the_result(tmp_path):
+    """icefrog resizes by itself (no --shrink needed) and says how often; --freeze changes JCT."""
+    trace = str(DATA / "job_traces" / "gavel_philly_ee9e8c_seed0.trace")
+    runs = {}
+    for args in (["--elastic", "1"], ["--elastic", "1", "--freeze", "1"]):
+        out = tmp_path / f"run{len(runs)}.json"
+        result = CliRunner().invoke(main, ["simulate", "--trace", trace, "--limit", "60", "--nodes", "4", "--policy",
+                                           "icefrog", "--carbon", "synthetic", "--json", str(out), *args])
+        assert result.exit_code == 0, result.output
+        runs[" ".join(args)] = json.loads(out.read_text())
+        assert "restarts of running jobs" in result.output
+    plain, frozen = runs["--elastic 1"], runs["--elastic 1 --freeze 1"]
+    assert plain["policy"] == frozen["policy"] == "icefrog" and frozen["finished"] == plain["finished"] == 60
+    assert frozen["avg_jct_s"] != plain["avg_jct_s"]
+
+
 def test_simulate_refuses_a_gpu_without_models():
     result = CliRunner().invoke(main, ["simulate", "--true-gpu", "h200", "--limit", "5"])
     assert result.exit_code != 0 and "--true-gpu" in result.output

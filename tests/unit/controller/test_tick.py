@@ -102,6 +102,11 @@ def test_elastic_requeue_wraps_the_policy_and_gives_the_controller_a_resizer(con
     policy = assemble(shrinking, clock=ManualClock(NOW)).controller.policy
     assert isinstance(policy, ShrinkRunning) and isinstance(policy.inner, GrowRunning) and policy.name == "window"
     assert policy.restart_cost_s == policy.inner.restart_cost_s == 120
+    icefrog = Config.model_validate({**shrinking.model_dump(), "policy": {"name": "icefrog"},
+                                     "elastic": {**shrinking.elastic.model_dump(), "shrink": False}})
+    policy = assemble(icefrog, clock=ManualClock(NOW)).controller.policy  # shrinks without [elastic] shrink
+    assert isinstance(policy, ShrinkRunning) and isinstance(policy.inner, GrowRunning) and policy.name == "icefrog"
+    assert policy.restart_cost_s == policy.inner.restart_cost_s == 120 and policy.inner.inner.name == "greenflow"
 
 
 def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tick_says_why(config: Config) -> None:

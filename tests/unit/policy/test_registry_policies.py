@@ -9,20 +9,33 @@ from policy_literals import HOUR, NOW, context, nodes, pending, signal, snapshot
 from slurm_green.controller.config import ConfigError, load_config
 from slurm_green.policy.greenflow import GreenFlowPolicy
 from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs, make_policy
+from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.policy.window import WindowPolicy
 from slurm_green.policy.window_aware import CapacityAwareWindowPolicy
 
 
-def configured(tmp_path, policy: str):
+#: What ``icefrog`` needs besides its name: the resizer that enacts its running-job decisions.
+ELASTIC = '[elastic]\nrequeue = true\nprogress_dir = "/var/spool/slurm-green/progress"\n'
+
+
+def configured(tmp_path, policy: str, rest: str = ""):
     path = tmp_path / "c.toml"
-    path.write_text("[policy]\n" + policy)
+    path.write_text("[policy]\n" + policy + rest)
     return make_policy(load_config(path).policy)
 
 
 def test_every_name_the_configuration_accepts_builds_that_policy(tmp_path):
-    assert POLICY_NAMES == ("window", "window-aware", "fifo", "zeus", "greenflow", "powerflow", "eaco")
+    assert POLICY_NAMES == ("window", "window-aware", "fifo", "zeus", "greenflow", "powerflow", "eaco", "icefrog")
     for name in POLICY_NAMES:
-        assert configured(tmp_path, f'name = "{name}"\n').name == name
+        assert configured(tmp_path, f'name = "{name}"\n', ELASTIC if name == "icefrog" else "").name == name
+
+
+def test_icefrog_is_greenflow_that_grows_and_shrinks_running_jobs_and_needs_requeue(tmp_path):
+    icefrog = configured(tmp_path, 'name = "icefrog"\nbudget_fraction = 0.8\n', ELASTIC)
+    assert isinstance(icefrog, ShrinkRunning) and isinstance(icefrog.inner, GrowRunning)
+    assert icefrog.inner.inner == GreenFlowPolicy(budget_fraction=0.8) and icefrog.budget_fraction == 0.8
+    with pytest.raises(ConfigError, match="resizes running elastic jobs: set \\[elastic\\] requeue = true"):
+        configured(tmp_path, 'name = "icefrog"\n')
 
 
 def test_greenflow_and_powerflow_get_their_budget_and_runtime_from_the_file(tmp_path):
@@ -40,7 +53,7 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
 
 
 @pytest.mark.parametrize("text, says", [
-    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, window-aware, fifo, zeus, greenflow, powerflow, eaco"),
+    ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, window-aware, fifo, zeus, greenflow, powerflow, eaco, icefrog"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
                      "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta)"),
@@ -63,7 +76,7 @@ def test_the_guards_reach_greenflow_and_powerflow(tmp_path):
 
 def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="unknown policy 'sjf'; choose from window, window-aware, fifo, zeus, greenflow, "
-                                         "powerflow, eaco"):
+                                         "powerflow, eaco, icefrog"):
         make_policy(PolicyKnobs(name="sjf"))
 
 

@@ -13,6 +13,7 @@ from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.progress import JobProgress
+from slurm_green.models.freezing import DEFAULT_PENALTY, params_for
 from slurm_green.policy.running import GrowRunning, ShrinkRunning
 
 
@@ -160,3 +161,41 @@ def test_the_queued_jobs_wait_is_never_read_from_another_users_report(models) ->
     [decision] = ShrinkRunning(Nothing(), restart_cost_s=600)(ctx).decisions
     assert decision.expected_runtime_s == pytest.approx((0.1 * HOUR - 60) * (4 / 3) ** 0.8)
     assert "would wait about 10.0 h" in decision.reason
+
+
+def frozen_report(job_id: int, frozen: float) -> JobProgress:
+    """A report that says nothing of the time left (no total), only the frozen share."""
+    return JobProgress(job_id, "samples", 1000.0, 10.0, frozen, NOW - 60)
+
+
+def _frozen_rate(gpus: int, frozen: float, skip: float) -> float:
+    """The literal models' g**0.8, sped up where compute is (g**-0.2 of a step), penalised."""
+    compute = gpus ** 0.8 / gpus
+    return gpus ** 0.8 / (1 - skip * frozen * compute) * (1 - DEFAULT_PENALTY * frozen)
+
+
+def test_a_frozen_job_is_rated_by_its_effective_progress_when_it_grows(models) -> None:
+    skip = params_for(models.for_job("literal").job_type).skip
+    [unfrozen] = decide([running()], models=models).decisions
+    assert unfrozen.gpus_per_node == 2  # energy x1.15 for the second GPU: within the 20 % bound
+    # frozen, the second GPU speeds up less of each step: x1.21 the energy, over the bound
+    assert decide([running()], models=models, reports=[frozen_report(1, 0.5)]).decisions == ()
+    # with a looser bound it grows, but less far than the same job unfrozen
+    [frozen] = decide([running()], models=models, slack=0.25, reports=[frozen_report(1, 0.5)]).decisions
+    [unfrozen] = decide([running()], models=models, slack=0.25).decisions
+    assert (frozen.gpus_per_node, unfrozen.gpus_per_node) == (2, 3)
+    assert frozen.expected_runtime_s == pytest.approx(10 * HOUR * _frozen_rate(1, 0.5, skip) / _frozen_rate(2, 0.5, skip))
+
+
+def test_of_two_jobs_that_could_give_gpus_to_the_head_the_frozen_one_is_shrunk(models) -> None:
+    """Both run 4 GPUs with 10 h left on their own nodes; the head needs one GPU. Shrinking
+    either pays; the one whose helper reports half its blocks frozen loses less."""
+    jobs = [running(1, gpus=4), running(3, gpus=4, node="n1"), eligible()]
+    snap = snapshot(jobs, nodes(2, gpus=4, used={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}))
+    for frozen_job in (1, 3):
+        ctx = replace(context(snap, None, models), progress={frozen_job: frozen_report(frozen_job, 0.5)})
+        [decision] = ShrinkRunning(Nothing(), restart_cost_s=600)(ctx).decisions
+        assert decision.job_id == frozen_job and decision.gpus_per_node == 3
+        skip = params_for(models.for_job("literal").job_type).skip
+        assert decision.expected_runtime_s == pytest.approx(
+            10 * HOUR * _frozen_rate(4, 0.5, skip) / _frozen_rate(3, 0.5, skip))

@@ -70,6 +70,8 @@ bench: venv
 	$(BIN)/python benchmarks/carbon_bounds.py --quick
 	$(BIN)/python benchmarks/period_budget.py --limit 500
 	$(BIN)/python benchmarks/elastic_resize.py
+	$(BIN)/python benchmarks/layer_freezing.py
+	$(BIN)/python benchmarks/layer_freezing.py --penalty 0
 
 # ...and on the Docker cluster: snapshot cost and job_submit.lua's cost per submission.
 bench-cluster: cluster-up

@@ -118,7 +118,7 @@ class GrowRunning(_Wrapping):
                                    reason=f"grow running job {job.gpus_per_node} -> {gpus} GPUs: idle GPUs no "
                                           f"pending job waits for; about {left_s / 3600:.1f} h left -> "
                                           f"{(runtime + self.restart_cost_s) / 3600:.1f} h with the restart, "
-                                          f"energy x{energy:.2f}")
+                                          f"energy x{energy:.2f}{rate.said()}")
         return None
 
 
@@ -185,7 +185,7 @@ class ShrinkRunning(_Wrapping):
                     job.job_id, gpus_per_node=keep, num_nodes=1, expected_runtime_s=runtime,
                     reason=f"shrink running job {job.gpus_per_node} -> {keep} GPUs so job {head[0]} starts: "
                            f"it would wait about {wait_s / 3600:.1f} h; this job takes about "
-                           f"{loss / 3600:.1f} h longer with the restart"))
+                           f"{loss / 3600:.1f} h longer with the restart{rate.said()}"))
         return plan if best is None else replace(plan, decisions=(*plan.decisions, best[1]))
 
 
@@ -224,6 +224,10 @@ class _Rates:
 
     def energy_per_work(self, gpus: int) -> float:
         return frozen_power_w(self.model, Config(gpus), self.frozen) / self.of(gpus)
+
+    def said(self) -> str:
+        """What a decision's reason adds about freezing (nothing for an unfrozen job)."""
+        return f"; rated with {self.frozen:.0%} of its blocks frozen (its report)" if self.frozen else ""
 
 
 def _blocked_head(snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[int, int] | None:

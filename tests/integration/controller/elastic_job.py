@@ -9,6 +9,8 @@ SIGUSR2 (the controller's ask): checkpoint at the next step, report it, go on. O
 it resumes from CHECKPOINT if there is one. At the end it writes RESULT: the samples done
 and, per run, the GPUs it had, the samples it resumed from and Slurm's restart count.
 ``--ignore-signal``: a job that does not answer (SIGUSR2 is ignored, nothing is written).
+``--frozen=F``: its reports say a share F of its blocks is frozen (as the helper's
+``Freezing`` would once front layers converged).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ PER_GPU = 8
 
 def main(argv: list[str]) -> None:
     ignore = "--ignore-signal" in argv
+    frozen = next((float(a.split("=", 1)[1]) for a in argv if a.startswith("--frozen=")), 0.0)
     total, checkpoint, result = int(argv[1]), Path(argv[2]), Path(argv[3])
     gpus = len([g for g in os.environ.get("SLURM_JOB_GPUS", "").split(",") if g])
     state = json.loads(checkpoint.read_text()) if checkpoint.exists() else {"samples": 0, "runs": []}
@@ -38,15 +41,15 @@ def main(argv: list[str]) -> None:
         signal.signal(signal.SIGUSR2, signal.SIG_IGN)
     asked = CheckpointSignal(keep_going=() if ignore else (signal.SIGUSR2,)).install()
     reporter = ProgressReporter.from_environment(every_s=2.0, total=total)  # its own time left, for the controller
-    reporter.update(state["samples"])
+    reporter.update(state["samples"], frozen)
     while state["samples"] < total:
         time.sleep(0.25)
         state["samples"] = min(total, state["samples"] + PER_GPU * max(gpus, 1))
-        reporter.update(state["samples"])
+        reporter.update(state["samples"], frozen)
         if asked.take() is Request.KEEP_GOING:
             checkpoint.parent.mkdir(parents=True, exist_ok=True)
             atomic_write(checkpoint, lambda handle: handle.write(json.dumps(state).encode()))
-            reporter.update(state["samples"], checkpointed=True)  # after the write: now it may be requeued
+            reporter.update(state["samples"], frozen, checkpointed=True)  # after the write: now it may be requeued
     result.write_text(json.dumps(state))
 
 

@@ -2,10 +2,12 @@
 another GPU count, resumed from its checkpoint, finished with every sample; a job that did not
 opt in is never touched, and a job that ignores the signal is not requeued.
 
-`slurm-green run` (as the operator sgreen, GreenFlow wrapped by ``[elastic] requeue``) runs
-while three of alice's jobs train on node1 and node2 (elastic_job.py under srun: the training helper's
-torch-free pieces). Nothing is pending, so GPUs stand idle that no job waits for, and the
-controller grows the elastic jobs from 1 to 2 GPUs (docs/enactment.md, "Resizing running jobs").
+`slurm-green run` (as the operator sgreen, ``[policy] name = "icefrog"``: GreenFlow that
+resizes running elastic jobs, with ``[elastic] requeue``) runs while three of alice's jobs
+train on node1 and node2 (elastic_job.py under srun: the training helper's torch-free
+pieces). Nothing is pending, so GPUs stand idle that no job waits for, and the controller
+grows the elastic jobs from 1 to 2 GPUs (docs/enactment.md, "Resizing running jobs"),
+rating the one whose reports say a quarter of its blocks is frozen at that share.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def config(name: str) -> str:
         f'[carbon]\nsources = ["{carbon}"]\ncache_dir = "{STATE}/cache-{name}"\n'
         # the guards would keep a 1-GPU job at 1 unless 2 GPUs cost at most 1.1 x its energy:
         # loosened, as this test is about enacting a resize, not choosing one
-        '[policy]\nname = "greenflow"\ngpu_time_slack = 1.0\n'
+        '[policy]\nname = "icefrog"\ngpu_time_slack = 1.0\n'
         f'[elastic]\nrequeue = true\nprogress_dir = "{PROGRESS}"\ncheckpoint_timeout_s = 40\n'
         'restart_cost_s = 0\nmin_interval_h = 1\n')
     return f"{IN_CONTAINER}/{name}.toml"
@@ -54,7 +56,8 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     name = "resize"
     args = ["--gres=gpu:1", "-t", "10", "-J", "resnet50"]
     # pinned, so each resumes where its checkpoint is (node-local /tmp) and each node has room to grow
-    elastic = c.sbatch("alice", [*args, "-w", "node1", "--comment", "green:elastic=requeue,gpus=1-2"], script())
+    elastic = c.sbatch("alice", [*args, "-w", "node1", "--comment", "green:elastic=requeue,gpus=1-2"],
+                       script("--frozen=0.25"))
     deaf = c.sbatch("alice", [*args, "-w", "node2", "--comment", "green:elastic=requeue,gpus=1-2"],
                     script("--ignore-signal"))
     fixed = c.sbatch("alice", [*args, "-w", "node2", "--comment", "green:gpus=1-2"], script())
@@ -76,6 +79,9 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     assert kinds[:2] == ["SignalJob", "RequeueHold"] and kinds[-1] == "Release" and "SetGpus" in kinds, kinds
     [(phase, attempts)] = store_rows(c, name, f"SELECT phase, attempts FROM resizes WHERE job_id = {elastic}")
     assert (phase, attempts) == ("done", 1)
+    reasons = [r for (r,) in store_rows(c, name, f"SELECT reason FROM decisions WHERE job_id = {elastic}")]
+    assert any("grow running job 1 -> 2 GPUs" in r and "25% of its blocks frozen (its report)" in r
+               for r in reasons), reasons
 
     # the job that ignored the signal ran to its end at its size, once: nothing lost, nothing requeued
     ignored = result(c, deaf, "node2")

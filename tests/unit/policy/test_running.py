@@ -184,6 +184,7 @@ def test_a_frozen_job_is_rated_by_its_effective_progress_when_it_grows(models) -
     [frozen] = decide([running()], models=models, slack=0.25, reports=[frozen_report(1, 0.5)]).decisions
     [unfrozen] = decide([running()], models=models, slack=0.25).decisions
     assert (frozen.gpus_per_node, unfrozen.gpus_per_node) == (2, 3)
+    assert "rated with 50% of its blocks frozen (its report)" in frozen.reason and "frozen" not in unfrozen.reason
     assert frozen.expected_runtime_s == pytest.approx(10 * HOUR * _frozen_rate(1, 0.5, skip) / _frozen_rate(2, 0.5, skip))
 
 

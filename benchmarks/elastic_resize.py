@@ -20,7 +20,6 @@ Usage: python benchmarks/elastic_resize.py [--traces ...] [--loads 0.3,1,3] [--s
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
@@ -30,7 +29,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
-from robustness import CARBON_TAIL_S, generate, spread
+from robustness import CARBON_TAIL_S, generate, spread, window_arguments, window_cells, write_rows
 
 from slurm_green.controller.resize import ResizeSettings
 from slurm_green.models.registry import default_registry
@@ -72,17 +71,10 @@ def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=",".join(TRACES), help="comma list under job_traces/")
-    parser.add_argument("--loads", default="0.3,1,3", help="offered loads (1: arrivals keep the cluster busy)")
-    parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--region", default="DE-LU")
-    parser.add_argument("--jobs", type=int, default=200)
-    parser.add_argument("--elastic", type=float, default=1.0, help="share of jobs that opt in to elastic=requeue")
-    parser.add_argument("--json", type=Path, help="write every run's summary here")
+    window_arguments(parser, TRACES)
     args = parser.parse_args()
     logging.getLogger("slurm_green").setLevel(logging.ERROR)  # each abandoned resize warns, as on a site
-    cells = [(t, s, float(load)) for t in args.traces.split(",") for s in range(args.seeds)
-             for load in args.loads.split(",")]
+    cells = window_cells(args)
     began = time.perf_counter()
     rows = [row for trace, seed, load in track(cells, description="cells")
             for row in run_cell(trace, seed, load, args.region, args.jobs, args.elastic)]
@@ -105,9 +97,7 @@ def main() -> None:
                       f"with shrinking {spread([r['jct_shrink'] for r in mine])}, "
                       f"restarts {sum(r['restarts_shrink'] for r in mine)}")
     console.print(f"{len(rows) * 3} runs in {time.perf_counter() - began:.0f} s")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=1, default=float))
+    write_rows(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -26,13 +26,13 @@ Printed per cell: each run's average JCT, energy and carbon (with idle power) ov
 layer-awareness alone buys).
 
 Usage: python benchmarks/layer_freezing.py [--traces ...] [--loads 0.3,1,3] [--seeds 1]
-       [--region DE-LU] [--jobs 200] [--freeze 1.0] [--elastic 1.0] [--json out/layer_freezing.json]
+       [--region DE-LU] [--jobs 200] [--freeze 1.0] [--elastic 1.0] [--penalty 0.5]
+       [--json out/layer_freezing.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import statistics
 import time
@@ -42,7 +42,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import track
 from rich.table import Table
-from robustness import CARBON_TAIL_S, generate, spread
+from robustness import CARBON_TAIL_S, generate, spread, window_arguments, window_cells, write_rows
 
 from slurm_green.controller.resize import ResizeSettings
 from slurm_green.models.freezing import DEFAULT_PENALTY
@@ -87,20 +87,13 @@ def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, freeze:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--traces", default=",".join(TRACES), help="comma list under job_traces/")
-    parser.add_argument("--loads", default="0.3,1,3", help="offered loads (1: arrivals keep the cluster busy)")
-    parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--region", default="DE-LU")
-    parser.add_argument("--jobs", type=int, default=200)
+    window_arguments(parser, TRACES)
     parser.add_argument("--freeze", type=float, default=1.0, help="share of jobs that freeze layers")
-    parser.add_argument("--elastic", type=float, default=1.0, help="share of jobs that opt in to elastic=requeue")
     parser.add_argument("--penalty", type=float, default=DEFAULT_PENALTY,
                         help="the true frozen-penalty slope (the policies believe the model's default)")
-    parser.add_argument("--json", type=Path, help="write every run's summary here")
     args = parser.parse_args()
     logging.getLogger("slurm_green").setLevel(logging.ERROR)  # each abandoned resize warns, as on a site
-    cells = [(t, s, float(load)) for t in args.traces.split(",") for s in range(args.seeds)
-             for load in args.loads.split(",")]
+    cells = window_cells(args)
     began = time.perf_counter()
     rows = [run_cell(trace, seed, load, args.region, args.jobs, args.freeze, args.elastic, args.penalty)
             for trace, seed, load in track(cells, description="cells")]
@@ -130,9 +123,7 @@ def main() -> None:
     if unfinished:
         console.print("runs that left jobs unfinished:", *unfinished, sep="\n  ")
     console.print(f"{len(rows) * len(RUNS)} runs in {time.perf_counter() - began:.0f} s")
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(rows, indent=1, default=float))
+    write_rows(args.json, rows)
 
 
 if __name__ == "__main__":

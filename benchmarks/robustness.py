@@ -147,6 +147,31 @@ def figures(frontier: dict[str, list[dict[str, float]]]) -> dict[str, object]:
             "every_run_finished_every_job": all_done}
 
 
+def window_arguments(parser: argparse.ArgumentParser, traces: tuple[str, ...]) -> None:
+    """The options of a benchmark over generated windows with elastic jobs (elastic_resize.py,
+    layer_freezing.py): which windows, and the share of jobs that opt in to requeue."""
+    parser.add_argument("--traces", default=",".join(traces), help="comma list under job_traces/")
+    parser.add_argument("--loads", default="0.3,1,3", help="offered loads (1: arrivals keep the cluster busy)")
+    parser.add_argument("--seeds", type=int, default=1)
+    parser.add_argument("--region", default="DE-LU")
+    parser.add_argument("--jobs", type=int, default=200)
+    parser.add_argument("--elastic", type=float, default=1.0, help="share of jobs that opt in to elastic=requeue")
+    parser.add_argument("--json", type=Path, help="write every run's summary here")
+
+
+def window_cells(args: argparse.Namespace) -> list[tuple[str, int, float]]:
+    """(trace, seed, load) of every cell ``window_arguments`` asked for."""
+    return [(t, s, float(load)) for t in args.traces.split(",") for s in range(args.seeds)
+            for load in args.loads.split(",")]
+
+
+def write_rows(path: Path | None, rows: list) -> None:
+    """Every run's summary as JSON at ``path`` (nothing without one)."""
+    if path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(rows, indent=1, default=float))
+
+
 def spread(values: list[float]) -> str:
     if not values:
         return "-"

@@ -113,12 +113,6 @@ def penalty(frozen: float, slope: float = DEFAULT_PENALTY) -> float:
     return 1.0 - slope * _share(frozen)
 
 
-def effective_speedup(job_type: str, frozen: float, slope: float = DEFAULT_PENALTY,
-                      fitted: dict[str, FreezeParams] = FITTED) -> float:
-    """Effective progress per second at ``frozen`` over the job's rate with nothing frozen."""
-    return params_for(job_type, fitted).speedup(frozen) * penalty(frozen, slope)
-
-
 def compute_share(model: JobModel, config: Config) -> float:
     """The share of a step at ``config`` that is compute, not synchronisation: its throughput
     over ``config.gpus`` single GPUs' at the same cap (1 on one GPU)."""

@@ -44,11 +44,13 @@ def test_known_families_use_their_workload_and_unknown_types_the_least_gaining_f
     assert default.skip == min(p.skip for p in FITTED.values()) and default.power_drop == 0.0
 
 
-def test_effective_speedup_is_one_unfrozen_and_penalised_when_frozen() -> None:
-    assert freezing.effective_speedup("resnet50", 0.0) == 1.0
+def test_the_effective_rate_on_one_gpu_is_the_measured_speedup_penalised() -> None:
+    transformer = type("Transformer", (_HalfSync,), {"job_type": "Transformer (batch size 64)"})()
+    one = transformer.throughput(Config(1))
+    assert freezing.effective_rate(transformer, Config(1), 0.0) == one
     raw = FITTED["transformer"].speedup(0.75)
-    assert freezing.effective_speedup("Transformer (batch size 64)", 0.75) == pytest.approx(raw * (1 - 0.5 * 0.75))
-    assert freezing.effective_speedup("transformer", 0.75, slope=0.0) == pytest.approx(raw)
+    assert freezing.effective_rate(transformer, Config(1), 0.75) == pytest.approx(one * raw * (1 - 0.5 * 0.75))
+    assert freezing.effective_rate(transformer, Config(1), 0.75, slope=0.0) == pytest.approx(one * raw)
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, math.nan, math.inf])

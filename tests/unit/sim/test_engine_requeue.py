@@ -17,7 +17,8 @@ from slurm_green.controller.resize import ResizeSettings
 from slurm_green.core.actions import ActionError, Release, RequeueHold, SetGpus, SignalJob
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import parse_marker
-from slurm_green.models.freezing import effective_speedup
+from slurm_green.core.models import Config
+from slurm_green.models.freezing import effective_rate
 from slurm_green.policy.baselines import FifoPolicy
 from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.sim.cluster import ClusterSpec
@@ -166,7 +167,8 @@ def test_any_sequence_of_signals_requeues_and_resizes_loses_no_job_and_no_gpu(sc
     assert sim.free_count.tolist() == [4] and not sim._running and not sim._jobs
     # the linear model: 100 J per unit of work on any GPU count (less by the fastest frozen
     # rate's factor), so lost work only adds
-    fastest = max(effective_speedup("linear", share) for _, share in options.freeze_steps) if freezing else 1.0
+    one = LinearModels().for_job("linear")  # the literal model: compute is the whole step on any count
+    fastest = max(effective_rate(one, Config(1), share) for _, share in options.freeze_steps) if freezing else 1.0
     assert record.earlier_energy_j[0] + record.energy_j[0] >= 100.0 * 2 * 3 * HOUR / fastest - 1e-6
     assert not sim._freeze_steps or all(sim._running.get(j) is None for _, j in sim._freeze_steps)
     assert (record.first_start <= record.start).all()

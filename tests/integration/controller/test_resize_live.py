@@ -63,6 +63,10 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     fixed = c.sbatch("alice", [*args, "-w", "node2", "--comment", "green:gpus=1-2"], script())
     for job in (elastic, deaf, fixed):
         state_of(c, job, {"RUNNING"}, 60)   # the controller is not running: job_submit.lua's flex=0
+    # its first report (written 2 s in) is there before the controller's first tick, which
+    # would otherwise decide from the time limit alone, knowing nothing frozen
+    c.wait_for(lambda: c.sh("controller", f"test -s {PROGRESS}/{elastic}.progress.json", check=False).returncode == 0,
+               60, message=f"job {elastic}'s progress report")
     start_controller(c, config(name))
     try:
         for job in (elastic, deaf, fixed):

@@ -47,8 +47,8 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionContext
 from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.core.models import Config, JobModel
-from slurm_green.models.freezing import effective_rate, frozen_power_w
 from slurm_green.core.plan import JobDecision, Plan, Policy
+from slurm_green.models.freezing import effective_rate, frozen_power_w
 
 
 #: What a checkpoint, requeue and restart costs a job unless the site says (``[elastic] restart_cost_s``).

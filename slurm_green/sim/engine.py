@@ -191,12 +191,10 @@ class _Running:
     saved_left: float = math.nan
     checkpoint_at: float | None = None
     checkpoint_left: float = math.nan
-    #: Frozen share of its blocks, its next freezing step (an index of ``freeze_steps``), the
-    #: work left at which that step comes (None: no more), and when that is at its rate now;
-    #: its model and configuration (for the rates).
+    #: Frozen share of its blocks, its next freezing step (an index of ``freeze_steps``) and
+    #: when that comes at its rate now; its model and configuration (for the rates).
     frozen: float = 0.0
     freeze_step: int = 0
-    freeze_left: float | None = None
     next_freeze: float = math.inf
     model: JobModel | None = None
     config: Config | None = None
@@ -779,9 +777,7 @@ class Simulator:
         seen = None if self.freezes[index] else Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
                                                        throughput, power, throughput, power, now, end, work,
-                                                       frozen=frozen, freeze_step=step,
-                                                       freeze_left=self._freeze_left(index, step), model=model,
-                                                       config=config)
+                                                       frozen=frozen, freeze_step=step, model=model, config=config)
         self._plan_freeze(job.job_id, running)
         bisect.insort(self._limit_ends, running.key(job.job_id))
         bound = self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
@@ -861,10 +857,11 @@ class Simulator:
 
     def _plan_freeze(self, job_id: int, running: _Running) -> None:
         """When the job reaches its next freezing step at its rate now (an earlier plan goes stale)."""
-        if running.freeze_left is None:
+        freeze_left = self._freeze_left(job_id - 1, running.freeze_step)
+        if freeze_left is None:
             running.next_freeze = math.inf
             return
-        running.next_freeze = running.since + max(0.0, running.work_left - running.freeze_left) / running.throughput
+        running.next_freeze = running.since + max(0.0, running.work_left - freeze_left) / running.throughput
         heapq.heappush(self._freeze_steps, (running.next_freeze, job_id))
 
     def _freeze(self, job_id: int, now: float) -> None:
@@ -872,12 +869,9 @@ class Simulator:
         freezing model's ratio at its configuration (a pair's slowdown is kept)."""
         r = self._running[job_id]
         assert r.model is not None and r.config is not None  # set at every start
-        r.work_left -= (now - r.since) * r.throughput
-        r.since = now
         # The step whose time came is taken, however the work left rounds.
         frozen = self.options.freeze_steps[r.freeze_step][1]
         r.freeze_step += 1
-        r.freeze_left = self._freeze_left(job_id - 1, r.freeze_step)
         slope = self.options.freeze_penalty
         rate = effective_rate(r.model, r.config, frozen, slope) / effective_rate(r.model, r.config, r.frozen, slope)
         power = frozen_power_w(r.model, r.config, frozen) / frozen_power_w(r.model, r.config, r.frozen)
@@ -926,8 +920,7 @@ class Simulator:
         running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
                                                        throughput, power, solo_tput, solo_power, now, end,
                                                        float(self.work[index]), partner=host_id, frozen=frozen,
-                                                       freeze_step=step, freeze_left=self._freeze_left(index, step),
-                                                       model=model, config=config)
+                                                       freeze_step=step, model=model, config=config)
         self._plan_freeze(job.job_id, running)
         bisect.insort(self._limit_ends, running.key(job.job_id))
         self._jobs[job.job_id] = _replace_job(job, dict(

@@ -62,7 +62,7 @@ def test_a_requeued_frozen_job_restarts_frozen_at_its_new_size():
     sim.clock.set(at)
     sim._freeze(1, at)
     sim._freeze(1, at)
-    assert sim._running[1].frozen == 0.5 and sim._running[1].freeze_left is None
+    assert sim._running[1].frozen == 0.5 and sim._freeze_left(0, sim._running[1].freeze_step) is None
     assert sim.apply([SignalJob(1)])[0].ok
     sim.clock.set(at + 120.0)
     assert sim.apply([RequeueHold(1)])[0].ok

@@ -35,7 +35,9 @@ Both jobs of a pair get one power cap (``_pair_cap``): Zeus's energy-optimal cap
 pair, the cap of ``allowed_caps`` with the least pair energy per unit of both jobs' work,
 keeping each job's predicted stretch (co-location and cap) within the bound; full power
 when either refuses caps. A guest of a running host takes the cap the host's token carries
-(it cannot change while the host runs).
+(it cannot change while the host runs); with room for more than two jobs, every later guest
+of a host starting now takes its first pair's cap (one GPU runs under one cap), and a job
+refusing caps joins only a GPU with none.
 """
 
 from __future__ import annotations
@@ -71,6 +73,9 @@ class _Host:
     nodes: tuple[str, ...]
     accept_cap: bool
     cap: float | None = None
+    #: Whether ``cap`` is settled: a running host's is its token's; a host starting now takes
+    #: its first pair's, and every later guest shares that GPU, so that cap.
+    cap_settled: bool = False
 
     @property
     def group(self) -> tuple[str, str | None, Layout]:
@@ -112,13 +117,16 @@ class EaCoPolicy:
             layout = _layout(job)
             gpus = max(1, layout[0] * layout[1])
             shares = options.accept_share and gpus <= self.max_gpus
-            host, slow = self._partner(job, layout, hosts, models, cache) if shares else (None, (1.0, 1.0))
+            host, slow = (self._partner(job, layout, hosts, models, cache, options.accept_cap) if shares
+                          else (None, (1.0, 1.0)))
             if host is not None:
                 host.slots -= 1
-                if not host.running and host.cap is None and host.accept_cap and options.accept_cap:
-                    host.cap = _pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
-                                         self.slowdown_bound)
-                cap = host.cap if options.accept_cap else None
+                if not host.cap_settled:
+                    host.cap_settled = True
+                    if host.accept_cap and options.accept_cap:
+                        host.cap = _pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
+                                             self.slowdown_bound)
+                cap = host.cap  # one GPU, one cap: a guest refusing caps only joins an uncapped one
                 decisions[job.job_id] = self._shared(job, host, slow, cap, runtime, now)
                 if not host.running:  # the host is pinned beside its guest, under the pair's cap
                     decisions[host.job_id] = replace(decisions[host.job_id], nodes=host.nodes,
@@ -135,10 +143,11 @@ class EaCoPolicy:
         return Plan(decisions=tuple(decisions.values()))
 
     def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[_Host]],
-                 models: ModelRegistry, cache: dict[tuple[str, str, str | None], Pair]) -> tuple[_Host | None, Pair]:
+                 models: ModelRegistry, cache: dict[tuple[str, str, str | None], Pair],
+                 accept_cap: bool) -> tuple[_Host | None, Pair]:
         """The host whose pair with ``job`` has the smallest worse slowdown within the bound
-        (hosts are grouped by what the slowdown depends on; in a group the first with a slot:
-        running hosts, oldest first, then this tick's)."""
+        (hosts are grouped by what the slowdown depends on; in a group the first with a slot
+        and, for a job refusing caps, no cap: running hosts, oldest first, then this tick's)."""
         best: _Host | None = None
         best_slow = (math.inf, math.inf)
         for (job_type, gpu, host_layout), members in hosts.items():
@@ -150,7 +159,7 @@ class EaCoPolicy:
                 slow = cache[key] = models.colocated_slowdown(job.name or None, job_type or None, gpu, self.mechanism)
             if max(slow) > self.slowdown_bound or max(slow) >= max(best_slow):
                 continue
-            host = next((h for h in members if h.slots > 0), None)
+            host = next((h for h in members if h.slots > 0 and (accept_cap or h.cap is None)), None)
             if host is not None:
                 best, best_slow = host, slow
         return best, best_slow
@@ -243,7 +252,7 @@ def _running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -
         if len(partners) < len(others) or len(partners) >= share_limit - 1 or not first:
             continue
         hosts.append(_Host(job.job_id, job.name, job.gpu_type, layout, share_limit - 1 - len(partners), True,
-                           job.nodes, options.accept_cap, _token_cap(job)))
+                           job.nodes, options.accept_cap, _token_cap(job), cap_settled=True))
     return hosts
 
 

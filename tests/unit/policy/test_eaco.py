@@ -112,6 +112,16 @@ def test_without_free_gpus_a_pending_job_is_no_host(models):
     assert plan[2].share_with is None
 
 
+def test_three_jobs_on_one_gpu_run_under_the_first_pairs_cap(models):
+    """Found by the property below: the first pair (two ResNet-18s) kept full power, a third
+    job (LM) then capped the host to 0.6 while the second guest was left at full power."""
+    plan = decide([job(1, LIGHT), job(2, LIGHT), job(3, "LM (batch size 20)")], models, free_nodes=10,
+                  share_limit=3, slowdown_bound=1.25)
+    guests = [d for d in plan.values() if d.share_with == 1]
+    assert len(guests) == 2
+    assert {d.power_cap_fraction for d in (plan[1], *guests)} == {plan[1].power_cap_fraction}
+
+
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans(), st.booleans(), st.sampled_from((1, 2, 4))),
                 min_size=1, max_size=14),

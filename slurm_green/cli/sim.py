@@ -228,11 +228,13 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
                    "idle GPUs by checkpoint and requeue ([elastic] requeue).")
 @click.option("--shrink", is_flag=True, help="With --elastic: also shrink one for the blocked head of the queue "
                                              "([elastic] shrink).")
+@click.option("--shrink-when-dear", is_flag=True, help="With --elastic: also shrink one whose carbon the budget's "
+                                                       "price makes dear ([elastic] shrink_when_dear).")
 @click.option("--freeze", type=click.FloatRange(0, 1), default=0.0, show_default=True,
               help="Share of jobs whose training freezes layers as it goes (the helper's Freezing).")
 @_common
 def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, true_gpu: str | None,
-             learn: bool, elastic: float, shrink: bool, freeze: float, nodes: int | None, gpus_per_node: int | None, flex_h: float,
+             learn: bool, elastic: float, shrink: bool, shrink_when_dear: bool, freeze: float, nodes: int | None, gpus_per_node: int | None, flex_h: float,
              gpu_range: float, share: float,
              min_tick: float, max_tick: float, limit: int | None, json_out: str | None, plot_out: str | None) -> None:
     """Replay a trace through the controller with one policy and report JCT, energy and carbon."""
@@ -241,11 +243,12 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     from slurm_green.sim.bench import make_policy
     from slurm_green.sim.runner import simulate as run
 
-    if shrink and not elastic:
-        raise click.BadParameter("needs --elastic above 0 (only elastic jobs are resized)", param_hint="--shrink")
+    for flag, given in (("--shrink", shrink), ("--shrink-when-dear", shrink_when_dear)):
+        if given and not elastic:
+            raise click.BadParameter("needs --elastic above 0 (only elastic jobs are resized)", param_hint=flag)
     policy = make_policy(policy_name, budget)
     if elastic and not resizes_running(policy):  # as the controller's assembly wraps it (build_policy)
-        policy = resizing(policy, shrink=shrink)
+        policy = resizing(policy, shrink=shrink, when_dear=shrink_when_dear)
     resize = ResizeSettings() if resizes_running(policy) else None
     options = replace(_options(flex_h, gpu_range, min_tick, max_tick, share), accept_requeue=elastic,
                       accept_freeze=freeze)

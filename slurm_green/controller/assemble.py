@@ -72,7 +72,8 @@ def carbon_source(config: Config) -> CarbonSource:
 
 def build_policy(config: Config) -> Policy:
     """``[policy]``'s policy; with ``[elastic] requeue``, it also grows running elastic jobs
-    (and with ``shrink``, shrinks one for the blocked head of the queue). ``icefrog`` does
+    (with ``shrink``, shrinks one for the blocked head of the queue; with ``shrink_when_dear``,
+    one whose carbon the budget's price makes dear). ``icefrog`` does
     both itself (the configuration requires ``requeue`` for it) and pays ``[elastic]``'s
     restart cost."""
     policy = make_policy(config.policy)
@@ -82,7 +83,7 @@ def build_policy(config: Config) -> Policy:
     if resizes_running(policy):
         return with_restart_cost(policy, elastic.restart_cost_s)
     return resizing(policy, restart_cost_s=elastic.restart_cost_s, energy_slack=config.policy.gpu_time_slack,
-                    shrink=elastic.shrink)
+                    shrink=elastic.shrink, when_dear=elastic.shrink_when_dear)
 
 
 def build_resizer(config: Config, store: StateStore | None) -> Resizer | None:

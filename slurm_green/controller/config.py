@@ -166,6 +166,10 @@ class ElasticSettings(_Section):
     shrink: bool = Field(False, description="also shrink a running elastic job so that the blocked job at "
                                             "the head of the queue starts (when its wait saved is at least twice "
                                             "the shrunk job's loss)")
+    shrink_when_dear: bool = Field(False, description="also shrink a running elastic job when the budget's price "
+                                                      "(greenflow, powerflow below a budget of 1) makes its remaining "
+                                                      "carbon (energy) worth more than the time it loses, while the "
+                                                      "policy holds pending jobs back")
 
     @field_validator("signal")
     @classmethod

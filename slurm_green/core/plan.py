@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field, fields
-from typing import Protocol
+from typing import Literal, Protocol
 
 from slurm_green.core.decision import DecisionContext
 
@@ -64,9 +64,30 @@ def replace_decision(decision: JobDecision, **changes: object) -> JobDecision:
 
 
 @dataclass(frozen=True, slots=True)
+class Price:
+    """What a plan's budget made a unit of its resource worth: seconds of summed JCT per kg
+    CO2 (``carbon``) or per kWh (``energy``), the multiplier GreenFlow and PowerFlow chose.
+    A wrapper deciding running jobs (``policy/running.py``) trades by it, so running and
+    pending jobs are weighed in one cost; 0 where no budget binds."""
+
+    seconds_per_unit: float
+    resource: Literal["carbon", "energy"]
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     decisions: tuple[JobDecision, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: (GPU type, price) of each pool the policy priced (None: the untyped cluster's); empty
+    #: where it set none (no budget, or nothing pending to price).
+    prices: tuple[tuple[str | None, Price], ...] = ()
+
+    def price_for(self, gpu_type: str | None) -> Price | None:
+        """The price of ``gpu_type``'s pool; a cluster priced as one pool has one for every type."""
+        for kind, price in self.prices:
+            if kind == gpu_type or len(self.prices) == 1:
+                return price
+        return None
 
 
 class Policy(Protocol):

@@ -66,7 +66,7 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
-from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.plan import JobDecision, Plan, Price
 from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.gpu_types import gpu_pools
@@ -225,6 +225,7 @@ class GreenFlowPolicy:
         pools = gpu_pools(snapshot, memo) if self.typed else [(None, snapshot)]
         decisions: list[JobDecision] = []
         notes = []
+        prices = []
         for gpu, pool in pools:
             pool_jobs = jobs if pool is snapshot else pending_jobs(pool, self.default_runtime_s, memo)
             if not len(pool_jobs):
@@ -235,7 +236,11 @@ class GreenFlowPolicy:
                                  pool, gpn, memo, context.budget_scale)
             decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
-        return Plan(decisions=tuple(decisions), notes=tuple(notes))
+            # The price a running job is weighed by (``policy/running.py``): only a budget asking
+            # for less than the carbon-agnostic plan spends makes a unit of it worth time.
+            binding = self.budget_fraction is None or solved.budget < solved.reference
+            prices.append((gpu, Price(solved.price if binding else 0.0, self.resource)))
+        return Plan(decisions=tuple(decisions), notes=tuple(notes), prices=tuple(prices))
 
     def solve(self, context: DecisionContext) -> Solution | None:
         """The decision's plan before placement, with its objective (None without pending jobs);

@@ -25,8 +25,17 @@ saved is at least ``min_ratio`` times what the shrink costs (the shrunk job's lo
 remaining time plus ``restart_cost_s``; the queued job's wait shortened by the restart
 too). The queued job's wait is read from the running jobs' time limits (never from their
 users' reports), the shrunk job's time left as for growing. One shrink per tick; the
-resizer's bounds (attempts, interval, one shrink in flight) hold. Shrinking when carbon
-is dear is not decided.
+resizer's bounds (attempts, interval, one shrink in flight) hold.
+
+``ShrinkWhenDear`` shrinks for carbon (energy, under PowerFlow), GreenFlow's reallocation
+with the grid: the wrapped plan's price (``Plan.prices``: the seconds of JCT a kg CO2 or a
+kWh was worth to the budget at this tick) weighs a running elastic job's remaining carbon
+at a smaller count, over the forecast of the hours it would run then, against the time it
+loses and the restart. It shrinks (at most one job a tick, and none when another resize
+is decided) when the priced saving exceeds that loss by ``min_gain`` of the job's time
+left, so one intensity cannot justify a shrink and then a grow back. With no budget
+binding (price 0), without a forecast, or with nothing pending (the policy then priced
+nothing) no job is shrunk for carbon.
 
 **Layer-aware (IceFrog)**: both rate a job at a GPU count by its effective progress at the
 frozen share its helper reports (``models.freezing.effective_rate``). Freezing shortens a
@@ -47,7 +56,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionContext
 from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.core.models import Config, JobModel
-from slurm_green.core.plan import JobDecision, Plan, Policy
+from slurm_green.core.plan import JobDecision, Plan, Policy, Price
 from slurm_green.models.freezing import effective_rate, frozen_power_w
 
 
@@ -123,13 +132,19 @@ class GrowRunning(_Wrapping):
 
 
 def resizing(policy: Policy, *, restart_cost_s: float = RESTART_COST_S, energy_slack: float = 0.1,
-             shrink: bool = False, label: str | None = None, layer_aware: bool = True) -> Policy:
-    """``policy`` that also grows running elastic jobs (and, with ``shrink``, shrinks one for
-    the queue's blocked head), named ``label`` if given: the one way the controller, the
-    registry and the simulator's callers build the chain."""
-    grown = GrowRunning(policy, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware,
-                        energy_slack=energy_slack)
-    return ShrinkRunning(grown, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware) if shrink else grown
+             shrink: bool = False, label: str | None = None, layer_aware: bool = True,
+             when_dear: bool = False) -> Policy:
+    """``policy`` that also grows running elastic jobs (with ``shrink``, shrinks one for the
+    queue's blocked head; with ``when_dear``, one whose carbon the plan's price makes dear),
+    named ``label`` if given: the one way the controller, the registry and the simulator's
+    callers build the chain."""
+    chain: Policy = GrowRunning(policy, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware,
+                                energy_slack=energy_slack)
+    if shrink:
+        chain = ShrinkRunning(chain, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware)
+    if when_dear:
+        chain = ShrinkWhenDear(chain, restart_cost_s=restart_cost_s, label=label, layer_aware=layer_aware)
+    return chain
 
 
 def resizes_running(policy: Policy) -> bool:
@@ -187,6 +202,77 @@ class ShrinkRunning(_Wrapping):
                            f"it would wait about {wait_s / 3600:.1f} h; this job takes about "
                            f"{loss / 3600:.1f} h longer with the restart{rate.said()}"))
         return plan if best is None else replace(plan, decisions=(*plan.decisions, best[1]))
+
+
+@dataclass(frozen=True)
+class ShrinkWhenDear(_Wrapping):
+    #: The priced saving must exceed the time lost by this share of the job's time left.
+    min_gain: float = 0.1
+
+    def __call__(self, context: DecisionContext) -> Plan:
+        plan = self.inner(context)
+        running = {job.job_id for job in context.snapshot.jobs if job.state is JobState.RUNNING}
+        if not plan.prices or any(d.job_id in running for d in plan.decisions):
+            return plan  # nothing priced, or a running job is resized already this tick
+        if not any(d.start_at is not None and d.start_at > context.now for d in plan.decisions):
+            return plan  # nothing held back for carbon: the GPUs a shrink frees would go to the queue now
+        best: tuple[float, JobDecision] | None = None
+        for job in context.snapshot.jobs:
+            price = plan.price_for(job.gpu_type)
+            if price is None or price.seconds_per_unit <= 0 or (price.resource == "carbon" and context.forecast is None):
+                continue
+            found = self._shrink(job, price, context)
+            if found is not None and (best is None or found[0] > best[0]):
+                best = found
+        return plan if best is None else replace(plan, decisions=(*plan.decisions, best[1]))
+
+    def _shrink(self, job: Job, price: Price, context: DecisionContext) -> tuple[float, JobDecision] | None:
+        """(priced gain in seconds, decision) of ``job``'s best shrink, if one clears ``min_gain``."""
+        options = _elastic_single_node(job)
+        if options is None:
+            return None
+        left_s = _time_left(job, context)
+        if left_s <= self.restart_cost_s:
+            return None
+        rate = _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
+        now, gpus = context.now, job.gpus_per_node
+        spend = _Spend(rate, price, context)
+        before = spend.of(gpus, now, left_s)
+        best: tuple[float, JobDecision] | None = None
+        for keep in range(max(1, options.gpus_min or 1), gpus):
+            runtime = left_s * rate.of(gpus) / rate.of(keep)
+            # From now, not after the restart: a pause in dear hours is no saving to count on
+            # (the checkpoint and the reload draw power too).
+            after = spend.of(keep, now, runtime)
+            lost_s = runtime + self.restart_cost_s - left_s
+            gain = price.seconds_per_unit * (before - after) - lost_s
+            if gain >= self.min_gain * left_s and (best is None or gain > best[0]):
+                unit = "kg CO2" if price.resource == "carbon" else "kWh"
+                best = (gain, JobDecision(
+                    job.job_id, gpus_per_node=keep, num_nodes=1, expected_runtime_s=runtime,
+                    reason=f"shrink running job {gpus} -> {keep} GPUs while {price.resource} is dear: about "
+                           f"{before - after:.3g} {unit} less over its remaining run, worth "
+                           f"{price.seconds_per_unit * (before - after) / 3600:.2g} h at the budget's price "
+                           f"({price.seconds_per_unit:.3g} s/{unit}), for {lost_s / 3600:.2g} h longer with the "
+                           f"restart{rate.said()}"))
+        return best
+
+
+@dataclass(frozen=True)
+class _Spend:
+    """What a running job's remaining work spends of the budget's resource, by GPU count and
+    the hours it runs: kg CO2 at the forecast's mean over those hours, or kWh."""
+
+    rate: _Rates
+    price: Price
+    context: DecisionContext
+
+    def of(self, gpus: int, start: float, runtime_s: float) -> float:
+        kwh = frozen_power_w(self.rate.model, Config(gpus), self.rate.frozen) * runtime_s / 3.6e6
+        if self.price.resource == "energy":
+            return kwh
+        assert self.context.forecast is not None  # the caller prices carbon only with a forecast
+        return kwh * float(self.context.forecast.mean_over(start, start + runtime_s)) / 1000.0
 
 
 def _elastic_single_node(job: Job) -> GreenOptions | None:

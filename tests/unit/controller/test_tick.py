@@ -22,7 +22,7 @@ from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecis
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.policy.running import GrowRunning, ShrinkRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning, ShrinkWhenDear
 from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm.runner import LocalRunner
 
@@ -107,6 +107,11 @@ def test_elastic_requeue_wraps_the_policy_and_gives_the_controller_a_resizer(con
     policy = assemble(icefrog, clock=ManualClock(NOW)).controller.policy  # shrinks without [elastic] shrink
     assert isinstance(policy, ShrinkRunning) and isinstance(policy.inner, GrowRunning) and policy.name == "icefrog"
     assert policy.restart_cost_s == policy.inner.restart_cost_s == 120 and policy.inner.inner.name == "greenflow"
+    dear = Config.model_validate({**shrinking.model_dump(), "policy": {"name": "greenflow"},
+                                  "elastic": {**shrinking.elastic.model_dump(), "shrink_when_dear": True}})
+    policy = assemble(dear, clock=ManualClock(NOW)).controller.policy
+    assert isinstance(policy, ShrinkWhenDear) and isinstance(policy.inner, ShrinkRunning)
+    assert policy.restart_cost_s == 120 and policy.name == "greenflow"
 
 
 def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tick_says_why(config: Config) -> None:

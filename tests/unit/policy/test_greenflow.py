@@ -113,6 +113,17 @@ def test_the_carbon_budget_holds_against_an_independent_reference(models):
     assert "holds" in plan.notes[0]
 
 
+def test_the_plan_carries_its_price_where_a_budget_binds(models):
+    """The price running jobs are weighed by (policy/running.py, ShrinkWhenDear)."""
+    jobs = [pending(i, gpus=2, runtime_h=2, low=1, high=8) for i in range(1, 6)]
+    ctx = context(snapshot(jobs, nodes(4)), signal([300.0] * 4 + [100.0] * 68), models)
+    [(kind, tight)] = GreenFlowPolicy(budget_fraction=0.7)(ctx).prices
+    assert kind is None and tight.resource == "carbon" and tight.seconds_per_unit > 0
+    assert GreenFlowPolicy(budget_fraction=1.0)(ctx).prices[0][1].seconds_per_unit == 0.0
+    assert GreenFlowPolicy(budget_fraction=None, price=123.0)(ctx).prices[0][1].seconds_per_unit == 123.0
+    assert powerflow(budget_fraction=0.7)(ctx).prices[0][1].resource == "energy"
+
+
 def test_powerflow_budgets_energy_and_never_defers(models):
     jobs = [pending(i, gpus=2, low=1, high=4) for i in range(1, 4)]
     values = [400.0] * 2 + [10.0] * 70

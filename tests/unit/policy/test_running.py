@@ -1,5 +1,6 @@
 """GrowRunning: a running elastic job grows into idle GPUs only when nobody waits and it pays;
-ShrinkRunning: one gives GPUs to the blocked head of the queue when that pays twice over."""
+ShrinkRunning: one gives GPUs to the blocked head of the queue when that pays twice over;
+ShrinkWhenDear: one shrinks when the budget's price makes its carbon (energy) dear."""
 
 from __future__ import annotations
 
@@ -7,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from policy_literals import HOUR, NOW, context, nodes, pending, snapshot
+from policy_literals import HOUR, NOW, context, nodes, pending, signal, snapshot
 
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
-from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.plan import JobDecision, Plan, Price
 from slurm_green.core.progress import JobProgress
 from slurm_green.models.freezing import DEFAULT_PENALTY, params_for
-from slurm_green.policy.running import GrowRunning, ShrinkRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning, ShrinkWhenDear, resizing
 
 
 def running(job_id: int = 1, gpus: int = 1, high: int = 4, elastic: bool = True, left_h: float = 10.0,
@@ -200,3 +201,84 @@ def test_of_two_jobs_that_could_give_gpus_to_the_head_the_frozen_one_is_shrunk(m
         skip = params_for(models.for_job("literal").job_type).skip
         assert decision.expected_runtime_s == pytest.approx(
             10 * HOUR * _frozen_rate(4, 0.5, skip) / _frozen_rate(3, 0.5, skip))
+
+
+# ---- ShrinkWhenDear: the budget's price makes a running job's carbon worth a shrink ----
+
+#: The wrapped plan holds a pending job back for carbon: GPUs a shrink frees stay free.
+DEFERRED = JobDecision(9, start_at=NOW + 3 * HOUR)
+
+
+def dear(jobs, price: Price | None, values=None, plan_decisions=(DEFERRED,), models=None):
+    class Priced(Nothing):
+        def __call__(self, context) -> Plan:
+            return Plan(decisions=tuple(plan_decisions), prices=() if price is None else ((None, price),))
+
+    snap = snapshot(jobs, nodes(1, gpus=4, used={0: (0, 1, 2, 3)}))
+    forecast = None if values is None else signal(values)
+    plan = ShrinkWhenDear(Priced(), restart_cost_s=600, min_gain=0.1)(context(snap, forecast, models))
+    assert plan.decisions[:len(plan_decisions)] == tuple(plan_decisions)  # the wrapped plan's stay
+    return Plan(decisions=plan.decisions[len(plan_decisions):])  # what it added
+
+
+def elastic(low: int = 1, job_id: int = 1):
+    return replace(running(job_id, gpus=4), admin_comment=format_marker(
+        GreenOptions(gpus_min=low, gpus_max=4, elastic=True)))
+
+
+#: 1e5 s (27.8 h) of JCT per kg: at 500 g/kWh a 4-GPU job with 10 h left (10 kWh at 1 kW)
+#: saves 0.65 kg on 2 GPUs (8.71 kWh over 17.4 h), worth 18.0 h, for 7.6 h longer: a gain of 10.4 h.
+PRICE = Price(1e5, "carbon")
+
+
+def test_a_running_elastic_job_shrinks_while_carbon_is_dear_at_the_budgets_price(models) -> None:
+    [decision] = dear([elastic(low=2)], PRICE, [500.0] * 72, models=models).decisions
+    assert (decision.job_id, decision.gpus_per_node, decision.num_nodes) == (1, 2, 1)
+    assert decision.expected_runtime_s == pytest.approx(10 * HOUR * 2 ** 0.8)
+    assert "4 -> 2 GPUs while carbon is dear" in decision.reason and "0.647 kg CO2 less" in decision.reason
+    # Within the user's range, the count with the largest priced gain (here its minimum, 1:
+    # 1.21 kg worth 33.6 h, for 20.5 h longer)
+    [lowest] = dear([elastic(low=1)], PRICE, [500.0] * 72, models=models).decisions
+    assert lowest.gpus_per_node == 1
+
+
+def test_no_shrink_when_carbon_is_cheap_over_the_hours_it_would_run(models) -> None:
+    assert dear([elastic()], PRICE, [50.0] * 72, models=models).decisions == ()
+    # clean for the 10 h it has left, dear after: the shrunk job would run into the dear hours
+    assert dear([elastic()], PRICE, [50.0] * 10 + [900.0] * 62, models=models).decisions == ()
+    assert dear([elastic()], PRICE, [900.0] * 72, models=models).decisions != ()
+
+
+def test_no_shrink_without_a_price_a_forecast_or_a_job_that_opted_in(models) -> None:
+    assert dear([elastic()], None, [500.0] * 72, models=models).decisions == ()
+    assert dear([elastic()], Price(0.0, "carbon"), [500.0] * 72, models=models).decisions == ()
+    assert dear([elastic()], PRICE, None, models=models).decisions == ()
+    assert dear([running(gpus=4, elastic=False)], PRICE, [500.0] * 72, models=models).decisions == ()
+    assert dear([replace(elastic(), time_limit_s=HOUR + 300)], PRICE, [500.0] * 72, models=models).decisions == ()
+
+
+def test_at_most_one_resize_a_tick(models) -> None:
+    grown = JobDecision(3, gpus_per_node=2, num_nodes=1)
+    other = replace(running(3, gpus=1), nodes=("n0",))
+    assert dear([elastic(), other], PRICE, [500.0] * 72, plan_decisions=(DEFERRED, grown), models=models).decisions == ()
+    two = dear([elastic(1), elastic(job_id=2)], PRICE, [500.0] * 72, models=models)
+    assert len(two.decisions) == 1
+
+
+def test_no_shrink_while_the_plan_holds_no_job_back(models) -> None:
+    """The queue would take the freed GPUs at the same dear hour: nothing saved."""
+    assert dear([elastic()], PRICE, [500.0] * 72, plan_decisions=(), models=models).decisions == ()
+    started = JobDecision(9, start_at=NOW)
+    assert dear([elastic()], PRICE, [500.0] * 72, plan_decisions=(started,), models=models).decisions == ()
+
+
+def test_under_an_energy_price_the_hour_does_not_matter(models) -> None:
+    # 1e5 s per kWh: 1.29 kWh saved on 2 GPUs is worth 35.9 h for 7.6 h longer
+    [decision] = dear([elastic(low=2)], Price(1e5, "energy"), None, models=models).decisions
+    assert decision.gpus_per_node == 2 and "kWh less" in decision.reason
+
+
+def test_resizing_shrinks_for_carbon_only_when_asked() -> None:
+    assert isinstance(resizing(Nothing(), when_dear=True), ShrinkWhenDear)
+    assert isinstance(resizing(Nothing(), shrink=True, when_dear=True).inner, ShrinkRunning)
+    assert not isinstance(resizing(Nothing(), shrink=True), ShrinkWhenDear)

@@ -13,8 +13,15 @@ helps), how many restarts it made, and the average JCT with shrinking too. Growt
 takes GPUs no pending job waits for, and shrinking only happens for a blocked queue, so
 the loads span an idle and a full cluster.
 
+With ``--budget`` below 1 GreenFlow plans under that budget, and runs a fourth time also
+wrapped in ``ShrinkWhenDear`` (``[elastic] shrink_when_dear``: shrink a running job when
+the budget's price makes its carbon dear): its JCT and carbon over the grown-and-shrunk
+run's. Lowering the budget is the other way to trade JCT for carbon, so the printed
+frontier slope (hours of average JCT per kg saved, grown-and-shrunk at ``--budget`` vs at
+``--lower``) says what a kg cost that way.
+
 Usage: python benchmarks/elastic_resize.py [--traces ...] [--loads 0.3,1,3] [--seeds 1]
-       [--region DE-LU] [--jobs 200] [--elastic 1.0] [--json out/elastic_resize.json]
+       [--region DE-LU] [--jobs 200] [--elastic 1.0] [--budget 1 [--lower 0.7]] [--json out/elastic_resize.json]
 """
 
 from __future__ import annotations
@@ -45,20 +52,30 @@ POLICIES = ("fifo", "greenflow")
 RESIZE = ResizeSettings(min_interval_s=3600.0)
 
 
-def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic: float) -> list[dict[str, object]]:
+def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic: float, budget: float,
+             lower: float) -> list[dict[str, object]]:
     models = default_registry()
     workload, spec = generate(trace, seed, load, jobs, models)
     signal = replayed_signal(region, float(workload.submit[0]) - 3600.0, float(workload.submit[-1]) + CARBON_TAIL_S)
     options = replace(TraceOptions(), accept_requeue=elastic)
     rows = []
     for name in POLICIES:
-        policy = make_policy(name)
+        policy = make_policy(name, budget if name == "greenflow" else None)
         plain = simulate(workload, spec, policy, signal, models, region, options)
         grown = simulate(workload, spec, resizing(policy), signal, models, region, options, resize=RESIZE)
         both = simulate(workload, spec, resizing(policy, shrink=True), signal, models, region, options,
                         resize=RESIZE)
         p, g, b = plain.summary, grown.summary, both.summary
-        rows.append({"trace": trace, "seed": seed, "load": load, "region": region, "policy": name,
+        dear: dict[str, object] = {}
+        if name == "greenflow" and budget < 1:
+            d = simulate(workload, spec, resizing(policy, shrink=True, when_dear=True), signal, models, region,
+                         options, resize=RESIZE).summary
+            tighter = simulate(workload, spec, resizing(make_policy(name, lower), shrink=True), signal, models,
+                               region, options, resize=RESIZE).summary
+            dear = {"dear": d, "jct_dear": d["avg_jct_s"] / b["avg_jct_s"],
+                    "carbon_dear": d["total_carbon_kg"] / b["total_carbon_kg"], "restarts_dear": d["restarts"],
+                    "h_per_kg_dear": _slope(b, d), "lower": tighter, "h_per_kg_lower": _slope(b, tighter)}
+        rows.append({**dear, "trace": trace, "seed": seed, "load": load, "region": region, "policy": name,
                      "cluster": f"{spec.nodes}x{spec.gpus_per_node}", "plain": p, "grown": g,
                      "jct": g["avg_jct_s"] / p["avg_jct_s"], "energy": g["energy_kwh"] / p["energy_kwh"],
                      "carbon": g["total_carbon_kg"] / p["total_carbon_kg"], "restarts": g["restarts"],
@@ -69,15 +86,25 @@ def run_cell(trace: str, seed: int, load: float, region: str, jobs: int, elastic
     return rows
 
 
+def _slope(base: dict[str, float], other: dict[str, float]) -> float:
+    """Hours of average JCT added per kg of carbon saved going from ``base`` to ``other`` (nan if
+    it saved none)."""
+    saved = base["total_carbon_kg"] - other["total_carbon_kg"]
+    return (other["avg_jct_s"] - base["avg_jct_s"]) / 3600.0 / saved if saved > 0 else float("nan")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     window_arguments(parser, TRACES)
+    parser.add_argument("--budget", type=float, default=1.0, help="GreenFlow's budget fraction (below 1: also "
+                                                                   "the shrink-when-dear run)")
+    parser.add_argument("--lower", type=float, default=0.7, help="the lower budget the frontier slope is read at")
     args = parser.parse_args()
     logging.getLogger("slurm_green").setLevel(logging.ERROR)  # each abandoned resize warns, as on a site
     cells = window_cells(args)
     began = time.perf_counter()
     rows = [row for trace, seed, load in track(cells, description="cells")
-            for row in run_cell(trace, seed, load, args.region, args.jobs, args.elastic)]
+            for row in run_cell(trace, seed, load, args.region, args.jobs, args.elastic, args.budget, args.lower)]
     console = Console()
     table = Table(title=f"grown / plain ({args.elastic:.0%} of jobs elastic, {args.region}; < 1: the resize helps)")
     for column in ("workload", "seed", "load", "policy", "JCT", "energy", "carbon (with idle)", "restarts",
@@ -96,7 +123,21 @@ def main() -> None:
                       f"{statistics.median(r['energy'] for r in mine):.3f}; restarts {sum(r['restarts'] for r in mine)}; "
                       f"with shrinking {spread([r['jct_shrink'] for r in mine])}, "
                       f"restarts {sum(r['restarts_shrink'] for r in mine)}")
-    console.print(f"{len(rows) * 3} runs in {time.perf_counter() - began:.0f} s")
+    dear = [r for r in rows if "dear" in r]
+    if dear:
+        table = Table(title=f"greenflow at budget {args.budget:g}: shrinking when carbon is dear, over grown and "
+                            f"shrunk (h/kg: hours of average JCT per kg saved; the budget's own at {args.lower:g})")
+        for column in ("workload", "seed", "load", "JCT", "carbon (with idle)", "restarts", "h/kg", "h/kg budget"):
+            table.add_column(column, justify="left" if column == "workload" else "right")
+        for r in dear:
+            table.add_row(Path(str(r["trace"])).stem, str(r["seed"]), f"{r['load']:g}", f"{r['jct_dear']:.3f}",
+                          f"{r['carbon_dear']:.3f}", f"{r['restarts_shrink']} -> {r['restarts_dear']}",
+                          f"{r['h_per_kg_dear']:.3g}", f"{r['h_per_kg_lower']:.3g}")
+        console.print(table)
+        console.print(f"shrinking when dear: JCT x {spread([r['jct_dear'] for r in dear])}, carbon x "
+                      f"{spread([r['carbon_dear'] for r in dear])} (min / median / max)")
+    runs = sum(3 + 2 * ("dear" in r) for r in rows)
+    console.print(f"{runs} runs in {time.perf_counter() - began:.0f} s")
     write_rows(args.json, rows)
 
 

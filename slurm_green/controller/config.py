@@ -214,6 +214,16 @@ class Config(_Section):
         return self
 
     @model_validator(mode="after")
+    def _shrink_when_dear_is_priced(self) -> Config:
+        """Shrinking for carbon trades by a budget's price: only greenflow and powerflow set one,
+        and only requeue enacts it. Refused rather than left doing nothing."""
+        if self.elastic.shrink_when_dear and not (self.elastic.requeue
+                                                   and self.policy.name in ("greenflow", "powerflow")):
+            raise ValueError("elastic.shrink_when_dear trades by a budget's price: it needs policy.name = "
+                             "'greenflow' or 'powerflow' and [elastic] requeue = true")
+        return self
+
+    @model_validator(mode="after")
     def _elastic_reads_progress(self) -> Config:
         """A resize waits for the job's checkpoint, which only its progress report names."""
         if self.elastic.requeue and self.elastic.progress_dir is None and self.controller.telemetry_dir is None:

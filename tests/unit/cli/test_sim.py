@@ -121,6 +121,7 @@ def usage_error(result) -> str:  # type: ignore[no-untyped-def]
     (["--policy", "nope"], "'--policy': 'nope' is not one of 'fifo', 'window'"),
     (["--elastic", "1.5"], "'--elastic': 1.5 is not in the range 0<=x<=1"),
     (["--shrink"], "--shrink: needs --elastic above 0"),
+    (["--shrink-when-dear"], "--shrink-when-dear: needs --elastic above 0"),
 ])
 def test_simulate_refuses_values_that_mean_nothing(tmp_path, args, said):
     trace = philly(tmp_path, "2017-10-09 07:01:55,66.0,1")

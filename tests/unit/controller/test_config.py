@@ -84,3 +84,14 @@ def test_elastic_requeue_is_off_by_default_and_needs_a_place_to_read_progress(tm
         path.write_text(f'[elastic]\nprogress_dir = "/p"\nsignal = "{bad}"\n')
         with pytest.raises(ConfigError, match=why):
             load_config(path)
+
+
+def test_shrinking_when_dear_needs_a_priced_policy_and_requeue(tmp_path):
+    path = tmp_path / "c.toml"
+    elastic = '[elastic]\nprogress_dir = "/p"\nshrink_when_dear = true\n'
+    for policy, requeue in (("fifo", "true"), ("greenflow", "false")):
+        path.write_text(f'[policy]\nname = "{policy}"\n{elastic}requeue = {requeue}\n')
+        with pytest.raises(ConfigError, match="shrink_when_dear trades by a budget's price"):
+            load_config(path)
+    path.write_text(f'[policy]\nname = "powerflow"\n{elastic}requeue = true\n')
+    assert load_config(path).elastic.shrink_when_dear

@@ -65,11 +65,13 @@ bench: venv
 	$(BIN)/python benchmarks/policy_comparison.py
 	$(BIN)/python benchmarks/online_refinement.py --trace gavel_philly_ee9e8c_seed0.trace
 	$(BIN)/python benchmarks/placement_fgd.py
+	$(BIN)/python benchmarks/greenflow_placement.py
 	$(BIN)/python benchmarks/mixed_cluster.py
 	$(BIN)/python benchmarks/colocation.py
 	$(BIN)/python benchmarks/carbon_bounds.py --quick
 	$(BIN)/python benchmarks/period_budget.py --limit 500
 	$(BIN)/python benchmarks/elastic_resize.py
+	$(BIN)/python benchmarks/elastic_resize.py --budget 0.8 --loads 1,3
 	$(BIN)/python benchmarks/layer_freezing.py
 	$(BIN)/python benchmarks/layer_freezing.py --penalty 0
 

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from slurm_green.carbon.spec import parse_source_spec, split_specs
 from slurm_green.core.gpu_freq import Enactment
+from slurm_green.policy.placement.scorer import PLUGINS
+from slurm_green.policy.placement.site import check_weights
 from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs
 
 DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
@@ -109,6 +111,16 @@ class PolicySettings(_Section):
                                                                                  "more GPUs than it asked for only if "
                                                                                  "it then runs at most this long")
     eta: float = Field(_KNOBS.eta, ge=0.0, le=1.0, description="zeus: weight of energy against time (1: energy only)")
+    placement: dict[str, float] = Field(default_factory=lambda: dict(_KNOBS.placement),
+                                        description="greenflow/powerflow: weights of the placement plugins that "
+                                                    "choose a one-node job's node, e.g. {pwr = 0.5, fgd = 0.5} "
+                                                    f"(of {', '.join(PLUGINS)}); empty: the fullest node with "
+                                                    "a fitting block")
+
+    @field_validator("placement")
+    @classmethod
+    def _known_plugins(cls, weights: dict[str, float]) -> dict[str, float]:
+        return check_weights(weights)
 
     @field_validator("name")
     @classmethod

@@ -59,6 +59,10 @@ class ModelRegistry(Protocol):
         """The cap fractions a policy may choose on ``gpu``, never below ``floor``; (1.0,) without ``accept_cap``."""
         ...
 
+    def board_power_w(self, gpu: str | None = None) -> tuple[float, float]:
+        """``gpu``'s (idle, maximum) board power in watts: what waking a GPU and running it flat out cost."""
+        ...
+
     def colocated_slowdown(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
                            mechanism: str = "timeslice") -> tuple[float, float]:
         """Time stretch (>= 1, ``inf`` if they do not fit) of each job when both share one GPU."""

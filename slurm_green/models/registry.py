@@ -207,6 +207,10 @@ class FittedRegistry:
         if self.corrections.path is not None:
             self.corrections.save()
 
+    def board_power_w(self, gpu: str | None = None) -> tuple[float, float]:
+        board = self.type_params(gpu)[0].gpu
+        return board.idle_w, board.tdp_w
+
     def type_params(self, gpu: str | None = None) -> tuple[GpuTypeParams, str]:
         """``gpu``'s parameters, and why they are assumed ("" when fitted on its own data)."""
         name = self.gpu_type(gpu)

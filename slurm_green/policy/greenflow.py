@@ -71,6 +71,8 @@ from slurm_green.policy.config_table import cap_choices, config_table, gpu_optio
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.gpu_types import gpu_pools
 from slurm_green.policy.placement import FreeGpus, node_rows
+from slurm_green.policy.placement.network import NodeChooser
+from slurm_green.policy.placement.site import ScoredChoice
 from slurm_green.policy.placement import gpus_free as placement_gpus_free
 
 _J_PER_KWH = 3.6e6
@@ -207,6 +209,9 @@ class GreenFlowPolicy:
     default_runtime_s: float = 3600.0
     #: Pin jobs started now to nodes (network packing + buddy blocks).
     place: bool = True
+    #: A site's placement weights (``placement/site.py``): one-node jobs go where the weighted
+    #: plugins score best; empty: the fullest node with a fitting block.
+    placement: tuple[tuple[str, float], ...] = ()
     # The guards (``_guard``; None turns one off): a configuration may hold at most
     # (1 + gpu_time_slack) x the GPU-seconds of the job's request at full power, run at most
     # (1 + runtime_slack) x as long, and exceed the requested GPU count only if it then runs
@@ -233,7 +238,7 @@ class GreenFlowPolicy:
             gpn, gpus_free, gpus_total = _node_facts(pool, memo)
             options, caps = self._options(pool_jobs, context, gpn, gpu)
             solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)),
-                                 pool, gpn, memo, context.budget_scale)
+                                 pool, gpn, memo, context.budget_scale, self._chooser(pool, context, gpu))
             decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
             # The price a running job is weighed by (``policy/running.py``): only a budget asking
@@ -253,7 +258,13 @@ class GreenFlowPolicy:
         gpn, gpus_free, gpus_total = _node_facts(pool, memo)
         options, _ = self._options(jobs, context, gpn, gpu)
         return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)), pool,
-                           gpn, memo, context.budget_scale)
+                           gpn, memo, context.budget_scale, self._chooser(pool, context, gpu))
+
+    def _chooser(self, pool: ClusterSnapshot, context: DecisionContext, gpu: str | None) -> NodeChooser | None:
+        """The site's node choice for one-node jobs in ``pool`` (None: network placement's)."""
+        if not self.placement or not self.place:
+            return None
+        return ScoredChoice.for_pool(dict(self.placement), pool, context.models, gpu)
 
     # -- candidate space ---------------------------------------------------------------
 
@@ -430,7 +441,7 @@ class GreenFlowPolicy:
         return plans
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
-               gpn: int, memo: DecisionMemo, budget_scale: float) -> Solution:
+               gpn: int, memo: DecisionMemo, budget_scale: float, choose: NodeChooser | None) -> Solution:
         unit = "kg CO2" if self.resource == "carbon" else "kWh"
         agnostic = _agnostic_choice(o, free_gpus)
         # Jobs the carbon-agnostic plan leaves queued: the crowd that every GPU-second a plan
@@ -448,7 +459,7 @@ class GreenFlowPolicy:
             shape = choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
             key = shape + choice.cap.tobytes()
             if key not in seen:
-                placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, places.get(shape))
+                placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, choose, places.get(shape))
                 places[shape] = placed
                 seen[key] = (placed_choice, placed)
             return (*seen[key], key)
@@ -508,7 +519,7 @@ class GreenFlowPolicy:
     # -- placement and output ----------------------------------------------------------
 
     def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot, gpn: int, memo: DecisionMemo,
-               placed: dict[int, tuple[int, tuple[str, ...]]] | None = None,
+               choose: NodeChooser | None, placed: dict[int, tuple[int, tuple[str, ...]]] | None = None,
                ) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]:
         """``choice`` as it will run: admitted jobs get nodes (``_placement``, or ``placed`` if
         these sizes and starts were placed already); one that does not fit queues at its
@@ -518,7 +529,7 @@ class GreenFlowPolicy:
         if not self.place or not starting.any():
             return choice, {}
         if placed is None:
-            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), gpn)
+            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), gpn, choose)
         if len(placed) == int(starting.sum()) and all(choice.col[j] == c for j, (c, _) in placed.items()):
             # Every job starting now was placed at its chosen size: the plan is enacted as chosen
             # (the same columns, its admitted jobs are the ones starting now, and its spend, summed
@@ -533,8 +544,9 @@ class GreenFlowPolicy:
         spent = float((o.energy_kwh[rows, col, choice.cap] * o.intensity[rows, choice.start]).sum())
         return _Choice(col, choice.cap, choice.start, now_placed, spent), placed
 
-    def _placement(self, choice: _Choice, o: _Options, free: FreeGpus, gpn: int) -> dict[int, tuple[int, tuple[str, ...]]]:
-        """Nodes for admitted jobs, largest first.
+    def _placement(self, choice: _Choice, o: _Options, free: FreeGpus, gpn: int,
+                   choose: NodeChooser | None) -> dict[int, tuple[int, tuple[str, ...]]]:
+        """Nodes for admitted jobs, largest first (a one-node job's by ``choose`` if the site set one).
 
         A job whose chosen size does not fit the free GPUs' shape (fragmentation) steps down
         its chain, but never below the smaller of its chosen and its requested size: shrinking
@@ -552,7 +564,7 @@ class GreenFlowPolicy:
             fitting = [c for c in chain if 0 <= c and least <= gpus[c] <= top]
             for col in reversed(fitting):
                 shape = layout(gpus[col], gpn)
-                nodes = free.place(*shape) if shape else None
+                nodes = free.place(*shape, choose=choose) if shape else None
                 if nodes is not None:
                     placed[j] = (col, nodes)
                     break

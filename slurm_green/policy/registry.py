@@ -16,7 +16,7 @@ never gives a worse one (``policy/greenflow.py``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Protocol
@@ -26,6 +26,7 @@ from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.running import resizing
+from slurm_green.policy.placement.site import check_weights
 from slurm_green.policy.window import WindowPolicy
 from slurm_green.policy.window_aware import CapacityAwareWindowPolicy
 
@@ -51,6 +52,8 @@ class PolicySettings(Protocol):
     def growth_horizon_h(self) -> float: ...
     @property
     def eta(self) -> float: ...
+    @property
+    def placement(self) -> Mapping[str, float] | tuple[tuple[str, float], ...]: ...
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,9 @@ class PolicyKnobs:
     growth_horizon_h: float = 2.0
     #: zeus: 1 weighs only energy, 0 only time.
     eta: float = 0.5
+    #: greenflow/powerflow: placement plugin weights for one-node jobs (``placement/site.py``);
+    #: empty: the fullest node with a fitting block.
+    placement: tuple[tuple[str, float], ...] = ()
 
 
 def _fifo(settings: PolicySettings) -> Policy:
@@ -87,7 +93,8 @@ def _flow(policy: GreenFlowPolicy, settings: PolicySettings) -> Policy:
     return replace(policy, budget_fraction=settings.budget_fraction,
                    default_runtime_s=settings.default_runtime_h * 3600.0, place=settings.place_nodes,
                    gpu_time_slack=settings.gpu_time_slack, runtime_slack=settings.runtime_slack,
-                   growth_horizon_s=settings.growth_horizon_h * 3600.0)
+                   growth_horizon_s=settings.growth_horizon_h * 3600.0,
+                   placement=tuple(check_weights(dict(settings.placement)).items()))
 
 
 def _greenflow(settings: PolicySettings) -> Policy:

@@ -635,7 +635,8 @@ class Simulator:
         self._release_gpus(job.job_id, running)
         self._update(job, state=JobState.PENDING, start_time=None, end_time=None, nodes=(), held=True,
                      eligible_time=now + self.options.restart_delay_s)
-        self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
+        self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus,
+                           self._on_idle_nodes())
         return None
 
     #: Each action's handler by its type (it takes the action of that type): for a pending job,
@@ -1038,7 +1039,8 @@ class Simulator:
         done = 0
         stop_at = (float(submit[-1]) if n else 0.0) + drain_limit_s
         now = self.clock.now()
-        self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
+        self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus,
+                           self._on_idle_nodes())
         while True:
             arrival = float(submit[self._next_arrival]) if self._next_arrival < n else math.inf
             completion = self._completions[0][0] if self._completions else math.inf
@@ -1087,7 +1089,8 @@ class Simulator:
             if self._schedule_needed:
                 self._schedule(now)
             if nodes_changed or froze or len(self._running) != started:
-                self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus)
+                self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus,
+                           self._on_idle_nodes())
             if on_progress is not None and nodes_changed:
                 on_progress(done)
         self.record.finish(signal, self.spec, now)
@@ -1095,6 +1098,11 @@ class Simulator:
 
     def _busy(self) -> int:
         return self.spec.gpus - self._free_total
+
+    def _on_idle_nodes(self) -> int:
+        """GPUs of nodes with nothing allocated: what Slurm's power saving would suspend."""
+        idle = self.free_count == self._node_gpus
+        return int(self._node_gpus[idle].sum())
 
     def _fragmentation(self) -> float:
         return fragmentation(self.free_count, self._node_gpus)

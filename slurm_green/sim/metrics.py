@@ -13,6 +13,9 @@ run's energy and carbon are its own (``stopped``), ``start`` is its last run's a
 free GPUs that sit on partly used nodes. Over time: allocated GPUs (``gpu_utilisation``
 = allocated share, ``unallocated_share`` its complement), GPUs holding two jobs
 (``shared_share`` of the allocated ones) and the jobs' power (``mean_power_w``).
+``idle_awake_energy_kwh`` is the part of the idle energy on nodes with something allocated:
+what a site whose Slurm suspends idle nodes (power saving) would still draw, the yardstick
+of power-aware placement (PWR); the sleeping nodes' own draw and wake-up are not modelled.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ class SimRecord:
     sample_frag: list[float] = field(default_factory=list)
     sample_power_w: list[float] = field(default_factory=list)
     sample_shared: list[int] = field(default_factory=list)
+    sample_on_idle_nodes: list[int] = field(default_factory=list)
     idle_energy_kwh: float = 0.0
+    idle_awake_energy_kwh: float = 0.0
     idle_carbon_kg: float = 0.0
     total_gpus: int = 0
     ended_at: float = 0.0
@@ -78,17 +83,21 @@ class SimRecord:
         self.restarts[index] += 1
         self.start[index] = self.end[index] = self.energy_j[index] = np.nan
 
-    def sample(self, t: float, busy: int, frag: float, power_w: float = 0.0, shared: int = 0) -> None:
-        """The cluster from ``t`` on: allocated GPUs, fragmentation, jobs' power, GPUs holding two jobs."""
+    def sample(self, t: float, busy: int, frag: float, power_w: float = 0.0, shared: int = 0,
+               on_idle_nodes: int = 0) -> None:
+        """The cluster from ``t`` on: allocated GPUs, fragmentation, jobs' power, GPUs holding two jobs,
+        GPUs of nodes with nothing allocated."""
         if self.sample_t and self.sample_t[-1] == t:
             self.sample_busy[-1], self.sample_frag[-1] = busy, frag
             self.sample_power_w[-1], self.sample_shared[-1] = power_w, shared
+            self.sample_on_idle_nodes[-1] = on_idle_nodes
             return
         self.sample_t.append(t)
         self.sample_busy.append(busy)
         self.sample_frag.append(frag)
         self.sample_power_w.append(power_w)
         self.sample_shared.append(shared)
+        self.sample_on_idle_nodes.append(on_idle_nodes)
 
     def finish(self, signal: CarbonForecast, spec: ClusterSpec, now: float) -> None:
         """Close the samples at ``now``; account the jobs' intensity, idle energy and carbon."""
@@ -101,6 +110,8 @@ class SimRecord:
         dt = np.diff(t)
         watts = idle * float(spec.idle_w_per_gpu)
         self.idle_energy_kwh = float((watts * dt).sum() / _J_PER_KWH)
+        awake = idle - np.asarray(self.sample_on_idle_nodes, dtype=np.float64)
+        self.idle_awake_energy_kwh = float((awake * float(spec.idle_w_per_gpu) * dt).sum() / _J_PER_KWH)
         mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)
         self.idle_carbon_kg = float((watts * dt * mean).sum() / _J_PER_KWH / 1000.0)
 
@@ -146,6 +157,7 @@ class SimRecord:
             "carbon_kg": carbon_kg,
             "idle_energy_kwh": self.idle_energy_kwh,
             "idle_carbon_kg": self.idle_carbon_kg,
+            "idle_awake_energy_kwh": self.idle_awake_energy_kwh,
             "total_energy_kwh": float(energy_kwh.sum()) + self.idle_energy_kwh,
             "total_carbon_kg": carbon_kg + self.idle_carbon_kg,
             "gpu_utilisation": utilisation,

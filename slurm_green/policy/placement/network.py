@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Protocol
 
 import numpy as np
 
@@ -111,6 +112,12 @@ def _free_slots(row: NodeRow, slots: int) -> np.ndarray:
     return free
 
 
+class NodeChooser(Protocol):
+    """Picks the node of a one-node job: a position in ``candidates`` (the nodes with a fitting block)."""
+
+    def __call__(self, free: FreeGpus, candidates: np.ndarray, gpus: int) -> int: ...
+
+
 @dataclass
 class FreeGpus:
     """A scratch copy of which GPU slots are free on each available node."""
@@ -118,6 +125,7 @@ class FreeGpus:
     names: tuple[str, ...]
     free: np.ndarray  #: bool [node, slot]
     switch: np.ndarray  #: int switch id per node
+    total: np.ndarray  #: int GPUs per node (the slots a node has)
     #: Free slots per node, kept in step with ``free`` by ``_take`` (read on every placement).
     free_count: np.ndarray = field(init=False)
 
@@ -138,7 +146,7 @@ class FreeGpus:
             made = cls._updated(*held.last_free, nodes, held) if held.last_free is not None else None
             held.last_free = (nodes, made if made is not None else cls._build(nodes, memo))
         made = held.last_free[1]
-        return cls(made.names, made.free.copy(), made.switch)
+        return cls(made.names, made.free.copy(), made.switch, made.total)
 
     @classmethod
     def _build(cls, all_nodes: tuple[Node, ...], memo: DecisionMemo) -> FreeGpus:
@@ -151,7 +159,8 @@ class FreeGpus:
         switch_ids: dict[str, int] = {}
         switch = np.fromiter((switch_ids.setdefault(row[4], len(switch_ids)) for _, row in usable),
                              dtype=np.int64, count=count)
-        return cls(tuple(name for name, _ in usable), free, switch)
+        total = np.fromiter((row[1] for _, row in usable), dtype=np.int64, count=count)
+        return cls(tuple(name for name, _ in usable), free, switch, total)
 
     @classmethod
     def _updated(cls, old_nodes: tuple[Node, ...], old: FreeGpus, nodes: tuple[Node, ...],
@@ -172,21 +181,28 @@ class FreeGpus:
             if not row[0] or row[1] != slots or node.name != before.name or node.features != before.features:
                 return None
             free[i] = _free_slots(row, slots)
-        return cls(old.names, free, old.switch)
+        return cls(old.names, free, old.switch, old.total)
 
     def total_free(self) -> int:
         return int(self.free.sum())
 
-    def place(self, gpus_per_node: int, num_nodes: int) -> tuple[str, ...] | None:
-        """Choose nodes for the job and mark their GPUs taken; ``None`` if it does not fit."""
+    def place(self, gpus_per_node: int, num_nodes: int, choose: NodeChooser | None = None) -> tuple[str, ...] | None:
+        """Choose nodes for the job and mark their GPUs taken; ``None`` if it does not fit.
+
+        One node is the fullest with a fitting block, or ``choose``'s pick among the nodes with
+        one (a site's scoring, ``placement/site.py``); several are packed under few switches."""
         if gpus_per_node <= 0 or num_nodes <= 0:
             return None
         fits, block = self._fitting_nodes(gpus_per_node)
         candidates = np.flatnonzero(fits)
         if len(candidates) < num_nodes:
             return None
-        chosen = candidates[self._pack(candidates, num_nodes)] if num_nodes > 1 else \
-            candidates[[int(np.argmin(self.free_count[candidates] * len(self.names) + candidates))]]
+        if num_nodes > 1:
+            chosen = candidates[self._pack(candidates, num_nodes)]
+        elif choose is not None:
+            chosen = candidates[[choose(self, candidates, gpus_per_node)]]
+        else:
+            chosen = candidates[[int(np.argmin(self.free_count[candidates] * len(self.names) + candidates))]]
         for i in chosen:
             self._take(int(i), gpus_per_node, block[i])
         return tuple(self.names[int(i)] for i in chosen)

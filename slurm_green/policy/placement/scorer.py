@@ -96,9 +96,10 @@ class Scorer:
             raise ValueError(f"unknown placement plugin(s) {', '.join(unknown)}; choose from {', '.join(PLUGINS)}")
         return cls([(PLUGINS[name](context), float(w)) for name, w in weights.items() if w > 0])
 
-    def choose(self, nodes: Nodes, request: Request) -> tuple[int, int] | None:
-        """The best (node index, GPU slot or -1) for the request, or ``None`` when no node fits."""
-        feasible = np.ones(len(nodes.names), dtype=bool)
+    def choose(self, nodes: Nodes, request: Request, allowed: np.ndarray | None = None) -> tuple[int, int] | None:
+        """The best (node index, GPU slot or -1) for the request, on ``allowed`` nodes (bool per
+        node; None: any), or ``None`` when no node fits."""
+        feasible = np.ones(len(nodes.names), dtype=bool) if allowed is None else allowed.copy()
         for plugin in self.filters:
             feasible &= plugin.feasible(nodes, request)
         options = options_for(nodes, request, feasible)

@@ -38,6 +38,9 @@ class SublinearModel:
 class LiteralModels:
     revision = 0
 
+    def board_power_w(self, gpu: str | None = None) -> tuple[float, float]:
+        return 50.0, 250.0
+
     def for_job(self, job_type: str | None, gpu: str | None = None) -> SublinearModel:
         return SublinearModel()
 

@@ -56,8 +56,10 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
     ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, window-aware, fifo, zeus, greenflow, powerflow, eaco, icefrog"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
-                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta)"),
+                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta, placement)"),
     ('name = "greenflow"\nruntime_slack = -0.1\n', "policy.runtime_slack: Input should be greater than or equal to 0"),
+    ('name = "greenflow"\nplacement = { pwr = 0.5, fdg = 0.5 }\n',
+     "policy.placement: Value error, unknown placement plugin(s) fdg; choose from packing, best_fit, buddy, fgd, pwr"),
 ])
 def test_a_bad_policy_setting_is_refused_naming_the_key(tmp_path, text, says):
     path = tmp_path / "c.toml"

@@ -44,6 +44,16 @@ def run(wl, policy, spec=ONE_NODE, options=TraceOptions(flex_s=2 * HOUR), sim_ke
     return sim, sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
 
 
+def test_idle_gpus_on_nodes_with_nothing_allocated_are_told_apart():
+    """What Slurm's power saving would suspend: one 1-GPU job for 2 h on two 4-GPU nodes leaves
+    3 idle GPUs awake beside it and a whole idle node."""
+    wl = workload((0.0, 1, 2 * HOUR))
+    _, record = run(wl, FifoPolicy(), spec=ClusterSpec(nodes=2, gpus_per_node=4, idle_w_per_gpu=30.0))
+    summary = record.summary(wl.submit)
+    assert summary["idle_energy_kwh"] == pytest.approx(7 * 30.0 * 2 / 1000)
+    assert summary["idle_awake_energy_kwh"] == pytest.approx(3 * 30.0 * 2 / 1000)
+
+
 def test_arrivals_get_the_trusted_marker_and_the_deadline_as_fallback_begin():
     policy = Scripted()  # decides nothing: the job must still start, at its deadline
     _, record = run(workload((0.0, 2, 2 * HOUR)), policy)

@@ -115,3 +115,12 @@ def test_a_board_from_an_untyped_gres_is_the_registrys_own_type(registry: Fitted
     registry.learn(Observation("bert", Config(1), power_w=200.0, board=(150.0, 300.0, 300.0)))
     assert registry.board() == registry.board("v100") == Board(150.0, 300.0, 300.0)
     assert registry.for_job("bert").gpu_assumed  # a 300 W board is not the fitted 250 W V100: scaled, flagged
+
+
+def test_board_power_is_each_types_idle_and_maximum(registry: FittedRegistry) -> None:
+    """What PWR placement charges (docs/placement.md): waking a GPU costs its idle power, running it up to its maximum."""
+    for gpu in registry.gpu_types:
+        idle, top = registry.board_power_w(gpu)
+        params = registry.type_params(gpu)[0].gpu
+        assert (idle, top) == (params.idle_w, params.tdp_w) and 0 < idle < top
+    assert registry.board_power_w("h100")[1] == 700.0  # the H100 SXM board measured for this project

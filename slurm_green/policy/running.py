@@ -91,6 +91,21 @@ class _Wrapping:
         report = context.progress.get(job.job_id)
         return report.frozen if report is not None and self.layer_aware else 0.0
 
+    def _rates(self, job: Job, context: DecisionContext) -> _Rates:
+        """The job's effective progress by GPU count, at the frozen share its report gives."""
+        return _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
+
+    def _worth_restarting(self, job: Job, context: DecisionContext) -> tuple[GreenOptions, float, _Rates] | None:
+        """(options, time left, rates) of a running elastic one-node job with more time left
+        than a restart costs; None for any other job."""
+        options = _elastic_single_node(job)
+        if options is None:
+            return None
+        left_s = _time_left(job, context)
+        if left_s <= self.restart_cost_s:
+            return None
+        return options, left_s, self._rates(job, context)
+
 
 @dataclass(frozen=True)
 class GrowRunning(_Wrapping):
@@ -111,14 +126,11 @@ class GrowRunning(_Wrapping):
         return replace(plan, decisions=(*plan.decisions, *grown)) if grown else plan
 
     def _grow(self, job: Job, free: dict[str, int], context: DecisionContext) -> JobDecision | None:
-        options = _elastic_single_node(job)
-        if options is None:
+        found = self._worth_restarting(job, context)
+        if found is None:
             return None
-        left_s = _time_left(job, context)
-        if left_s <= self.restart_cost_s:
-            return None
+        options, left_s, rate = found
         high = min(options.gpus_max or job.gpus_per_node, job.gpus_per_node + free.get(job.nodes[0], 0))
-        rate = _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
         for gpus in range(high, job.gpus_per_node, -1):  # the most GPUs that pays
             runtime = left_s * rate.of(job.gpus_per_node) / rate.of(gpus)
             energy = rate.energy_per_work(gpus) / rate.energy_per_work(job.gpus_per_node)
@@ -191,7 +203,7 @@ class ShrinkRunning(_Wrapping):
             if free[job.nodes[0]] >= need or keep < max(1, options.gpus_min or 1) or keep >= job.gpus_per_node:
                 continue
             left_s = _time_left(job, context)
-            rate = _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
+            rate = self._rates(job, context)
             runtime = left_s * rate.of(job.gpus_per_node) / rate.of(keep)
             loss = runtime - left_s + self.restart_cost_s
             saved = wait_s - self.restart_cost_s
@@ -228,13 +240,10 @@ class ShrinkWhenDear(_Wrapping):
 
     def _shrink(self, job: Job, price: Price, context: DecisionContext) -> tuple[float, JobDecision] | None:
         """(priced gain in seconds, decision) of ``job``'s best shrink, if one clears ``min_gain``."""
-        options = _elastic_single_node(job)
-        if options is None:
+        found = self._worth_restarting(job, context)
+        if found is None:
             return None
-        left_s = _time_left(job, context)
-        if left_s <= self.restart_cost_s:
-            return None
-        rate = _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
+        options, left_s, rate = found
         now, gpus = context.now, job.gpus_per_node
         spend = _Spend(rate, price, context)
         before = spend.of(gpus, now, left_s)

@@ -1,15 +1,17 @@
 """EaCO against FIFO and GreenFlow: energy, carbon, average JCT and GPU use, one table.
 
-For each trace x carbon region: FIFO, GreenFlow (budget 1, as it is: no co-location) and
-EaCO (slowdown bound 1.25, two jobs per GPU) at each share of jobs whose users allow a
-shared GPU (trace jobs carry no options: ``--shares``, each job drawn at random with a
+For each trace x carbon region: FIFO, GreenFlow (budget 1, no co-location), and at each share
+of jobs whose users allow a shared GPU EaCO (slowdown bound 1.25, two jobs per GPU) and
+GreenFlow with co-location priced in its cost (`policy/priced_sharing.py`; a
+trace job carries no options: ``--shares``, each job drawn at random with a
 fixed seed). Energy and carbon are the **totals**: the jobs' GPU energy plus every
 unallocated GPU's idle power from the first arrival to the last end (the simulator's
 ``total_energy_kwh``, the same accounting for every policy), so a GPU that co-location
 leaves free counts at its idle power. Ratios are to FIFO of the same cell.
 
 Usage: python benchmarks/colocation.py [--traces gavel_philly_ee9e8c_seed0.trace,pollux_workloads/workload-1.csv]
-       [--regions DE-LU,GB,US-CAL-CISO] [--shares 0.5,1] [--gpu h100 --mechanism mps] [--max-gpus 16] [--json OUT]
+       [--regions DE-LU,GB,US-CAL-CISO] [--shares 0.5,1] [--gpu h100 --mechanism mps] [--max-gpus 16] [--budget 1]
+       [--json OUT]
 A trace is a path (relative ones are under the shared data's job_traces/), optionally ``:N`` for its first N jobs.
 """
 
@@ -30,6 +32,7 @@ from slurm_green.models.registry import default_registry
 from slurm_green.policy.baselines import FifoPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy
+from slurm_green.policy.priced_sharing import Colocation
 from slurm_green.sim.cluster import default_cluster
 from slurm_green.sim.engine import TraceOptions
 from slurm_green.sim.runner import simulate
@@ -41,7 +44,7 @@ KEYS = ("avg_jct_s", "total_energy_kwh", "total_carbon_kg", "energy_kwh", "idle_
 
 
 def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mechanism: str,
-             max_gpus: int) -> list[dict[str, object]]:
+             max_gpus: int, budget: float = 1.0) -> list[dict[str, object]]:
     path, limit = parse_trace(trace)
     workload = load_trace(path)
     workload = workload.head(limit) if limit else workload
@@ -50,9 +53,12 @@ def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mech
     idle_w = models.type_params(gpu)[0].gpu.idle_w if gpu else spec.idle_w_per_gpu  # the type's own idle power
     spec = replace(spec, gpu_type=gpu or spec.gpu_type, share_mechanism=mechanism, idle_w_per_gpu=idle_w)
     signal = _signal(region, workload)
-    runs = [("fifo", FifoPolicy(), 0.0), ("greenflow", GreenFlowPolicy(budget_fraction=1.0), 0.0)]
+    runs = [("fifo", FifoPolicy(), 0.0), (f"greenflow@{budget:g}", GreenFlowPolicy(budget_fraction=budget), 0.0)]
     label = "" if max_gpus == 1 else f", pairs <= {max_gpus} GPUs"
-    runs += [(f"eaco share={s:g}{label}", EaCoPolicy(mechanism=mechanism, max_gpus=max_gpus), s) for s in shares]
+    for s in shares:
+        runs += [(f"eaco share={s:g}{label}", EaCoPolicy(mechanism=mechanism, max_gpus=max_gpus), s),
+                 (f"greenflow@{budget:g}+share share={s:g}",
+                  GreenFlowPolicy(budget_fraction=budget, colocation=Colocation(mechanism=mechanism)), s)]
     rows = []
     for name, policy, share in runs:
         result = simulate(workload, spec, policy, signal, models, region, TraceOptions(accept_share=share))
@@ -89,12 +95,13 @@ def main() -> None:
     parser.add_argument("--mechanism", default="timeslice", choices=("timeslice", "mps"))
     parser.add_argument("--max-gpus", type=int, default=1,
                         help="EaCO pairs jobs of up to this many GPUs (1: what Slurm's shards enact; more: simulator only)")
+    parser.add_argument("--budget", type=float, default=1.0, help="GreenFlow's budget, x FIFO's carbon (both rows)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     began = time.perf_counter()
     shares = [float(s) for s in args.shares.split(",")]
     rows = [row for trace in args.traces.split(",") for region in args.regions.split(",")
-            for row in run_cell(trace, region, shares, args.gpu, args.mechanism, args.max_gpus)]
+            for row in run_cell(trace, region, shares, args.gpu, args.mechanism, args.max_gpus, args.budget)]
     Console(width=160).print(table(rows))
     print(f"GPU {args.gpu or 'per trace'}, mechanism {args.mechanism}, {time.perf_counter() - began:.0f} s")
     if args.json:

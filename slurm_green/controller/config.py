@@ -117,6 +117,10 @@ class PolicySettings(_Section):
                                                     f"(of {', '.join(PLUGINS)}); empty: the fullest node with "
                                                     "a fitting block")
 
+    colocate: bool = Field(_KNOBS.colocate, description="greenflow/powerflow: a job the plan does not start now "
+                                                        "may share a one-GPU job's GPU where that costs less than "
+                                                        "its plan (both jobs need share=yes; EaCO's bound 1.25)")
+
     @field_validator("placement")
     @classmethod
     def _known_plugins(cls, weights: dict[str, float]) -> dict[str, float]:
@@ -223,6 +227,15 @@ class Config(_Section):
         if self.policy.name == "icefrog" and not self.elastic.requeue:
             raise ValueError("policy.name = 'icefrog' resizes running elastic jobs: set [elastic] requeue = true "
                              "(with progress_dir or controller.telemetry_dir)")
+        return self
+
+    @model_validator(mode="after")
+    def _colocate_is_priced(self) -> Config:
+        """``colocate`` prices sharing in GreenFlow's cost: refused where no such cost exists
+        (``eaco`` shares by its bound alone) rather than left doing nothing."""
+        if self.policy.colocate and self.policy.name not in ("greenflow", "powerflow", "icefrog"):
+            raise ValueError("policy.colocate prices co-location in GreenFlow's cost: it needs policy.name = "
+                             "'greenflow', 'powerflow' or 'icefrog' ('eaco' co-locates by itself)")
         return self
 
     @model_validator(mode="after")

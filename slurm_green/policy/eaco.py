@@ -31,7 +31,7 @@ which backend it is:
   job of its node that is not its partner hosts nobody: which GPU each holds is not in the
   snapshot.
 
-Both jobs of a pair get one power cap (``_pair_cap``): Zeus's energy-optimal cap for the
+Both jobs of a pair get one power cap (``pair_cap``): Zeus's energy-optimal cap for the
 pair, the cap of ``allowed_caps`` with the least pair energy per unit of both jobs' work,
 keeping each job's predicted stretch (co-location and cap) within the bound; full power
 when either refuses caps. A guest of a running host takes the cap the host's token carries
@@ -60,7 +60,7 @@ Pair = tuple[float, float]  # each job's predicted slowdown
 
 
 @dataclass
-class _Host:
+class Host:
     """A job whose GPUs a guest may share, how many more jobs those GPUs can take and the
     cap the GPUs run under once shared (None: full power)."""
 
@@ -105,9 +105,9 @@ class EaCoPolicy:
     def __call__(self, context: DecisionContext) -> Plan:
         snapshot, models, now = context.snapshot, context.models, context.now
         jobs = pending_jobs(snapshot, self.default_runtime_s, context.memo)
-        hosts: dict[tuple[str, str | None, Layout], list[_Host]] = {}
+        hosts: dict[tuple[str, str | None, Layout], list[Host]] = {}
         sharing = any(options.accept_share for options in jobs.options)  # else: FIFO, nothing to look up
-        for running in _running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
+        for running in running_hosts(snapshot, self.share_limit, self.max_gpus) if sharing else ():
             hosts.setdefault(running.group, []).append(running)
         free = _free_gpus(snapshot, context.memo)
         pinnable = {node.name for node in snapshot.nodes if not node.shards_allocated}
@@ -124,7 +124,7 @@ class EaCoPolicy:
                 if not host.cap_settled:
                     host.cap_settled = True
                     if host.accept_cap and options.accept_cap:
-                        host.cap = _pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
+                        host.cap = pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
                                              self.slowdown_bound)
                 cap = host.cap  # one GPU, one cap: a guest refusing caps only joins an uncapped one
                 decisions[job.job_id] = self._shared(job, host, slow, cap, runtime, now)
@@ -134,7 +134,7 @@ class EaCoPolicy:
                 continue
             node = _take(free, gpus, pinnable if shares else None)
             if shares and node is not None and layout[1] == 1 and self.share_limit > 1:
-                host = _Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,),
+                host = Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,),
                              options.accept_cap)
                 hosts.setdefault(host.group, []).append(host)
             decisions[job.job_id] = JobDecision(
@@ -142,13 +142,13 @@ class EaCoPolicy:
                 reason="EaCO: no partner within the slowdown bound; start now, as asked")
         return Plan(decisions=tuple(decisions.values()))
 
-    def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[_Host]],
+    def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[Host]],
                  models: ModelRegistry, cache: dict[tuple[str, str, str | None], Pair],
-                 accept_cap: bool) -> tuple[_Host | None, Pair]:
+                 accept_cap: bool) -> tuple[Host | None, Pair]:
         """The host whose pair with ``job`` has the smallest worse slowdown within the bound
         (hosts are grouped by what the slowdown depends on; in a group the first with a slot
         and, for a job refusing caps, no cap: running hosts, oldest first, then this tick's)."""
-        best: _Host | None = None
+        best: Host | None = None
         best_slow = (math.inf, math.inf)
         for (job_type, gpu, host_layout), members in hosts.items():
             if host_layout != layout:
@@ -164,7 +164,7 @@ class EaCoPolicy:
                 best, best_slow = host, slow
         return best, best_slow
 
-    def _shared(self, job: Job, host: _Host, slow: Pair, cap: float | None, runtime: float,
+    def _shared(self, job: Job, host: Host, slow: Pair, cap: float | None, runtime: float,
                 now: float) -> JobDecision:
         where = "running" if host.running else "starting now"
         capped = f"; both at cap {cap:g}" if cap is not None else ""
@@ -175,7 +175,7 @@ class EaCoPolicy:
                     f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 
 
-def _pair_cap(models: ModelRegistry, type_a: str, type_b: str, gpu: str | None, mechanism: str,
+def pair_cap(models: ModelRegistry, type_a: str, type_b: str, gpu: str | None, mechanism: str,
               bound: float) -> float | None:
     """Zeus's energy-optimal cap for a pair on one GPU: among ``allowed_caps``, the one with the
     least pair power per unit of both jobs' work (each job's work rate at the cap over its
@@ -229,7 +229,7 @@ def _free_gpus(snapshot: ClusterSnapshot, memo: DecisionMemo) -> dict[str, int]:
     return dict(held.free)
 
 
-def _running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -> list[_Host]:
+def running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -> list[Host]:
     """Running jobs on shards that accept sharing, of at most ``max_gpus`` GPUs, less the
     partners already on their GPUs; none beside a shard job of its node that is not its partner."""
     if share_limit < 2:
@@ -239,7 +239,7 @@ def _running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -
     by_node: dict[tuple[str, ...], list[Job]] = {}
     for job in shard_jobs:
         by_node.setdefault(job.nodes, []).append(job)
-    named = {job.job_id: _named_partner(job) for job in shard_jobs}
+    named = {job.job_id: named_partner(job) for job in shard_jobs}
     hosts = []
     for job in shard_jobs:
         options = _parse_marker(job.admin_comment)
@@ -251,7 +251,7 @@ def _running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) -
         first = min(partners, default=job.job_id) >= job.job_id  # a GPU's first job hosts for it
         if len(partners) < len(others) or len(partners) >= share_limit - 1 or not first:
             continue
-        hosts.append(_Host(job.job_id, job.name, job.gpu_type, layout, share_limit - 1 - len(partners), True,
+        hosts.append(Host(job.job_id, job.name, job.gpu_type, layout, share_limit - 1 - len(partners), True,
                            job.nodes, options.accept_cap, _token_cap(job), cap_settled=True))
     return hosts
 
@@ -265,7 +265,7 @@ def _payload(job: Job) -> dict[str, object]:
         return {}
 
 
-def _named_partner(job: Job) -> int | None:
+def named_partner(job: Job) -> int | None:
     """The partner the job's decision token names, if any."""
     partner = _payload(job).get("share")
     return partner if isinstance(partner, int) and not isinstance(partner, bool) else None

@@ -46,9 +46,10 @@ frontier is swept.
 
 Extension points: the runtime of a configuration comes from one function
 (``_runtime``); layer freezing (IceFrog) is not there (a pending job has frozen
-nothing) but where running jobs are resized (``policy/running.py``); co-location
-(EaCO) adds candidates sharing a running job's GPUs, which ``JobDecision.share_with``
-already carries to the Prolog.
+nothing) but where running jobs are resized (``policy/running.py``); co-location is
+one more candidate for the jobs a plan does not start now (``colocation``,
+``policy/priced_sharing.py``): the GPU of a one-GPU job running or starting now, taken
+where that costs less than the plan, carried to the Prolog by ``JobDecision.share_with``.
 """
 
 from __future__ import annotations
@@ -67,12 +68,14 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision, Plan, Price
+from slurm_green.policy.eaco import named_partner
 from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.gpu_types import gpu_pools
 from slurm_green.policy.placement import FreeGpus, node_rows
 from slurm_green.policy.placement.network import NodeChooser
 from slurm_green.policy.placement.site import ScoredChoice
+from slurm_green.policy.priced_sharing import Colocation, Planned, share_where_cheaper
 from slurm_green.policy.placement import gpus_free as placement_gpus_free
 
 _J_PER_KWH = 3.6e6
@@ -219,6 +222,8 @@ class GreenFlowPolicy:
     gpu_time_slack: float | None = 0.1
     runtime_slack: float | None = 0.25
     growth_horizon_s: float | None = 2 * 3600.0
+    #: Co-location as one more candidate (``policy/priced_sharing.py``); None: never shares.
+    colocation: Colocation | None = None
 
     def __call__(self, context: DecisionContext) -> Plan:
         snapshot, memo, now = context.snapshot, context.memo, context.now
@@ -237,15 +242,46 @@ class GreenFlowPolicy:
                 continue
             gpn, gpus_free, gpus_total = _node_facts(pool, memo)
             options, caps = self._options(pool_jobs, context, gpn, gpu)
-            solved = self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)),
-                                 pool, gpn, memo, context.budget_scale, self._chooser(pool, context, gpu))
-            decisions += self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu)
+            queue = _Queue(gpus_free, gpus_total, running_releases(pool, now, memo))
+            solved = self._solve(options, gpus_free, queue, pool, gpn, memo, context.budget_scale,
+                                 self._chooser(pool, context, gpu))
+            decided = list(self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu))
+            decisions += self._share(pool_jobs, options, caps, solved, queue, pool, context, gpu, decided)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
             # The price a running job is weighed by (``policy/running.py``): only a budget asking
             # for less than the carbon-agnostic plan spends makes a unit of it worth time.
             binding = self.budget_fraction is None or solved.budget < solved.reference
             prices.append((gpu, Price(solved.price if binding else 0.0, self.resource)))
         return Plan(decisions=tuple(decisions), notes=tuple(notes), prices=tuple(prices))
+
+    def _share(self, jobs: PendingJobs, o: _Options, cap_axis: np.ndarray, solved: Solution, queue: _Queue,
+               pool: ClusterSnapshot, context: DecisionContext, gpu: str | None,
+               decided: list[JobDecision]) -> list[JobDecision]:
+        """``decided`` with co-location where it costs less than the plan (``policy/priced_sharing.py``),
+        if the site enabled it and a job allows sharing: each job's planned cost is read off the
+        plan's own objective (its completion in the queue estimate, its priced carbon, its GPU-seconds)."""
+        if self.colocation is None or not any(options.accept_share for options in jobs.options):
+            return decided
+        choice, rows = solved.choice, o.rows
+        ends = [0.0] * len(rows)
+        _expected_completion_s(o, choice, queue.free_gpus, queue.releases, ends)
+        crowd = int((~_agnostic_choice(o, queue.free_gpus).admitted).sum())
+        per_gpu_s = crowd / max(queue.gpus_total, 1)
+        runtime = o.runtime[rows, choice.col, choice.cap]
+        energy = o.energy_kwh[rows, choice.col, choice.cap]
+        gpus = o.gpus[choice.col]
+        cost = np.asarray(ends) + solved.price * energy * o.intensity[rows, choice.start] + per_gpu_s * gpus * runtime
+        one_gpu = (jobs.gpus == 1) & (gpus == 1)
+        starting = choice.admitted & (choice.start == 0)
+        solo = o.runtime[rows, o.requested_col, o.full_cap]
+        planned = [Planned(job, options.accept_share, bool(accept), bool(now), bool(one), float(cap_axis[c]),
+                           float(r), float(e), float(k), float(alone), float(ci),
+                           solved.placed[j][1] if j in solved.placed else None)
+                   for j, (job, options, accept, now, one, c, r, e, k, alone, ci) in enumerate(zip(
+                       jobs.jobs, jobs.options, jobs.accept_cap, starting, one_gpu, choice.cap, runtime, energy,
+                       cost, solo, o.intensity[:, 0]))]
+        return share_where_cheaper(planned, decided, pool, context.models, gpu, context.now, solved.price, per_gpu_s,
+                                   self.colocation, self.resource == "carbon")
 
     def solve(self, context: DecisionContext) -> Solution | None:
         """The decision's plan before placement, with its objective (None without pending jobs);
@@ -758,9 +794,35 @@ def running_releases(snapshot: ClusterSnapshot, now: float,
         running = JobState.RUNNING
         held.last = (snapshot.jobs, [(job.end_time, job.total_gpus) for job in snapshot.jobs
                                      if job.state is running and job.total_gpus > 0])
+        shard_jobs = [job for job in snapshot.jobs
+                      if job.state is running and job.shards_per_node > 0 and not job.gpus_per_node]
+        if shard_jobs:
+            held.last[1].extend(_shard_releases(shard_jobs))
     out = [(max(0.0, (end if end is not None else now) - now), gpus) for end, gpus in held.last[1]]
     out.sort()
     return out
+
+
+def _shard_releases(shard_jobs: list[Job]) -> list[tuple[float | None, int]]:
+    """(EndTime, GPUs) of the GPUs running jobs hold on shards (co-located pairs): one GPU per
+    node, freed when the last job on it ends; a pair is two jobs of the same nodes either of
+    whose decision tokens names the other (``eaco``'s rule). A job without an EndTime counts
+    as ending now, as in ``running_releases``."""
+    by_id = {job.job_id: job for job in shard_jobs}
+    group: dict[int, int] = {}
+    for job in shard_jobs:
+        partner = by_id.get(named_partner(job) or -1)
+        if partner is not None and partner.nodes == job.nodes and partner.job_id != job.job_id:
+            root = min(group.get(job.job_id, job.job_id), group.get(partner.job_id, partner.job_id))
+            group[job.job_id] = group[partner.job_id] = root
+    ends: dict[int, tuple[float | None, int]] = {}
+    for job in shard_jobs:
+        root = group.get(job.job_id, job.job_id)
+        end, nodes = ends.get(root, (None, job.num_nodes))
+        if job.end_time is not None:
+            end = job.end_time if end is None else max(end, job.end_time)
+        ends[root] = (end, nodes)
+    return list(ends.values())
 
 
 def _agnostic_choice(o: _Options, free_gpus: int) -> _Choice:
@@ -819,11 +881,15 @@ def _next_end(releases: list[tuple[float, int]], ri: int, nrel: int,
 
 
 def _start_oldest(queues: dict[int, list[int]], size: int, t: float, runtime: list[float],
-                  started: list[tuple[float, int]], need: float) -> tuple[float, float]:
-    """Start the oldest queued job of ``size`` GPUs at ``t`` (its end onto ``started``); returns
-    its completion time and the smallest size still queued (``need``, unless its queue emptied)."""
+                  started: list[tuple[float, int]], need: float, ends: list[float] | None) -> tuple[float, float]:
+    """Start the oldest queued job of ``size`` GPUs at ``t`` (its end onto ``started``, and into
+    ``ends`` if given); returns its completion time and the smallest size still queued (``need``,
+    unless its queue emptied)."""
     queue = queues[size]
-    end = t + runtime[heapq.heappop(queue)]
+    j = heapq.heappop(queue)
+    end = t + runtime[j]
+    if ends is not None:
+        ends[j] = end
     heapq.heappush(started, (end, size))
     if not queue:
         del queues[size]
@@ -832,9 +898,10 @@ def _start_oldest(queues: dict[int, list[int]], size: int, t: float, runtime: li
 
 
 def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
-                           releases: list[tuple[float, int]]) -> float:
+                           releases: list[tuple[float, int]], ends: list[float] | None = None) -> float:
     """The sum of the pending jobs' expected completion times after now (so, up to a
-    constant, their JCT).
+    constant, their JCT); each job's, by row, into ``ends`` if given (``policy/colocation.py``
+    weighs a job's wait by it).
 
     Admitted jobs start now (they fit, by construction). The others are played as a
     backfilling Slurm plays them: from its earliest start (now, or its deferred window) a
@@ -863,6 +930,8 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
             left -= gpus[j]
             total += runtime[j]
             heapq.heappush(started, (runtime[j], gpus[j]))
+            if ends is not None:
+                ends[j] = runtime[j]
         else:
             later.append((earliest[j], j))
     later.sort()
@@ -892,7 +961,7 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
                         oldest, size = queue[0], g
                 if oldest < 0:
                     break
-                end, need = _start_oldest(queues, size, t, runtime, started, need)
+                end, need = _start_oldest(queues, size, t, runtime, started, need, ends)
                 left -= size
                 total += end
         arrive = later[k][0] if k < count else math.inf
@@ -916,7 +985,7 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
             t = arrive
         elif queues:  # larger than the whole cluster: it starts once everything ahead has ended
             size = min(queues, key=lambda g: queues[g][0])
-            end, need = _start_oldest(queues, size, t, runtime, started, need)
+            end, need = _start_oldest(queues, size, t, runtime, started, need, ends)
             left -= size
             total += end
     return total

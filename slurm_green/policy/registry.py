@@ -25,6 +25,7 @@ from slurm_green.core.plan import Policy
 from slurm_green.policy.baselines import FifoPolicy, ZeusCapPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
+from slurm_green.policy.priced_sharing import Colocation
 from slurm_green.policy.running import resizing
 from slurm_green.policy.placement.site import check_weights
 from slurm_green.policy.window import WindowPolicy
@@ -54,6 +55,8 @@ class PolicySettings(Protocol):
     def eta(self) -> float: ...
     @property
     def placement(self) -> Mapping[str, float] | tuple[tuple[str, float], ...]: ...
+    @property
+    def colocate(self) -> bool: ...
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,9 @@ class PolicyKnobs:
     #: greenflow/powerflow: placement plugin weights for one-node jobs (``placement/site.py``);
     #: empty: the fullest node with a fitting block.
     placement: tuple[tuple[str, float], ...] = ()
+    #: greenflow/powerflow: a job the plan does not start now may share a one-GPU job's GPU
+    #: where that costs less (``policy/priced_sharing.py``; both jobs must allow sharing).
+    colocate: bool = False
 
 
 def _fifo(settings: PolicySettings) -> Policy:
@@ -94,7 +100,8 @@ def _flow(policy: GreenFlowPolicy, settings: PolicySettings) -> Policy:
                    default_runtime_s=settings.default_runtime_h * 3600.0, place=settings.place_nodes,
                    gpu_time_slack=settings.gpu_time_slack, runtime_slack=settings.runtime_slack,
                    growth_horizon_s=settings.growth_horizon_h * 3600.0,
-                   placement=tuple(check_weights(dict(settings.placement)).items()))
+                   placement=tuple(check_weights(dict(settings.placement)).items()),
+                   colocation=Colocation() if settings.colocate else None)
 
 
 def _greenflow(settings: PolicySettings) -> Policy:

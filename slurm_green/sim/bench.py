@@ -44,6 +44,8 @@ LABELS: dict[str, tuple[str, dict[str, Any]]] = {
     "fifo": ("fifo", {}), "window": ("window", {"cap_fraction": None}), "window+cap": ("window", {"cap_fraction": 0.7}),
     "window-aware": ("window-aware", {"cap_fraction": None}), "zeus": ("zeus", {}), "greenflow": ("greenflow", {}),
     "powerflow": ("powerflow", {}), "eaco": ("eaco", {}),
+    # Not in the bench's runs (no trace job allows sharing unless told): benchmarks/colocation.py.
+    "greenflow+share": ("greenflow", {"colocate": True}),
     # Not in the bench's runs: it differs from greenflow only where jobs are elastic
     # (``TraceOptions.accept_requeue``, ``simulate(resize=...)``): benchmarks/layer_freezing.py.
     "icefrog": ("icefrog", {}),
@@ -54,7 +56,7 @@ def make_policy(name: str, budget: float | None = None, **knobs: Any) -> Policy:
     """A policy by its bench label; ``budget`` overrides GreenFlow's/PowerFlow's budget
     fraction, ``knobs`` any other setting of ``PolicyKnobs``."""
     if name not in LABELS:
-        raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
+        raise ValueError(f"unknown policy {name!r}; choose from {', '.join(LABELS)}")
     base, preset = LABELS[name]
     if budget is not None:
         knobs = {**knobs, "budget_fraction": budget}

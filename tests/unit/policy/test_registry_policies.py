@@ -8,6 +8,7 @@ from policy_literals import HOUR, NOW, context, nodes, pending, signal, snapshot
 
 from slurm_green.controller.config import ConfigError, load_config
 from slurm_green.policy.greenflow import GreenFlowPolicy
+from slurm_green.policy.priced_sharing import Colocation
 from slurm_green.policy.registry import POLICY_NAMES, PolicyKnobs, make_policy
 from slurm_green.policy.running import GrowRunning, ShrinkRunning
 from slurm_green.policy.window import WindowPolicy
@@ -56,7 +57,10 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
     ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, window-aware, fifo, zeus, greenflow, powerflow, eaco, icefrog"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
-                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta, placement)"),
+                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta, placement, "
+                     "colocate)"),
+    ('name = "eaco"\ncolocate = true\n', "policy.colocate prices co-location in GreenFlow's cost: it needs "
+                                          "policy.name = 'greenflow', 'powerflow' or 'icefrog'"),
     ('name = "greenflow"\nruntime_slack = -0.1\n', "policy.runtime_slack: Input should be greater than or equal to 0"),
     ('name = "greenflow"\nplacement = { pwr = 0.5, fdg = 0.5 }\n',
      "policy.placement: Value error, unknown placement plugin(s) fdg; choose from packing, best_fit, buddy, fgd, pwr"),
@@ -101,3 +105,9 @@ def test_a_configured_greenflow_resizes_and_places_an_elastic_job(tmp_path, mode
     assert decision.gpus_per_node is not None and 1 <= decision.gpus_per_node * decision.num_nodes <= 4
     assert decision.nodes is not None and len(decision.nodes) == decision.num_nodes
     assert decision.start_at == NOW and decision.expected_runtime_s < 2.0 * HOUR
+
+
+@pytest.mark.parametrize("name", ["greenflow", "powerflow"])
+def test_colocate_reaches_greenflow_and_powerflow_off_by_default(tmp_path, name):
+    assert configured(tmp_path, f'name = "{name}"\n').colocation is None
+    assert configured(tmp_path, f'name = "{name}"\ncolocate = true\n').colocation == Colocation()

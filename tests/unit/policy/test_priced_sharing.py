@@ -1,0 +1,122 @@
+"""GreenFlow with co-location priced in its cost: a job it does not start now shares a GPU only
+where that costs less than its plan, and only as EaCO's consent, bound and share rules allow."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from policy_literals import HOUR, NOW, context, signal
+
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.core import decision_token
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.models.registry import default_registry
+from slurm_green.policy.greenflow import GreenFlowPolicy, running_releases
+from slurm_green.policy.priced_sharing import Colocation
+
+LIGHT = "ResNet-18 (batch size 16)"
+LIGHT2 = "Recommendation (batch size 512)"
+HEAVY = "ResNet-50 (batch size 64)"  # two of them slow each other about 2.1x (Gavel, V100)
+
+
+@pytest.fixture(scope="module")
+def models():
+    return default_registry()
+
+
+def job(job_id: int, name: str, share: bool = True, running_for_h: float | None = None, shards: int = 0,
+        node: str | None = None, runtime_h: float = 1.0, cap: bool = True) -> Job:
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=share, accept_cap=cap,
+                                        deadline=NOW + 6 * HOUR))
+    if running_for_h is None:
+        return Job(job_id, name=name, submit_time=NOW - 100 + job_id, time_limit_s=runtime_h * HOUR,
+                   gpus_per_node=1, admin_comment=marker)
+    return Job(job_id, name=name, state=JobState.RUNNING, submit_time=NOW - 100 + job_id,
+               time_limit_s=running_for_h * HOUR, gpus_per_node=0 if shards else 1, shards_per_node=shards,
+               nodes=(node or "n0",), start_time=NOW - 50, end_time=NOW - 50 + running_for_h * HOUR,
+               admin_comment=marker)
+
+
+def one_gpu_node(busy: bool = True, shards: int = 1) -> Node:
+    return Node("n0", gpus_total=1, gpus_allocated=int(busy), gpu_indices_allocated=(0,) if busy else (),
+                shards_total=2, shards_allocated=shards if busy else 0)
+
+
+def decide(jobs: list[Job], models, node_list: tuple[Node, ...], colocation: Colocation | None = Colocation(),
+           **knobs):
+    snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(jobs), nodes=node_list)
+    policy = GreenFlowPolicy(colocation=colocation, **knobs)
+    return {d.job_id: d for d in policy(context(snap, signal([300.0] * 48), models)).decisions}
+
+
+def test_a_queued_job_shares_a_running_shard_jobs_gpu_rather_than_wait_for_it(models):
+    """The only GPU is held for 3 more hours by a light job on shards: a light job that would
+    wait for it starts at once beside it (the pair slows neither by more than a few %)."""
+    plan = decide([job(1, LIGHT, running_for_h=3, shards=1), job(2, LIGHT2)], models, (one_gpu_node(),))
+    assert plan[2].share_with == 1
+    assert plan[2].start_at == NOW and plan[2].nodes == ("n0",)
+    assert "share the GPU of job 1 (running)" in plan[2].reason
+
+
+def test_without_colocation_the_same_job_waits(models):
+    plan = decide([job(1, LIGHT, running_for_h=3, shards=1), job(2, LIGHT2)], models, (one_gpu_node(),),
+                  colocation=None)
+    assert plan[2].share_with is None
+
+
+@pytest.mark.parametrize("host_share, guest_share", [(True, False), (False, True)])
+def test_no_job_shares_unless_both_allow_it(models, host_share, guest_share):
+    plan = decide([job(1, LIGHT, share=host_share, running_for_h=3, shards=1), job(2, LIGHT2, share=guest_share)],
+                  models, (one_gpu_node(),))
+    assert plan[2].share_with is None
+
+
+def test_a_job_on_whole_gpus_hosts_nobody(models):
+    """Slurm gives no shards of a GPU allocated whole (EaCO's rule, kept here)."""
+    plan = decide([job(1, LIGHT, running_for_h=3), job(2, LIGHT2)], models, (one_gpu_node(shards=0),))
+    assert plan[2].share_with is None
+
+
+def test_a_slow_pair_is_priced_against_the_wait_it_saves(models):
+    """Two heavy jobs slow each other about 2.1x: beyond EaCO's bound never; within a looser
+    one, sharing pays against a long wait and not against a short one."""
+    long_wait = [job(1, HEAVY, running_for_h=10, shards=1), job(2, HEAVY)]
+    short_wait = [job(1, HEAVY, running_for_h=0.05, shards=1), job(2, HEAVY)]
+    assert decide(long_wait, models, (one_gpu_node(),))[2].share_with is None
+    loose = Colocation(slowdown_bound=2.5)
+    assert decide(long_wait, models, (one_gpu_node(),), colocation=loose)[2].share_with == 1
+    assert decide(short_wait, models, (one_gpu_node(),), colocation=loose)[2].share_with is None
+
+
+def test_a_job_with_a_free_gpu_starts_alone(models):
+    free = (one_gpu_node(), Node("n1", gpus_total=1, shards_total=2))
+    plan = decide([job(1, LIGHT, running_for_h=3, shards=1), job(2, LIGHT2)], models, free)
+    assert plan[2].share_with is None and plan[2].start_at == NOW
+
+
+def test_a_queued_job_shares_the_gpu_of_a_job_starting_now_under_one_cap(models):
+    """One free GPU, two light one-GPU jobs: the first starts on it, the second joins it
+    rather than wait an hour; both decisions carry the pair's cap."""
+    plan = decide([job(1, LIGHT), job(2, LIGHT2)], models, (one_gpu_node(busy=False),))
+    assert plan[1].start_at == NOW and plan[1].share_with is None and plan[1].nodes == ("n0",)
+    assert plan[2].share_with == 1 and plan[2].nodes == ("n0",)
+    assert plan[2].power_cap_fraction == plan[1].power_cap_fraction
+
+
+def test_a_guest_refusing_caps_joins_no_capped_running_gpu(models):
+    host = replace(job(1, LIGHT, running_for_h=3, shards=1), comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.6}))
+    plan = decide([host, job(2, LIGHT2, cap=False)], models, (one_gpu_node(),))
+    assert plan[2].share_with is None
+    uncapped = job(1, LIGHT, running_for_h=3, shards=1)
+    plan = decide([uncapped, job(2, LIGHT2, cap=False)], models, (one_gpu_node(),))
+    assert plan[2].share_with == 1 and plan[2].power_cap_fraction is None
+
+
+def test_a_pairs_gpu_frees_when_the_later_of_its_two_jobs_ends():
+    """Shard jobs hold one GPU per pair in the queue estimate, not one each and not none."""
+    host = job(1, LIGHT, running_for_h=3, shards=1)
+    guest = replace(job(2, LIGHT2, running_for_h=5, shards=1), comment=decision_token.sign(b"k" * 16, 2, {"share": 1}))
+    alone = job(3, LIGHT, running_for_h=1, shards=1, node="n1")
+    snap = ClusterSnapshot(taken_at=NOW, jobs=(host, guest, alone), nodes=(one_gpu_node(),))
+    assert running_releases(snap, NOW) == [(pytest.approx(HOUR - 50), 1), (pytest.approx(5 * HOUR - 50), 1)]

@@ -96,3 +96,11 @@ def gpu_pools(snapshot: ClusterSnapshot, memo: DecisionMemo) -> list[tuple[str |
 def _planned(types: ClusterGpuTypes, job: Job, kinds: list[str | None]) -> str | None:
     kind = types.of(job)
     return kind if kind in kinds else types.majority
+
+
+def running_gpu_type(job: Job, snapshot: ClusterSnapshot) -> str | None:
+    """The GPU type a running job runs on: its request's, else its first node's (a job that
+    asked for no type still runs on one; None where the nodes report none)."""
+    if job.gpu_type or not job.nodes:
+        return job.gpu_type
+    return next((node.gpu_type for node in snapshot.nodes if node.name == job.nodes[0]), None)

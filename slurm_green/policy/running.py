@@ -58,6 +58,7 @@ from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.core.models import Config, JobModel
 from slurm_green.core.plan import JobDecision, Plan, Policy, Price
 from slurm_green.models.freezing import effective_rate, frozen_power_w
+from slurm_green.policy.gpu_types import running_gpu_type
 
 
 #: What a checkpoint, requeue and restart costs a job unless the site says (``[elastic] restart_cost_s``).
@@ -93,7 +94,8 @@ class _Wrapping:
 
     def _rates(self, job: Job, context: DecisionContext) -> _Rates:
         """The job's effective progress by GPU count, at the frozen share its report gives."""
-        return _Rates(context.models.for_job(job.name, job.gpu_type), self._frozen(job, context))
+        return _Rates(context.models.for_job(job.name, running_gpu_type(job, context.snapshot)),
+                      self._frozen(job, context))
 
     def _worth_restarting(self, job: Job, context: DecisionContext) -> tuple[GreenOptions, float, _Rates] | None:
         """(options, time left, rates) of a running elastic one-node job with more time left
@@ -230,18 +232,19 @@ class ShrinkWhenDear(_Wrapping):
             return plan  # nothing held back for carbon: the GPUs a shrink frees would go to the queue now
         best: tuple[float, JobDecision] | None = None
         for job in context.snapshot.jobs:
-            price = plan.price_for(job.gpu_type)
-            if price is None or price.seconds_per_unit <= 0 or (price.resource == "carbon" and context.forecast is None):
-                continue
-            found = self._shrink(job, price, context)
+            found = self._shrink(job, plan, context)
             if found is not None and (best is None or found[0] > best[0]):
                 best = found
         return plan if best is None else replace(plan, decisions=(*plan.decisions, best[1]))
 
-    def _shrink(self, job: Job, price: Price, context: DecisionContext) -> tuple[float, JobDecision] | None:
-        """(priced gain in seconds, decision) of ``job``'s best shrink, if one clears ``min_gain``."""
+    def _shrink(self, job: Job, plan: Plan, context: DecisionContext) -> tuple[float, JobDecision] | None:
+        """(priced gain in seconds, decision) of ``job``'s best shrink, if one clears ``min_gain``,
+        at the price of the pool of the GPU type it runs on."""
         found = self._worth_restarting(job, context)
         if found is None:
+            return None
+        price = plan.price_for(running_gpu_type(job, context.snapshot))
+        if price is None or price.seconds_per_unit <= 0 or (price.resource == "carbon" and context.forecast is None):
             return None
         options, left_s, rate = found
         now, gpus = context.now, job.gpus_per_node

@@ -2,7 +2,7 @@ import dataclasses
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionMemo
-from slurm_green.policy.gpu_types import cluster_gpu_types, gpu_pools, job_gpu_types
+from slurm_green.policy.gpu_types import cluster_gpu_types, gpu_pools, job_gpu_types, running_gpu_type
 
 
 def _snapshot(nodes: tuple[Node, ...], jobs: tuple[Job, ...] = ()) -> ClusterSnapshot:
@@ -44,3 +44,13 @@ def test_pools_split_a_mixed_cluster_by_type_and_one_type_is_the_snapshot_itself
     single = _snapshot(nodes[1:], jobs)
     assert gpu_pools(single, DecisionMemo()) == [("a40", single)]
     assert gpu_pools(single, DecisionMemo())[0][1] is single
+
+
+def test_a_running_job_runs_on_its_requested_type_else_its_nodes():
+    nodes = (Node("a", gpus_total=4, gpu_type="h100"), Node("b", gpus_total=4, gpu_type="a40"), Node("c", gpus_total=4))
+    snap = _snapshot(nodes)
+    untyped = Job(1, state=JobState.RUNNING, gpus_per_node=1, nodes=("b",))
+    assert running_gpu_type(untyped, snap) == "a40"
+    assert running_gpu_type(dataclasses.replace(untyped, gpu_type="h100"), snap) == "h100"
+    assert running_gpu_type(dataclasses.replace(untyped, nodes=("c",)), snap) is None
+    assert running_gpu_type(dataclasses.replace(untyped, nodes=()), snap) is None

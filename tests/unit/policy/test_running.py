@@ -209,12 +209,16 @@ def test_of_two_jobs_that_could_give_gpus_to_the_head_the_frozen_one_is_shrunk(m
 DEFERRED = JobDecision(9, start_at=NOW + 3 * HOUR)
 
 
-def dear(jobs, price: Price | None, values=None, plan_decisions=(DEFERRED,), models=None):
+def dear(jobs, price: Price | None, values=None, plan_decisions=(DEFERRED,), models=None, pools=None,
+         node_type: str | None = None):
+    """What ShrinkWhenDear adds; the wrapped plan's prices are ``price`` for one pool, or ``pools``
+    ((GPU type, price) per pool), and the one node's GPUs are of ``node_type``."""
     class Priced(Nothing):
         def __call__(self, context) -> Plan:
-            return Plan(decisions=tuple(plan_decisions), prices=() if price is None else ((None, price),))
+            prices = pools if pools is not None else () if price is None else ((None, price),)
+            return Plan(decisions=tuple(plan_decisions), prices=prices)
 
-    snap = snapshot(jobs, nodes(1, gpus=4, used={0: (0, 1, 2, 3)}))
+    snap = snapshot(jobs, tuple(replace(n, gpu_type=node_type) for n in nodes(1, gpus=4, used={0: (0, 1, 2, 3)})))
     forecast = None if values is None else signal(values)
     plan = ShrinkWhenDear(Priced(), restart_cost_s=600, min_gain=0.1)(context(snap, forecast, models))
     assert plan.decisions[:len(plan_decisions)] == tuple(plan_decisions)  # the wrapped plan's stay
@@ -255,6 +259,13 @@ def test_no_shrink_without_a_price_a_forecast_or_a_job_that_opted_in(models) -> 
     assert dear([elastic()], PRICE, None, models=models).decisions == ()
     assert dear([running(gpus=4, elastic=False)], PRICE, [500.0] * 72, models=models).decisions == ()
     assert dear([replace(elastic(), time_limit_s=HOUR + 300)], PRICE, [500.0] * 72, models=models).decisions == ()
+
+
+def test_a_job_that_asked_for_no_gpu_type_is_priced_by_the_pool_of_the_gpus_it_runs_on(models) -> None:
+    """On a cluster of two types, the untyped running job on an h100 node takes the h100 price."""
+    h100_dear = (("a40", Price(0.0, "carbon")), ("h100", PRICE))
+    assert dear([elastic(low=2)], None, [500.0] * 72, models=models, pools=h100_dear, node_type="h100").decisions
+    assert dear([elastic(low=2)], None, [500.0] * 72, models=models, pools=h100_dear, node_type="a40").decisions == ()
 
 
 def test_at_most_one_resize_a_tick(models) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from policy_literals import HOUR, NOW, context, signal
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
@@ -120,3 +122,47 @@ def test_a_pairs_gpu_frees_when_the_later_of_its_two_jobs_ends():
     alone = job(3, LIGHT, running_for_h=1, shards=1, node="n1")
     snap = ClusterSnapshot(taken_at=NOW, jobs=(host, guest, alone), nodes=(one_gpu_node(),))
     assert running_releases(snap, NOW) == [(pytest.approx(HOUR - 50), 1), (pytest.approx(5 * HOUR - 50), 1)]
+
+
+TYPES = (LIGHT, LIGHT2, HEAVY, "LM (batch size 20)", "Transformer (batch size 32)")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans(), st.booleans(), st.booleans(),
+                          st.sampled_from((0.5, 2.0, 8.0))), min_size=1, max_size=10),
+       st.integers(0, 3), st.sampled_from((1.1, 1.25, 2.5)))
+def test_consent_bound_one_guest_per_gpu_and_one_cap_hold_on_random_queues(models, rows, free, bound):
+    """One-GPU nodes n0..n5: the first rows that run take them (on shards from n3 on), the others
+    wait, and ``free`` more nodes stand empty. Every pair has both consents, a host on shards or
+    starting now, both slowdowns within the bound, one guest per GPU, the guest started now on
+    the host's node, and one cap (none where the guest refuses caps)."""
+    jobs, node_list = [], []
+    for i, (name, share, cap, running, hours) in enumerate(rows, start=1):
+        if running and len(node_list) < 6:
+            shards = 1 if len(node_list) >= 3 else 0
+            node = f"n{len(node_list)}"
+            node_list.append(Node(node, gpus_total=1, gpus_allocated=1, gpu_indices_allocated=(0,), shards_total=2,
+                                  shards_allocated=shards))
+            jobs.append(job(i, name, share=share, cap=cap, running_for_h=hours, shards=shards, node=node))
+        else:
+            jobs.append(job(i, name, share=share, cap=cap, runtime_h=hours))
+    node_list += [Node(f"f{k}", gpus_total=1, shards_total=2) for k in range(free)]
+    plan = decide(jobs, models, tuple(node_list), colocation=Colocation(slowdown_bound=bound))
+    by_id = {j.job_id: j for j in jobs}
+    guests_of: dict[int, int] = {}
+    for d in plan.values():
+        if d.share_with is None:
+            continue
+        guest, host = by_id[d.job_id], by_id[d.share_with]
+        assert guest.is_pending and "share=1" in guest.admin_comment and "share=1" in host.admin_comment
+        assert host.shards_per_node if not host.is_pending else plan[host.job_id].share_with is None
+        assert max(models.colocated_slowdown(guest.name, host.name, None)) <= bound
+        assert d.start_at == NOW and d.nodes == (host.nodes if not host.is_pending else plan[host.job_id].nodes)
+        if host.is_pending:
+            assert plan[host.job_id].start_at == NOW
+            host_cap = plan[host.job_id].power_cap_fraction
+            assert d.power_cap_fraction == host_cap or "cap=0" in guest.admin_comment
+        if "cap=0" in guest.admin_comment:
+            assert d.power_cap_fraction is None
+        guests_of[host.job_id] = guests_of.get(host.job_id, 0) + 1
+    assert all(n == 1 for n in guests_of.values())

@@ -34,8 +34,9 @@ install_config() {
     # Metered energy: written by the Epilogs (root), read and removed by the controller (sgreen).
     install -d -m 0755 -o sgreen /var/spool/slurm-green/telemetry
     # Jobs' progress reports (the training helper's): each user writes their own, none can
-    # replace another's (sticky, as /tmp); the controller reads them (controller/progress.py).
-    install -d -m 1777 /var/spool/slurm-green/telemetry/progress
+    # replace another's (sticky, as /tmp); the controller reads them and, as the directory's
+    # owner, removes those of jobs that ended (controller/progress.py).
+    install -d -m 1777 -o sgreen /var/spool/slurm-green/telemetry/progress
     [[ -f /run/cluster/slurm-green/cluster.env ]] && \
         install -m 0644 /run/cluster/slurm-green/cluster.env /etc/slurm-green/cluster.env
     if [[ -f /run/cluster/slurm-green/decision.key ]]; then

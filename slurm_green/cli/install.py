@@ -88,7 +88,8 @@ def install(print_only: bool, hooks_dir: Path | None, config_path: Path, prefix:
         "python_bin": python_bin, "node_python": node_python,
         "hooks_dir": hooks_dir or wrappers.HOOKS_DIR, "read_write_paths": read_write_paths(config),
         "gpu_type": gpu_type or (gres_type(models[0]) if len(set(models)) == 1 else None), "gpu_models": models,
-        "dry_run": config.controller.dry_run,
+        "dry_run": config.controller.dry_run, "telemetry_dir": config.controller.telemetry_dir,
+        "progress_dir": config.progress_dir if config.elastic.requeue else None,
     }
     click.echo("\n".join(render(name, **context) for name in SITE_TEMPLATES))
 
@@ -96,7 +97,7 @@ def install(print_only: bool, hooks_dir: Path | None, config_path: Path, prefix:
 def read_write_paths(config: Config) -> list[str]:
     """Every directory the controller writes, for ProtectSystem=strict; optional ones with ``-``."""
     paths = [str(config.controller.state_db.parent), str(config.carbon.cache_dir)]
-    optional = [config.controller.telemetry_dir,
+    optional = [config.controller.telemetry_dir, config.progress_dir if config.elastic.requeue else None,
                 config.controller.model_corrections.parent if config.controller.model_corrections else None]
     for path in optional:
         if path is not None and str(path) not in paths:

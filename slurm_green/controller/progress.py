@@ -20,15 +20,24 @@ Anything else is None with one warning naming the job and why (text shown with
 ``displayable``), repeated only when the reason changes (the file is read every tick). A user can still report wrong numbers for their own job: what the
 controller does with them has to be bounded (the models' corrections are clamped to
 [1/4, 4], models/refine.py).
+
+``forget_ended`` removes the reports of jobs that are no longer pending or running, so
+the directory does not grow with every job a site ever ran: at most once per
+``sweep_every_s``, only files named as a report (``<jobid>.progress.json``) and untouched
+for ``keep_s`` (a job's own report is never removed while it is active). In a sticky
+directory only its owner may remove other users' files, so the directory belongs to the
+controller's user (``slurm-green install --print`` says so); where it does not, the
+failure is logged once and nothing else changes.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import pwd
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from slurm_green.core import progress
@@ -48,11 +57,51 @@ def uid_of(user: str) -> int | None:
 
 class ProgressReader:
     def __init__(self, directory: str | Path, max_skew_s: float = 300.0,
-                 uid: Callable[[str], int | None] = uid_of) -> None:
+                 uid: Callable[[str], int | None] = uid_of, keep_s: float = 3600.0,
+                 sweep_every_s: float = 600.0) -> None:
         self.directory = Path(directory)
         self.max_skew_s = max_skew_s
         self.uid = uid
+        self.keep_s = keep_s
+        self.sweep_every_s = sweep_every_s
         self._warned: dict[int, str] = {}  # job -> why its last report was ignored (said once)
+        self._swept_at = -math.inf
+        self._sweep_failed = False
+
+    def forget_ended(self, active: Collection[int], now: float) -> int:
+        """Remove the old reports of jobs not in ``active`` (see the module docstring); how many."""
+        if now - self._swept_at < self.sweep_every_s:
+            return 0
+        self._swept_at = now
+        removed = 0
+        try:
+            entries = list(os.scandir(self.directory))
+        except OSError as exc:
+            self._sweep_error(exc)
+            return 0
+        for entry in entries:
+            job_id = _report_job(entry.name)
+            if job_id is None or job_id in active:
+                continue
+            try:
+                if now - entry.stat(follow_symlinks=False).st_mtime < self.keep_s:
+                    continue
+                os.unlink(entry.path)  # a link is removed, not what it points to
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                self._sweep_error(exc)
+                continue
+            removed += 1
+        if removed:
+            log.info("removed %d progress report(s) of jobs that ended", removed)
+        return removed
+
+    def _sweep_error(self, exc: OSError) -> None:
+        if not self._sweep_failed:
+            self._sweep_failed = True
+            log.warning("cannot remove the progress reports of ended jobs in %s (%s): the directory should "
+                        "belong to the controller's user", self.directory, displayable(str(exc)))
 
     def read(self, job_id: int, user: str, now: float) -> JobProgress | None:
         """Job ``job_id``'s latest report if it passes every check above; None otherwise."""
@@ -89,3 +138,9 @@ class ProgressReader:
             if info.st_uid != owner:
                 raise ValueError(f"{path.name} belongs to uid {info.st_uid}, not to the job's user {user!r}")
             return progress.decode(handle.read(progress.MAX_BYTES + 1), job_id)
+
+
+def _report_job(name: str) -> int | None:
+    """The job a file is the report of, by its name (``progress.file_name``); None for any other name."""
+    stem = name.removesuffix(progress.SUFFIX)
+    return int(stem) if stem != name and stem.isascii() and stem.isdigit() else None

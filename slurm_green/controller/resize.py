@@ -30,7 +30,7 @@ the one it runs with (``policy/running.py``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -50,6 +50,9 @@ class ProgressSource(Protocol):
     """Where the jobs' own progress reports are read (``controller.progress.ProgressReader``)."""
 
     def read(self, job_id: int, user: str, now: float) -> JobProgress | None: ...
+
+    def forget_ended(self, active: Collection[int], now: float) -> int:
+        """Drop what is kept of the reports of jobs not in ``active``; how many were dropped."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +144,7 @@ class Resizer:
 
     def reports(self, snapshot: ClusterSnapshot, now: float) -> dict[int, JobProgress]:
         """The latest progress reports of the running elastic jobs, for the policy's context."""
+        self.progress.forget_ended({job.job_id for job in snapshot.jobs if job.state.is_active}, now)
         found = {}
         for job in snapshot.jobs:
             if job.state is JobState.RUNNING and elastic(job):

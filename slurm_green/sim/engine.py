@@ -52,7 +52,7 @@ import functools
 import heapq
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, Protocol
 
@@ -1117,3 +1117,7 @@ class SimProgress:
 
     def read(self, job_id: int, user: str, now: float) -> JobProgress | None:
         return self.sim.progress_of(job_id, now)
+
+    def forget_ended(self, active: Collection[int], now: float) -> int:
+        """Nothing to drop: a simulated report is made when read, never kept."""
+        return 0

@@ -192,3 +192,17 @@ def test_a_dry_run_config_says_to_set_the_plugins_dry_run_too(tmp_path) -> None:
     assert "dry_run = true` in the plugin" not in invoke("--print", config=config)
     config.write_text("[controller]\ndry_run = true\n")
     assert "set `dry_run = true` in the plugin's SETTINGS too" in invoke("--print", config=config)
+
+
+def test_the_telemetry_and_progress_directories_are_made_for_the_controllers_user(tmp_path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[controller]\n")
+    assert "telemetry" not in section(invoke("--print", config=config), "# --- slurm-green: installation steps")
+    config.write_text('[controller]\ntelemetry_dir = "/shared/sg/telemetry"\n'
+                      '[elastic]\nrequeue = true\nprogress_dir = "/shared/sg/progress"\n')
+    output = invoke("--print", config=config)
+    steps = section(output, "# --- slurm-green: installation steps")
+    assert "install -d -o sgreen -m 0755 /shared/sg/telemetry" in steps
+    assert "install -d -o sgreen -m 1733 /shared/sg/progress" in steps
+    [paths] = lines_starting(output, "ReadWritePaths=")
+    assert "-/shared/sg/progress" in paths.split()

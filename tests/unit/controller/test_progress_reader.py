@@ -91,3 +91,35 @@ def test_the_real_owner_decides_with_the_systems_user_table(tmp_path) -> None:
     os.chown(path, uid_of("nobody"), -1)
     assert real.read(42, "nobody", NOW) == RECORD
     assert real.read(42, "root", NOW) is None
+
+
+def aged(path, seconds: float) -> None:
+    os.utime(path, (NOW - seconds, NOW - seconds), follow_symlinks=False)
+
+
+def test_reports_of_ended_jobs_are_removed_once_old_and_nothing_else(tmp_path) -> None:
+    ended, fresh, active = (write(tmp_path, JobProgress(job, "samples", 1, 1, 0, NOW)) for job in (5, 6, 7))
+    other = tmp_path / "notes.txt"
+    other.write_text("a user's file")
+    elsewhere = tmp_path.parent / f"{tmp_path.name}-target"
+    elsewhere.write_text("not the controller's to remove")
+    link = tmp_path / "8.progress.json"
+    os.symlink(elsewhere, link)
+    for path in (ended, active, other, link):
+        aged(path, 2 * 3600)
+    aged(fresh, 60)   # ended a minute ago: kept for now
+    sweeper = reader(tmp_path)
+    assert sweeper.forget_ended({7}, NOW) == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["6.progress.json", "7.progress.json", "notes.txt"]
+    assert elsewhere.read_text() == "not the controller's to remove"   # the link went, not its target
+    aged(fresh, 2 * 3600)
+    assert sweeper.forget_ended({7}, NOW + 60) == 0      # at most once per sweep_every_s
+    assert sweeper.forget_ended({7}, NOW + 600) == 1
+
+
+def test_a_sweep_it_may_not_do_is_logged_once_and_changes_nothing(tmp_path, caplog) -> None:
+    sweeper = ProgressReader(tmp_path / "missing", uid=lambda user: os.getuid(), sweep_every_s=0)
+    with caplog.at_level(logging.WARNING):
+        assert sweeper.forget_ended(set(), NOW) == 0
+        assert sweeper.forget_ended(set(), NOW + 1) == 0
+    assert caplog.text.count("should belong to the controller's user") == 1

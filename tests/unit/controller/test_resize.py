@@ -143,6 +143,14 @@ def test_at_most_one_shrink_is_in_flight(resizer: Resizer, tmp_path) -> None:
     assert step(resizer, snap(replace(seven, gpus_per_node=3), eight), NOW + 300, both)[0] == [SignalJob(8)]
 
 
+def test_reading_the_reports_sweeps_those_of_jobs_that_ended(resizer: Resizer, tmp_path) -> None:
+    gone = write(tmp_path, JobProgress(3, "samples", 100.0, 10.0, 0.0, NOW - 7200, total=1000.0))
+    os.utime(gone, (NOW - 7200, NOW - 7200))
+    write(tmp_path, JobProgress(7, "samples", 100.0, 10.0, 0.0, NOW, total=1000.0))
+    assert list(resizer.reports(snap(job()), NOW)) == [7]
+    assert not gone.exists() and (tmp_path / "7.progress.json").exists()
+
+
 def test_the_running_elastic_jobs_reports_reach_the_policys_context(resizer: Resizer, tmp_path) -> None:
     """Only running jobs that opted in are read (each a file of its own user), and the
     controller hands them to the policy; a report of a job not asked about is not."""

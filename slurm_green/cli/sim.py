@@ -117,10 +117,13 @@ def _signal(spec: str, workload: Workload) -> CarbonSignal:
         raise click.BadParameter(str(exc), param_hint="--carbon") from None
 
 
-def _cluster(workload: Workload, nodes: int | None, gpus_per_node: int | None) -> ClusterSpec:
-    """The trace's default cluster, resized by the options; jobs larger than it are said, then run on all of it."""
+def _cluster(workload: Workload, nodes: int | None, gpus_per_node: int | None,
+             suspend_after_min: float | None = None) -> ClusterSpec:
+    """The trace's default cluster, resized by the options, with power saving if asked; jobs larger
+    than it are said, then run on all of it."""
     spec = default_cluster(workload.name)
-    spec = replace(spec, nodes=nodes or spec.nodes, gpus_per_node=gpus_per_node or spec.gpus_per_node)
+    spec = replace(spec, nodes=nodes or spec.nodes, gpus_per_node=gpus_per_node or spec.gpus_per_node,
+                   suspend_after_s=None if suspend_after_min is None else suspend_after_min * 60.0)
     larger = workload.gpus > spec.gpus
     if larger.any():
         click.echo(f"warning: {int(larger.sum())} job(s) ask for more than the cluster's {spec.gpus} GPUs (up to "
@@ -152,6 +155,9 @@ def _common(func: Callable[..., None]) -> Callable[..., None]:
         click.option("--nodes", type=click.IntRange(min=1), default=None,
                      help="Cluster nodes (default: per trace, see docs)."),
         click.option("--gpus-per-node", type=click.IntRange(min=1), default=None),
+        click.option("--suspend-after", "suspend_after_min", type=click.FloatRange(min=0), default=None,
+                     help="Slurm's power saving: a node idle this many minutes is suspended (SuspendTime) and "
+                          "a job landing on it waits 5 min for it to resume (default: never)."),
         click.option("--flex", "flex_h", type=click.FloatRange(min=0), default=24.0, show_default=True,
                      help="Hours of start-time flexibility every trace job grants."),
         click.option("--gpu-range", type=click.FloatRange(min=1), default=2.0, show_default=True,
@@ -234,7 +240,8 @@ def _summary_table(title: str, rows: dict[str, dict[str, float]], reference: str
               help="Share of jobs whose training freezes layers as it goes (the helper's Freezing).")
 @_common
 def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: float | None, true_gpu: str | None,
-             learn: bool, elastic: float, shrink: bool, shrink_when_dear: bool, freeze: float, nodes: int | None, gpus_per_node: int | None, flex_h: float,
+             learn: bool, elastic: float, shrink: bool, shrink_when_dear: bool, freeze: float, nodes: int | None, gpus_per_node: int | None,
+             suspend_after_min: float | None, flex_h: float,
              gpu_range: float, share: float,
              min_tick: float, max_tick: float, limit: int | None, json_out: str | None, plot_out: str | None) -> None:
     """Replay a trace through the controller with one policy and report JCT, energy and carbon."""
@@ -253,7 +260,7 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     options = replace(_options(flex_h, gpu_range, min_tick, max_tick, share), accept_requeue=elastic,
                       accept_freeze=freeze)
     workload = _load(trace, limit)
-    spec = _cluster(workload, nodes, gpus_per_node)
+    spec = _cluster(workload, nodes, gpus_per_node, suspend_after_min)
     signal = _signal(carbon_spec, workload)
     models = _models()
     truth = _truth(true_gpu)
@@ -266,6 +273,10 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
                                 {policy.name: result.summary}, None))
     restarts = f", {result.summary['restarts']} restarts of running jobs" if resize else ""
     console.print(f"{result.ticks} controller ticks{restarts}, {result.wall_s:.1f} s wall; {FORECAST_NOTE}")
+    if spec.suspend_after_s is not None:
+        console.print(f"power saving: nodes suspended after {spec.suspend_after_s / 60:g} min idle saved "
+                      f"{result.summary['suspended_kwh']:,.1f} kWh of idle power (taken out of the table's); "
+                      f"{result.summary['resumes']} job(s) waited {spec.resume_s / 60:g} min for a node to resume")
     if json_out:
         _write_json(json_out, {"policy": policy.name, "trace": workload.name, "carbon": carbon_spec,
                                "forecast": "perfect", "cluster": spec.__dict__, "ticks": result.ticks,
@@ -322,12 +333,12 @@ def _speedup_lines(result: BenchResult) -> list[str]:
               help="Sweep each policy's budget/tolerance to trace the JCT-carbon frontier.")
 @_common
 def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, gpus_per_node: int | None,
-          flex_h: float, gpu_range: float, share: float, min_tick: float, max_tick: float, limit: int | None,
+          suspend_after_min: float | None, flex_h: float, gpu_range: float, share: float, min_tick: float, max_tick: float, limit: int | None,
           json_out: str | None, plot_out: str | None) -> None:
     """Every policy on the same trace and carbon: JCT, energy and carbon vs carbon-agnostic FIFO."""
     options = _options(flex_h, gpu_range, min_tick, max_tick, share)
     workload = _load(trace, limit)
-    spec = _cluster(workload, nodes, gpus_per_node)
+    spec = _cluster(workload, nodes, gpus_per_node, suspend_after_min)
     result = _run_bench(workload, spec, carbon_spec, options, sweep, min_tick, max_tick)
     title = f"{workload.name} ({len(workload)} jobs), {spec.nodes}x{spec.gpus_per_node} GPUs, carbon {carbon_spec}"
     tables = _tables(json_out)
@@ -355,7 +366,7 @@ def bench(trace: str | None, carbon_spec: str, sweep: bool, nodes: int | None, g
               help="Time zone of sacct's timestamps (--parsable2 only; --json carries UTC times).")
 @_common
 def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_per_node: int | None,
-           flex_h: float, gpu_range: float, share: float, min_tick: float, max_tick: float, limit: int | None,
+           suspend_after_min: float | None, flex_h: float, gpu_range: float, share: float, min_tick: float, max_tick: float, limit: int | None,
            json_out: str | None, plot_out: str | None) -> None:
     """Replay your own sacct history: the carbon and JCT each policy would have given."""
     from slurm_green.sim.sacct import load_sacct
@@ -371,7 +382,7 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
     factor = history.time_limit_factor()
     options = _options(flex_h, gpu_range, min_tick, max_tick, share, time_limit_factor=factor)
     workload = history.workload.head(limit) if limit else history.workload
-    spec = _cluster(workload, nodes, gpus_per_node)
+    spec = _cluster(workload, nodes, gpus_per_node, suspend_after_min)
     result = _run_bench(workload, spec, carbon_spec, options, plot_out is not None, min_tick, max_tick)
     tables = _tables(json_out)
     tables.print(_summary_table(f"what if: {len(workload)} GPU jobs from {name}, carbon {carbon_spec}",

@@ -35,6 +35,10 @@ class ClusterSpec:
     gpu_types: tuple[str, ...] = ()
     #: Seed of the draw of each trace job's requested type on a mixed cluster.
     type_seed: int = 0
+    #: Slurm's power saving (``sim/power_saving.py``): a node idle this long is suspended
+    #: (SuspendTime, seconds; None: never), and a job that lands on it waits ``resume_s``.
+    suspend_after_s: float | None = None
+    resume_s: float = 300.0
 
     def __post_init__(self) -> None:
         if self.gpu_types and len(self.gpu_types) != self.nodes:

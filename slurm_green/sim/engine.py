@@ -85,6 +85,7 @@ from slurm_green.models.freezing import DEFAULT_PENALTY, effective_rate, frozen_
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
+from slurm_green.sim.power_saving import PowerSaving
 from slurm_green.sim.workload import Workload
 
 PARTITION = "gpu"
@@ -426,6 +427,10 @@ class Simulator:
         #: Running jobs' power now (W) and GPUs holding two jobs, kept up to date for the samples.
         self._power_w = 0.0
         self._shared_gpus = 0
+        #: Slurm's power saving, if the site suspends idle nodes; ``_resuming``: the allocation
+        #: just made woke a suspended node (its job waits for it).
+        self._power_saving = PowerSaving.start(spec.nodes, self.clock.now(), spec.suspend_after_s, spec.resume_s)
+        self._resuming = False
 
     # -- sizes ---------------------------------------------------------------------------
 
@@ -512,7 +517,8 @@ class Simulator:
             return None
         checkpoint = running.checkpoint_at if running.checkpoint_at is not None and running.checkpoint_at <= now else 0.0
         total = float(self.work[job_id - 1])  # its loop knows its length: the report's time left is exact
-        return JobProgress(job_id, "samples", done=total - running.left_at(now), per_s=running.throughput,
+        # At least 0: a restarted or resuming job's work left includes its reload (or the node's boot).
+        return JobProgress(job_id, "samples", done=max(0.0, total - running.left_at(now)), per_s=running.throughput,
                            frozen=running.frozen, time=now, checkpoint=checkpoint, total=total)
 
     def _apply_one(self, action: Action) -> ActionResult:
@@ -709,6 +715,8 @@ class Simulator:
         per_node = job.gpus_per_node
         alloc = []
         for i in nodes:
+            if self._power_saving is not None and self.free_count[i] == self._node_gpus[i]:
+                self._resuming |= self._power_saving.busy(i, self.clock.now(), int(self._node_gpus[i]))
             slots = self._slots(i, per_node, aligned=bool(job.nodes))
             self.free[i, slots] = False
             self.free_count[i] -= per_node
@@ -770,6 +778,11 @@ class Simulator:
         work = self._restart_work.pop(job.job_id, float(self.work[index]))
         frozen, step = self._freezing(index, work)
         throughput = float(effective_rate(model, config, frozen, self.options.freeze_penalty))
+        if self._resuming:  # a node it landed on resumes first: its GPUs are held meanwhile
+            assert self._power_saving is not None
+            work += self._power_saving.resume_s * throughput
+            self._power_saving.resumes += 1
+            self._resuming = False
         runtime = work / throughput
         power = float(frozen_power_w(model, config, frozen))
         end = now + runtime
@@ -812,6 +825,8 @@ class Simulator:
             self.free_count[i] += len(slots)
             self._free_total += len(slots)
             self._dirty_nodes.add(i)
+            if self._power_saving is not None and self.free_count[i] == self._node_gpus[i]:
+                self._power_saving.idle(i, self.clock.now())
 
     def _unpair(self, ended: _Running, partner: int) -> bool:
         """The partner of a job that ended returns to its solo rate and holds the GPUs; True
@@ -1093,6 +1108,9 @@ class Simulator:
                            self._on_idle_nodes())
             if on_progress is not None and nodes_changed:
                 on_progress(done)
+        if self._power_saving is not None:
+            self._power_saving.close(now, self._node_gpus)
+            self.record.suspended, self.record.resumes = self._power_saving.suspended, self._power_saving.resumes
         self.record.finish(signal, self.spec, now)
         return self.record
 

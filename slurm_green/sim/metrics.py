@@ -14,8 +14,11 @@ free GPUs that sit on partly used nodes. Over time: allocated GPUs (``gpu_utilis
 = allocated share, ``unallocated_share`` its complement), GPUs holding two jobs
 (``shared_share`` of the allocated ones) and the jobs' power (``mean_power_w``).
 ``idle_awake_energy_kwh`` is the part of the idle energy on nodes with something allocated:
-what a site whose Slurm suspends idle nodes (power saving) would still draw, the yardstick
-of power-aware placement (PWR); the sleeping nodes' own draw and wake-up are not modelled.
+what a site whose Slurm suspended idle nodes at once, with no wake-up cost, would still draw,
+the yardstick of power-aware placement (PWR). With the cluster's ``suspend_after_s`` set
+(Slurm's power saving, ``sim/power_saving.py``) nodes idle that long are suspended: their
+GPUs' idle energy is not drawn (``suspended_kwh``, taken out of ``idle_energy_kwh`` and the
+totals), and each job that lands on a suspended node waits for it (``resumes``).
 """
 
 from __future__ import annotations
@@ -55,6 +58,13 @@ class SimRecord:
     idle_energy_kwh: float = 0.0
     idle_awake_energy_kwh: float = 0.0
     idle_carbon_kg: float = 0.0
+    #: With Slurm's power saving (``sim/power_saving.py``): (from, to, GPUs) of each stretch a
+    #: node spent suspended, what that saved of the idle energy and carbon, and how many jobs
+    #: waited for a node to resume.
+    suspended: list[tuple[float, float, int]] = field(default_factory=list)
+    suspended_kwh: float = 0.0
+    suspended_carbon_kg: float = 0.0
+    resumes: int = 0
     total_gpus: int = 0
     ended_at: float = 0.0
 
@@ -114,6 +124,14 @@ class SimRecord:
         self.idle_awake_energy_kwh = float((awake * float(spec.idle_w_per_gpu) * dt).sum() / _J_PER_KWH)
         mean = np.asarray(signal.mean_over(t[:-1], t[1:]), dtype=np.float64)
         self.idle_carbon_kg = float((watts * dt * mean).sum() / _J_PER_KWH / 1000.0)
+        if self.suspended:  # suspended GPUs drew nothing: the idle energy is what the awake ones drew
+            start, end, gpus = (np.array(col, dtype=np.float64) for col in zip(*self.suspended))
+            joules = gpus * float(spec.idle_w_per_gpu) * (end - start)
+            self.suspended_kwh = float(joules.sum() / _J_PER_KWH)
+            self.suspended_carbon_kg = float((joules * np.asarray(signal.mean_over(start, end))).sum()
+                                             / _J_PER_KWH / 1000.0)
+            self.idle_energy_kwh -= self.suspended_kwh
+            self.idle_carbon_kg -= self.suspended_carbon_kg
 
     def _edges(self) -> np.ndarray:
         """The samples' times closed at ``ended_at``: sample i holds from edge i to edge i + 1."""
@@ -158,6 +176,8 @@ class SimRecord:
             "idle_energy_kwh": self.idle_energy_kwh,
             "idle_carbon_kg": self.idle_carbon_kg,
             "idle_awake_energy_kwh": self.idle_awake_energy_kwh,
+            "suspended_kwh": self.suspended_kwh,
+            "resumes": self.resumes,
             "total_energy_kwh": float(energy_kwh.sum()) + self.idle_energy_kwh,
             "total_carbon_kg": carbon_kg + self.idle_carbon_kg,
             "gpu_utilisation": utilisation,

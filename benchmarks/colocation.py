@@ -11,7 +11,7 @@ leaves free counts at its idle power. Ratios are to FIFO of the same cell.
 
 Usage: python benchmarks/colocation.py [--traces gavel_philly_ee9e8c_seed0.trace,pollux_workloads/workload-1.csv]
        [--regions DE-LU,GB,US-CAL-CISO] [--shares 0.5,1] [--gpu h100 --mechanism mps] [--max-gpus 16] [--budget 1]
-       [--json OUT]
+       [--suspend-after MIN] [--json OUT]
 A trace is a path (relative ones are under the shared data's job_traces/), optionally ``:N`` for its first N jobs.
 """
 
@@ -44,14 +44,15 @@ KEYS = ("avg_jct_s", "total_energy_kwh", "total_carbon_kg", "energy_kwh", "idle_
 
 
 def run_cell(trace: str, region: str, shares: list[float], gpu: str | None, mechanism: str,
-             max_gpus: int, budget: float = 1.0) -> list[dict[str, object]]:
+             max_gpus: int, budget: float = 1.0, suspend_after_s: float | None = None) -> list[dict[str, object]]:
     path, limit = parse_trace(trace)
     workload = load_trace(path)
     workload = workload.head(limit) if limit else workload
     models = default_registry(gpu)
     spec = default_cluster(workload.name)
     idle_w = models.type_params(gpu)[0].gpu.idle_w if gpu else spec.idle_w_per_gpu  # the type's own idle power
-    spec = replace(spec, gpu_type=gpu or spec.gpu_type, share_mechanism=mechanism, idle_w_per_gpu=idle_w)
+    spec = replace(spec, gpu_type=gpu or spec.gpu_type, share_mechanism=mechanism, idle_w_per_gpu=idle_w,
+                   suspend_after_s=suspend_after_s)
     signal = _signal(region, workload)
     runs = [("fifo", FifoPolicy(), 0.0), (f"greenflow@{budget:g}", GreenFlowPolicy(budget_fraction=budget), 0.0)]
     label = "" if max_gpus == 1 else f", pairs <= {max_gpus} GPUs"
@@ -96,12 +97,15 @@ def main() -> None:
     parser.add_argument("--max-gpus", type=int, default=1,
                         help="EaCO pairs jobs of up to this many GPUs (1: what Slurm's shards enact; more: simulator only)")
     parser.add_argument("--budget", type=float, default=1.0, help="GreenFlow's budget, x FIFO's carbon (both rows)")
+    parser.add_argument("--suspend-after", type=float, default=None,
+                        help="minutes idle before Slurm suspends a node (sim/power_saving.py; default: never)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
     began = time.perf_counter()
     shares = [float(s) for s in args.shares.split(",")]
     rows = [row for trace in args.traces.split(",") for region in args.regions.split(",")
-            for row in run_cell(trace, region, shares, args.gpu, args.mechanism, args.max_gpus, args.budget)]
+            for row in run_cell(trace, region, shares, args.gpu, args.mechanism, args.max_gpus, args.budget,
+                            None if args.suspend_after is None else args.suspend_after * 60.0)]
     Console(width=160).print(table(rows))
     print(f"GPU {args.gpu or 'per trace'}, mechanism {args.mechanism}, {time.perf_counter() - began:.0f} s")
     if args.json:

@@ -1,6 +1,8 @@
 """A running elastic job resized by the live controller: signalled, checkpointed, requeued at
 another GPU count, resumed from its checkpoint, finished with every sample; a job that did not
-opt in is never touched, and a job that ignores the signal is not requeued.
+opt in is never touched, and a job that ignores the signal is not requeued. Where the node
+image has PyTorch (24.11), a fourth job runs the helper's PyTorch adapter itself
+(green_trainer_job.py: GreenTrainer on a small MLP) on node3 and goes through the same resize.
 
 `slurm-green run` (as the operator sgreen, ``[policy] name = "icefrog"``: GreenFlow that
 resizes running elastic jobs, with ``[elastic] requeue``) runs while three of alice's jobs
@@ -50,6 +52,12 @@ def result(c: Cluster, job: int, node: str) -> dict:
     return json.loads(c.sh(node, f"cat /tmp/sg-elastic-{job}.result").stdout)
 
 
+def trainer_script() -> str:
+    work = "/tmp/sg-trainer-$SLURM_JOB_ID"
+    return (f"export PYTHONPATH=/opt/slurm-green SLURM_GREEN_PROGRESS_DIR={PROGRESS}\n"
+            f"srun python3 {TRAINER} {STEPS} {work}/ckpt {work}.result\n")
+
+
 def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(cluster: Cluster) -> None:
     c = cluster
     prepare(c)
@@ -61,18 +69,25 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     deaf = c.sbatch("alice", [*args, "-w", "node2", "--comment", "green:elastic=requeue,gpus=1-2"],
                     script("--ignore-signal"))
     fixed = c.sbatch("alice", [*args, "-w", "node2", "--comment", "green:gpus=1-2"], script())
-    for job in (elastic, deaf, fixed):
+    # GreenTrainer itself, where the node image has PyTorch (docker/cluster: TORCH_VERSIONS)
+    torch = c.sh("node3", "python3 -c 'import torch'", check=False).returncode == 0
+    trainer = [c.sbatch("alice", [*args, "-w", "node3", "--comment", "green:elastic=requeue,gpus=1-2"],
+                        trainer_script())] if torch else []
+    for job in (elastic, deaf, fixed, *trainer):
         state_of(c, job, {"RUNNING"}, 60)   # the controller is not running: job_submit.lua's flex=0
-    # its first report (written 2 s in) is there before the controller's first tick, which
+    # their first reports (written 2 s in) are there before the controller's first tick, which
     # would otherwise decide from the time limit alone, knowing nothing frozen
-    c.wait_for(lambda: c.sh("controller", f"test -s {PROGRESS}/{elastic}.progress.json", check=False).returncode == 0,
-               60, message=f"job {elastic}'s progress report")
+    for job in (elastic, *trainer):
+        c.wait_for(lambda: c.sh("controller", f"test -s {PROGRESS}/{job}.progress.json", check=False).returncode == 0,
+                   90, message=f"job {job}'s progress report")
     start_controller(c, config(name))
     try:
-        for job in (elastic, deaf, fixed):
+        for job in (elastic, deaf, fixed, *trainer):
             state_of(c, job, DONE, 360)
     finally:
         stop_controller(c)
+    if trainer:
+        _trained_across_the_resize(c, name, trainer[0])
 
     resized = result(c, elastic, "node1")
     assert resized["samples"] == TOTAL
@@ -96,3 +111,23 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     untouched = result(c, fixed, "node2")
     assert [r["gpus"] for r in untouched["runs"]] == [1] and untouched["samples"] == TOTAL
     assert store_rows(c, name, f"SELECT kind FROM actions WHERE job_id = {fixed}") == []
+
+
+
+TRAINER = "/opt/slurm-green/tests/integration/controller/green_trainer_job.py"
+STEPS = 400  # 8 samples a step: the stand-in's 3200 samples, at the same pace
+
+
+def _trained_across_the_resize(c: Cluster, name: str, job: int) -> None:
+    """GreenTrainer (a small MLP, CPU PyTorch) was grown by the controller: the adapter
+    checkpointed on the signal, Slurm requeued it, and it resumed at 2 GPUs from that
+    checkpoint to its last step, having learnt."""
+    assert c.job_state(job) == "COMPLETED"
+    got = json.loads(c.sh("node3", f"cat /tmp/sg-trainer-{job}.result").stdout)
+    assert (got["steps"], got["samples"]) == (STEPS, STEPS * 8), got
+    first, second = got["runs"]
+    assert (first["gpus"], first["from"], first["restart"]) == (1, 0, 0), got
+    assert second["gpus"] == 2 and second["restart"] == 1 and 0 < second["from"] < STEPS * 8, got
+    assert got["loss"] < 1.0, got  # it trained (the target's variance is 8)
+    [(phase, attempts)] = store_rows(c, name, f"SELECT phase, attempts FROM resizes WHERE job_id = {job}")
+    assert (phase, attempts) == ("done", 1)

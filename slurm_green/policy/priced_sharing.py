@@ -125,11 +125,12 @@ def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], sn
 def _hosts(planned: list[Planned], snapshot: ClusterSnapshot, models: ModelRegistry, gpu: str | None,
            now: float) -> list[_Host]:
     """Running one-GPU jobs on shards with room (EaCO's rule), then the one-GPU jobs this plan
-    starts now on a node with no shard in use (where Slurm's first fit gives both jobs one GPU)."""
+    starts now on a node with no shard in use (where Slurm's first fit gives both jobs one GPU).
+    ``snapshot`` is the pool of ``gpu``: its running jobs run on that type, asked for or not."""
     out = []
     for host in running_hosts(snapshot, 2, 1):
         job = snapshot.job(host.job_id)
-        if job is None or host.gpu != gpu:
+        if job is None:
             continue
         left = max(0.0, (job.end_time if job.end_time is not None else now) - now)
         # The time limit is run time at the cap in force: back to full power, as the others.

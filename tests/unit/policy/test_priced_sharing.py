@@ -61,6 +61,13 @@ def test_a_queued_job_shares_a_running_shard_jobs_gpu_rather_than_wait_for_it(mo
     assert "share the GPU of job 1 (running)" in plan[2].reason
 
 
+def test_on_typed_nodes_a_host_that_asked_for_no_type_still_hosts(models):
+    """The pool is the A40 nodes: a running shard job there runs on an A40, asked for or not."""
+    node = replace(one_gpu_node(), gpu_type="a40")
+    plan = decide([job(1, LIGHT, running_for_h=3, shards=1), job(2, LIGHT2)], models, (node,))
+    assert plan[2].share_with == 1 and plan[2].gpu_type == "a40"
+
+
 def test_without_colocation_the_same_job_waits(models):
     plan = decide([job(1, LIGHT, running_for_h=3, shards=1), job(2, LIGHT2)], models, (one_gpu_node(),),
                   colocation=None)

@@ -246,7 +246,7 @@ class GreenFlowPolicy:
             solved = self._solve(options, gpus_free, queue, pool, gpn, memo, context.budget_scale,
                                  self._chooser(pool, context, gpu))
             decided = list(self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu))
-            decisions += self._share(pool_jobs, options, caps, solved, queue, pool, context, gpu, decided)
+            decisions += self._share(pool_jobs, options, solved, queue, pool, context, gpu, decided)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
             # The price a running job is weighed by (``policy/running.py``): only a budget asking
             # for less than the carbon-agnostic plan spends makes a unit of it worth time.
@@ -254,7 +254,7 @@ class GreenFlowPolicy:
             prices.append((gpu, Price(solved.price if binding else 0.0, self.resource)))
         return Plan(decisions=tuple(decisions), notes=tuple(notes), prices=tuple(prices))
 
-    def _share(self, jobs: PendingJobs, o: _Options, cap_axis: np.ndarray, solved: Solution, queue: _Queue,
+    def _share(self, jobs: PendingJobs, o: _Options, solved: Solution, queue: _Queue,
                pool: ClusterSnapshot, context: DecisionContext, gpu: str | None,
                decided: list[JobDecision]) -> list[JobDecision]:
         """``decided`` with co-location where it costs less than the plan (``policy/priced_sharing.py``),
@@ -274,12 +274,11 @@ class GreenFlowPolicy:
         one_gpu = (jobs.gpus == 1) & (gpus == 1)
         starting = choice.admitted & (choice.start == 0)
         solo = o.runtime[rows, o.requested_col, o.full_cap]
-        planned = [Planned(job, options.accept_share, bool(accept), bool(now), bool(one), float(cap_axis[c]),
-                           float(r), float(e), float(k), float(alone), float(ci),
-                           solved.placed[j][1] if j in solved.placed else None)
-                   for j, (job, options, accept, now, one, c, r, e, k, alone, ci) in enumerate(zip(
-                       jobs.jobs, jobs.options, jobs.accept_cap, starting, one_gpu, choice.cap, runtime, energy,
-                       cost, solo, o.intensity[:, 0]))]
+        planned = [Planned(job, options.accept_share, bool(accept), bool(now), bool(one), float(r), float(e), float(k),
+                           float(alone), float(ci), solved.placed[j][1] if j in solved.placed else None)
+                   for j, (job, options, accept, now, one, r, e, k, alone, ci) in enumerate(zip(
+                       jobs.jobs, jobs.options, jobs.accept_cap, starting, one_gpu, runtime, energy, cost, solo,
+                       o.intensity[:, 0]))]
         return share_where_cheaper(planned, decided, pool, context.models, gpu, context.now, solved.price, per_gpu_s,
                                    self.colocation, self.resource == "carbon")
 

@@ -54,7 +54,6 @@ class Planned:
     accept_cap: bool
     starts_now: bool
     one_gpu: bool  #: asked for, and planned on, one GPU of one node
-    cap: float  #: the planned cap (1.0: full power)
     runtime_s: float  #: planned run time
     energy_kwh: float  #: planned energy
     cost_s: float  #: completion (wait included) + price x carbon + later jobs' wait for its GPU-seconds

@@ -253,6 +253,9 @@ def simulate(trace: str | None, carbon_spec: str, policy_name: str, budget: floa
     for flag, given in (("--shrink", shrink), ("--shrink-when-dear", shrink_when_dear)):
         if given and not elastic:
             raise click.BadParameter("needs --elastic above 0 (only elastic jobs are resized)", param_hint=flag)
+    if policy_name == "greenflow+share" and not share:
+        raise click.BadParameter("greenflow+share needs --share above 0 (only jobs that allow it share a GPU)",
+                                 param_hint="--policy")
     policy = make_policy(policy_name, budget)
     if elastic and not resizes_running(policy):  # as the controller's assembly wraps it (build_policy)
         policy = resizing(policy, shrink=shrink, when_dear=shrink_when_dear)

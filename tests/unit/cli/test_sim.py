@@ -122,6 +122,8 @@ def usage_error(result) -> str:  # type: ignore[no-untyped-def]
     (["--elastic", "1.5"], "'--elastic': 1.5 is not in the range 0<=x<=1"),
     (["--shrink"], "--shrink: needs --elastic above 0"),
     (["--shrink-when-dear"], "--shrink-when-dear: needs --elastic above 0"),
+    (["--policy", "greenflow+share"], "--policy: greenflow+share needs --share above 0"),
+    (["--suspend-after", "-1"], "'--suspend-after': -1.0 is not in the range x>=0"),
 ])
 def test_simulate_refuses_values_that_mean_nothing(tmp_path, args, said):
     trace = philly(tmp_path, "2017-10-09 07:01:55,66.0,1")
@@ -164,3 +166,13 @@ def test_absurd_rows_and_oversized_jobs_are_said_and_json_goes_to_stdout(tmp_pat
     assert data["finished"] == 2 and data["forecast"] == "perfect" and "avg JCT" in result.stderr
     assert not (Path.cwd() / "-").exists()
     assert "forecast: perfect" in result.stderr
+
+
+def test_simulate_with_co_location_and_power_saving_says_what_sleeping_saved(tmp_path):
+    trace = philly(tmp_path, "2017-10-09 07:01:55,600,1", "2017-10-09 09:01:55,600,1")
+    result = CliRunner().invoke(main, ["simulate", "--trace", str(trace), "--policy", "greenflow+share", "--share", "1",
+                                       "--carbon", "synthetic", "--nodes", "2", "--gpus-per-node", "4",
+                                       "--suspend-after", "30"])
+    assert result.exit_code == 0, result.output
+    assert "greenflow+share" in result.output
+    assert "power saving: nodes suspended after 30 min idle saved" in " ".join(result.output.split())

@@ -68,6 +68,7 @@ bench: venv
 	$(BIN)/python benchmarks/greenflow_placement.py
 	$(BIN)/python benchmarks/mixed_cluster.py
 	$(BIN)/python benchmarks/colocation.py
+	$(BIN)/python benchmarks/h100_pair.py
 	$(BIN)/python benchmarks/carbon_bounds.py --quick
 	$(BIN)/python benchmarks/period_budget.py --limit 500
 	$(BIN)/python benchmarks/elastic_resize.py

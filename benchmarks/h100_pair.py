@@ -1,0 +1,139 @@
+"""EaCO's co-location decisions for the H100, predicted against what a real H100 measured.
+
+    .venv/bin/python benchmarks/h100_pair.py            # the decisions, and the comparison
+    .venv/bin/python benchmarks/h100_pair.py --args     # only the pairs, as node_hooks_pair.py takes them
+
+The decisions: every pair of the five workload families of ``perf_energy/h100`` (each job
+named by its Gavel type, which on the H100 stands for its family's workload), asked of
+EaCO's pair rule (``policy/eaco.pair_cap``: each member's stretch within the bound, 1.25 by
+default, at the cap that needs the least pair energy per unit of both jobs' work) under
+``mps`` (gres/mps) and ``timeslice`` (gres/shard). The model was fitted on the H100's pairs at
+full power; no pair under a cap was ever measured, so a pair at its decided cap is a
+held-out test of the slowdown, cap and pair-power models together.
+
+The measurements: ``benchmarks/h100/results/hooks.csv``, made by
+``benchmarks/h100/node_hooks_pair.py`` on one H100 (see ``benchmarks/h100/README.md``):
+each job alone at the default limit and at the cap, and the pair under MPS, started by
+slurm-green's own Prolog from decision tokens carrying the cap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import itertools
+import re
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from slurm_green.core.models import Config
+from slurm_green.models.registry import default_registry
+from slurm_green.policy.eaco import pair_cap
+
+#: The workload families of perf_energy/h100 and the Gavel type each stands for.
+FAMILIES = {"resnet50": "ResNet-50 (batch size 64)", "resnet18": "ResNet-18 (batch size 64)",
+            "transformer": "Transformer (batch size 64)", "lstm_lm": "LM (batch size 20)",
+            "recommendation": "Recommendation (batch size 2048)"}
+RESULTS = Path(__file__).with_name("h100") / "results" / "hooks.csv"
+BOUND = 1.25
+
+
+def decisions(models, mechanism: str, bound: float = BOUND) -> list[tuple[str, str, float | None]]:
+    """(a, b, cap) of every pair EaCO would co-locate (cap None: full power)."""
+    found = []
+    for a, b in itertools.combinations(FAMILIES, 2):
+        slow_a, slow_b, _ = models.colocation(FAMILIES[a], FAMILIES[b], "h100", mechanism)
+        cap = pair_cap(models, FAMILIES[a], FAMILIES[b], "h100", mechanism, bound)
+        rate = [models.for_job(FAMILIES[x], "h100") for x in (a, b)]
+        fits = all(s / (m.throughput(Config(1, 1, cap or 1.0)) / m.throughput(Config(1))) <= bound
+                   for s, m in zip((slow_a, slow_b), rate))
+        if fits:
+            found.append((a, b, cap))
+    return found
+
+
+def predicted(models, a: str, b: str, cap: float) -> dict[str, float]:
+    """The models' view of the pair at ``cap``: each job's rate at the cap (vs alone at full
+    power), its co-location slowdown, its stretch (the two together) and the pair's power."""
+    ma, mb = (models.for_job(FAMILIES[x], "h100") for x in (a, b))
+    rate_a, rate_b = (m.throughput(Config(1, 1, cap)) / m.throughput(Config(1)) for m in (ma, mb))
+    power_a, power_b = (m.power_w(Config(1, 1, cap)) for m in (ma, mb))
+    slow_a, slow_b, pair_w = models.colocation(FAMILIES[a], FAMILIES[b], "h100", "mps", power_a, power_b)
+    return {"rate_a": rate_a, "rate_b": rate_b, "slow_a": slow_a, "slow_b": slow_b,
+            "stretch_a": slow_a / rate_a, "stretch_b": slow_b / rate_b, "pair_w": pair_w}
+
+
+def measured(rows: list[dict[str, str]], a: str, b: str, cap: float) -> dict[str, float] | None:
+    alone = {(r["a"], float(r["cap"])): r for r in rows if r["run"] == "alone"}
+    pair = next((r for r in rows if r["run"] == "pair-mps-hooks" and (r["a"], r["b"]) == (a, b)
+                 and abs(float(r["cap"]) - cap) < 1e-9), None)
+    try:
+        full = [float(alone[(x, 1.0)]["a_steps_per_s"]) for x in (a, b)]
+        capped = [float(alone[(x, cap)]["a_steps_per_s"]) for x in (a, b)]
+        power_full = [float(alone[(x, 1.0)]["avg_power_w"]) for x in (a, b)]
+    except KeyError:
+        return None
+    if pair is None:
+        return None
+    shared = [float(pair["a_steps_per_s"]), float(pair["b_steps_per_s"])]
+    pair_w = float(pair["avg_power_w"])
+    work = shared[0] / full[0] + shared[1] / full[1]  # job-seconds of full-speed work per second
+    return {"rate_a": capped[0] / full[0], "rate_b": capped[1] / full[1],
+            "slow_a": capped[0] / shared[0], "slow_b": capped[1] / shared[1],
+            "stretch_a": full[0] / shared[0], "stretch_b": full[1] / shared[1], "pair_w": pair_w,
+            "energy_vs_apart": (pair_w / work) / (sum(power_full) / 2), "note": pair["note"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--args", action="store_true", help="print the decided MPS pairs as A+B@CAP and stop")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    models = default_registry()
+    decided = {mech: decisions(models, mech) for mech in ("mps", "timeslice")}
+    if args.args:
+        print(" ".join(f"{a}+{b}@{cap or 1.0:g}" for a, b, cap in decided["mps"]))
+        return 0
+    console = Console(width=max(Console().width, 150))
+    for mech, pairs in decided.items():
+        console.print(f"EaCO on one H100, {mech}, bound {BOUND}: "
+                      + (", ".join(f"{a}+{b} at cap {cap or 1.0:g}" for a, b, cap in pairs) or "no pair co-located"))
+    rows = list(csv.DictReader(args.results.open())) if args.results.exists() else []
+    if not rows:
+        console.print(f"no measurements in {args.results}: run benchmarks/h100/node_hooks_pair.py on a GPU")
+        return 0
+    table = Table(title="Decided MPS pairs on the H100: predicted / measured "
+                        "(rate: alone at the cap vs alone at full power; slowdown: alone at the cap vs shared; "
+                        "stretch: alone at full power vs shared at the cap)")
+    for column in ("pair @ cap", "job", "rate", "slowdown", "stretch", "pair W", "energy vs apart"):
+        table.add_column(column, justify="right")
+    errors = []
+    for a, b, cap in decided["mps"]:
+        cap = cap or 1.0
+        p, m = predicted(models, a, b, cap), measured(rows, a, b, cap)
+        if m is None:
+            table.add_row(f"{a}+{b} @ {cap:g}", "-", "not measured", "", "", "", "")
+            continue
+        for side, job in (("a", a), ("b", b)):
+            errors.append(abs(p[f"stretch_{side}"] / m[f"stretch_{side}"] - 1))
+            table.add_row(f"{a}+{b} @ {cap:g}" if side == "a" else "", job,
+                          f"{p[f'rate_{side}']:.2f} / {m[f'rate_{side}']:.2f}",
+                          f"{p[f'slow_{side}']:.2f} / {m[f'slow_{side}']:.2f}",
+                          f"{p[f'stretch_{side}']:.2f} / {m[f'stretch_{side}']:.2f}"
+                          + (" (over bound)" if m[f"stretch_{side}"] > BOUND else ""),
+                          f"{p['pair_w']:.0f} / {m['pair_w']:.0f}" if side == "a" else "",
+                          f"{m['energy_vs_apart']:.2f}" if side == "a" else "")
+    console.print(table)
+    if errors:
+        console.print(f"stretch error: mean {sum(errors) / len(errors):.1%}, max {max(errors):.1%} over {len(errors)} jobs")
+    for row in rows:
+        if row["run"] == "pair-mps-hooks":
+            limits = re.sub(r"; compute apps.*", "", row["note"], flags=re.S)
+            console.print(f"[bold]{row['a']}+{row['b']}[/bold] hooks: {limits}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -8,13 +8,14 @@ PyTorch loop (bf16 autocast, as the H100 sweeps ran):
   ResNet-18 at 32 px (the CIFAR-size workload of perf_energy/h100) and ResNet-50 at 64 px,
   cut into front-to-back blocks (stem, layer1..4, head), trained from the same seed without
   freezing and with the helper's ``Freezing`` (check every 20 steps, a window of 3, at most
-  half the blocks: its defaults) at its default threshold 0.1 and a looser 0.25 (``--thresholds``),
-  600 steps of batch 128, SGD lr 0.05 with momentum. Written per 20-step window:
+  half the blocks: its defaults) at each threshold of ``--thresholds`` (the runs kept: 0.1,
+  0.2, 0.25, 0.35), 600 steps of batch 128, SGD lr 0.05 with momentum. Written per 20-step window:
   the frozen share, seconds per step (synchronised) and GPU joules per step (NVML); per
   run: the steps at which blocks froze and the held-out accuracy at the end.
 * ``restart``: a checkpoint-restart cycle as the controller's resize makes one. A training
   process (ResNet-50 at 224 px, batch 128, SGD with momentum; or the 12-layer transformer,
-  AdamW; synthetic data already on the GPU, as ``workloads.py``'s) runs until its step rate is steady, gets SIGUSR1 (Slurm's warning, as
+  AdamW; synthetic data already on the GPU, as ``workloads.py``'s) runs until its step
+  rate is steady, gets SIGUSR1 (Slurm's warning, as
   ``scancel --signal=USR1`` sends it), writes its checkpoint and exits; a new process
   resumes from it. Measured: signal to exit, start to the first step done after resuming,
   the checkpoint's size, and the cycle's cost in steps of steady training. Both processes

@@ -14,7 +14,9 @@ held-out test of the slowdown, cap and pair-power models together.
 The measurements: ``benchmarks/h100/results/hooks.csv``, made by
 ``benchmarks/h100/node_hooks_pair.py`` on one H100 (see ``benchmarks/h100/README.md``):
 each job alone at the default limit and at the cap, and the pair under MPS, started by
-slurm-green's own Prolog from decision tokens carrying the cap.
+slurm-green's own Prolog from decision tokens carrying the cap; and ``hooks_timeslice.csv``:
+two pairs EaCO refuses time-sliced, run time-sliced at their MPS cap, to see whether the
+refusal was right.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ FAMILIES = {"resnet50": "ResNet-50 (batch size 64)", "resnet18": "ResNet-18 (bat
             "transformer": "Transformer (batch size 64)", "lstm_lm": "LM (batch size 20)",
             "recommendation": "Recommendation (batch size 2048)"}
 RESULTS = Path(__file__).with_name("h100") / "results" / "hooks.csv"
+#: Pairs EaCO refuses time-sliced, measured time-sliced at the cap it gives them under MPS.
+REFUSED = RESULTS.with_name("hooks_timeslice.csv")
 BOUND = 1.25
 
 
@@ -54,20 +58,20 @@ def decisions(models, mechanism: str, bound: float = BOUND) -> list[tuple[str, s
     return found
 
 
-def predicted(models, a: str, b: str, cap: float) -> dict[str, float]:
+def predicted(models, a: str, b: str, cap: float, mechanism: str = "mps") -> dict[str, float]:
     """The models' view of the pair at ``cap``: each job's rate at the cap (vs alone at full
     power), its co-location slowdown, its stretch (the two together) and the pair's power."""
     ma, mb = (models.for_job(FAMILIES[x], "h100") for x in (a, b))
     rate_a, rate_b = (m.throughput(Config(1, 1, cap)) / m.throughput(Config(1)) for m in (ma, mb))
     power_a, power_b = (m.power_w(Config(1, 1, cap)) for m in (ma, mb))
-    slow_a, slow_b, pair_w = models.colocation(FAMILIES[a], FAMILIES[b], "h100", "mps", power_a, power_b)
+    slow_a, slow_b, pair_w = models.colocation(FAMILIES[a], FAMILIES[b], "h100", mechanism, power_a, power_b)
     return {"rate_a": rate_a, "rate_b": rate_b, "slow_a": slow_a, "slow_b": slow_b,
             "stretch_a": slow_a / rate_a, "stretch_b": slow_b / rate_b, "pair_w": pair_w}
 
 
-def measured(rows: list[dict[str, str]], a: str, b: str, cap: float) -> dict[str, float] | None:
+def measured(rows: list[dict[str, str]], a: str, b: str, cap: float, mechanism: str = "mps") -> dict[str, float] | None:
     alone = {(r["a"], float(r["cap"])): r for r in rows if r["run"] == "alone"}
-    pair = next((r for r in rows if r["run"] == "pair-mps-hooks" and (r["a"], r["b"]) == (a, b)
+    pair = next((r for r in rows if r["run"] == f"pair-{mechanism}-hooks" and (r["a"], r["b"]) == (a, b)
                  and abs(float(r["cap"]) - cap) < 1e-9), None)
     try:
         full = [float(alone[(x, 1.0)]["a_steps_per_s"]) for x in (a, b)]
@@ -128,10 +132,19 @@ def main() -> int:
     console.print(table)
     if errors:
         console.print(f"stretch error: mean {sum(errors) / len(errors):.1%}, max {max(errors):.1%} over {len(errors)} jobs")
-    for row in rows:
-        if row["run"] == "pair-mps-hooks":
+    refused = list(csv.DictReader(REFUSED.open())) if REFUSED.exists() else []
+    for row in (r for r in refused if r["run"] == "pair-timeslice-hooks"):
+        a, b, cap = row["a"], row["b"], float(row["cap"])
+        p, m = predicted(models, a, b, cap, "timeslice"), measured(refused, a, b, cap, "timeslice")
+        if m is None:
+            continue
+        console.print(f"refused time-sliced, measured anyway ({REFUSED.name}): {a}+{b} at cap {cap:g}: stretch "
+                      f"{a} {p['stretch_a']:.2f} predicted / {m['stretch_a']:.2f} measured, "
+                      f"{b} {p['stretch_b']:.2f} / {m['stretch_b']:.2f} (bound {BOUND})")
+    for row in rows + refused:
+        if row["run"].startswith("pair-"):
             limits = re.sub(r"; compute apps.*", "", row["note"], flags=re.S)
-            console.print(f"[bold]{row['a']}+{row['b']}[/bold] hooks: {limits}")
+            console.print(f"[bold]{row['a']}+{row['b']}[/bold] ({row['run']}): {limits}")
     return 0
 
 

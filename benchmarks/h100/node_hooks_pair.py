@@ -1,5 +1,5 @@
 """On a real GPU: slurm-green's Prolog and Epilog (the wrappers slurm.conf names) enact a
-co-location EaCO decided, under CUDA MPS, and the pair's slowdown is measured.
+co-location EaCO decided, under CUDA MPS (or time-sliced), and the pair's slowdown is measured.
 
 Run as root on a machine with one NVIDIA GPU, from the repository root (no Slurm needed:
 the hooks get the environment slurmd would give them). For each pair ``A+B@CAP``:
@@ -7,18 +7,19 @@ the hooks get the environment slurmd would give them). For each pair ``A+B@CAP``
 1. each workload alone at the board's default limit, then alone at the cap (the
    references: the model's rate at a cap and its slowdown are checked apart);
 2. Prolog of job A, then of job B, each a gres/mps job (``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``
-   set) whose Comment carries a decision token signed for it with the cap: the first
-   starts the MPS control daemon and the uid's server, both claim the GPU; the limit in
-   force is read after each;
-3. both workloads at once, as MPS clients, for ``--seconds``: each one's steps/s and the
-   board's average power (NVML's energy counter);
+   set; with ``--mechanism timeslice`` a gres/shard job, and no MPS) whose Comment carries a
+   decision token signed for it with the cap: the first starts the MPS control daemon and
+   the uid's server, both claim the GPU; the limit in force is read after each;
+3. both workloads at once (MPS clients, or time-sliced), for ``--seconds``: each one's
+   steps/s and the board's average power (NVML's energy counter);
 4. Epilog of B, then of A: the limit after each, whether the daemon still runs, and the
    energy each Epilog left for the controller (split between the two jobs by overlap).
 
-Writes ``hooks.csv`` (one row per run) and ``hooks.log`` (the hooks' own lines) to
-``--out``. Usage (the device tool, with the shared ``workloads.py`` carried in .device/):
+Writes ``hooks.csv`` (``hooks_timeslice.csv`` time-sliced; one row per run) and ``hooks.log``
+(the hooks' own lines) to ``--out``. Usage (the device tool, with the shared ``workloads.py``
+carried in .device/; the pairs are what ``benchmarks/h100_pair.py --args`` prints):
 
-    python3 benchmarks/h100/node_hooks_pair.py --workloads .device --out $OUT \
+    python3 benchmarks/h100/node_hooks_pair.py --workloads .device --out $OUT [--mechanism timeslice] \
         resnet50+resnet18@0.55 resnet18+transformer@0.6 resnet18+lstm_lm@0.6
 """
 
@@ -106,6 +107,7 @@ def main() -> int:
     parser.add_argument("--workloads", required=True, help="folder holding perf_energy/h100/workloads.py")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--mechanism", choices=("mps", "timeslice"), default="mps")
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -141,7 +143,8 @@ def main() -> int:
     def record(**row: object) -> None:
         rows.append(row)
         print(row, flush=True)
-        with open(args.out / "hooks.csv", "w", newline="") as handle:
+        with open(args.out / ("hooks.csv" if args.mechanism == "mps" else "hooks_timeslice.csv"), "w",
+                  newline="") as handle:
             writer = csv.DictWriter(handle, FIELDS)
             writer.writeheader()
             writer.writerows(rows)
@@ -151,7 +154,8 @@ def main() -> int:
     def hook(kind: str, job: int, cap: float) -> float:
         env = {"PATH": os.environ.get("PATH", ""), "SLURM_GREEN_GPU_CONF": str(conf), "SLURM_JOB_ID": str(job),
                "SLURM_JOB_GPUS": "0", "SLURM_JOB_UID": str(os.getuid()), "SLURMD_NODENAME": "h100",
-               "CUDA_VISIBLE_DEVICES": "0", "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "100",
+               "CUDA_VISIBLE_DEVICES": "0",
+               **({"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "100"} if args.mechanism == "mps" else {}),
                "SLURM_JOB_COMMENT": "green: share=yes " + decision_token.sign(key.read_bytes().strip(), job, {"cap": cap})}
         began = time.time()
         done = subprocess.run([str(work / "hooks" / kind)], env=env, capture_output=True, text=True, timeout=60)
@@ -205,7 +209,7 @@ def main() -> int:
                     f"epilog A {after_ea:g}; MPS daemon after prolog A {daemon_a}, after epilog B {daemon_b}, "
                     f"after epilog A {daemon_end}; energy left by the Epilogs {split} of {drawn:.0f} J drawn "
                     f"from prolog A to epilog A; hooks took {', '.join(took[-4:])}; compute apps: {' | '.join(apps)}")
-            record(run="pair-mps-hooks", a=a, b=b, cap=cap, a_steps_per_s=round(ra, 3), b_steps_per_s=round(rb, 3),
+            record(run=f"pair-{args.mechanism}-hooks", a=a, b=b, cap=cap, a_steps_per_s=round(ra, 3), b_steps_per_s=round(rb, 3),
                    avg_power_w=round(power, 1), seconds=args.seconds, limit_w=after_b, note=note)
         except Exception as exc:  # noqa: BLE001 - one pair's failure is a row, the others still run
             record(run="error", a=a, b=b, cap=cap, a_steps_per_s="", b_steps_per_s="", avg_power_w="",

@@ -50,6 +50,8 @@ def decisions(models, mechanism: str, bound: float = BOUND) -> list[tuple[str, s
     for a, b in itertools.combinations(FAMILIES, 2):
         slow_a, slow_b, _ = models.colocation(FAMILIES[a], FAMILIES[b], "h100", mechanism)
         cap = pair_cap(models, FAMILIES[a], FAMILIES[b], "h100", mechanism, bound)
+        # pair_cap's None means either "no cap keeps both within the bound" or "full power":
+        # EaCO's own check (each stretch at the cap within the bound) tells the two apart.
         rate = [models.for_job(FAMILIES[x], "h100") for x in (a, b)]
         fits = all(s / (m.throughput(Config(1, 1, cap or 1.0)) / m.throughput(Config(1))) <= bound
                    for s, m in zip((slow_a, slow_b), rate))

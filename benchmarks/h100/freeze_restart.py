@@ -52,17 +52,14 @@ def sync() -> None:
 
 
 class Meter:
-    """The GPU's energy counter (NVML), joules; 0 without a GPU."""
+    """GPU 0's energy counter, joules, read as the Epilog reads it (``NvmlBackend``); 0 without a GPU."""
 
     def __init__(self) -> None:
-        self.handle = None
-        if DEVICE == "cuda":
-            import pynvml
-            pynvml.nvmlInit()
-            self.nvml, self.handle = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
+        from slurm_green.gpu.nvml import NvmlBackend
+        self.backend = NvmlBackend() if DEVICE == "cuda" else None
 
     def joules(self) -> float:
-        return self.nvml.nvmlDeviceGetTotalEnergyConsumption(self.handle) / 1000 if self.handle else 0.0
+        return (self.backend.energy_j(0) or 0.0) if self.backend is not None else 0.0
 
 
 def blocks(resnet):

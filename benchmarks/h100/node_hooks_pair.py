@@ -39,7 +39,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from slurm_green.core import decision_token  # noqa: E402
+from slurm_green.core import decision_token, telemetry  # noqa: E402
+from slurm_green.gpu.mps import MpsControl  # noqa: E402
 from slurm_green.gpu.nvml import NvmlBackend  # noqa: E402
 from slurm_green.gpu.wrappers import HookSettings, install  # noqa: E402
 
@@ -96,11 +97,6 @@ def measure(nvml: NvmlBackend, workloads: str, names: list[str], seconds: float,
     return [rates[n] for n in names], watts
 
 
-def mps_running(control: str) -> bool:
-    done = subprocess.run([control], input="get_server_list\n", capture_output=True, text=True, timeout=10)
-    return done.returncode == 0
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("pairs", nargs="+", help="A+B@CAP: two workloads of workloads.py and the decided cap")
@@ -113,6 +109,7 @@ def main() -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     workloads = str(Path(args.workloads).resolve())
     control = shutil.which("nvidia-cuda-mps-control") or "/usr/bin/nvidia-cuda-mps-control"
+    daemon = MpsControl(Path(control), log=print)  # the hooks' own view of the daemon
 
     work = Path("/tmp/sg-node")
     shutil.rmtree(work, ignore_errors=True)
@@ -189,7 +186,7 @@ def main() -> int:
             before = nvml.limits(0).current_w
             e0 = nvml.energy_j(0)
             after_a = hook("prolog", ja, cap)
-            daemon_a = mps_running(control)
+            daemon_a = daemon.running()
             after_b = hook("prolog", jb, cap)
             apps: list[str] = []
 
@@ -199,12 +196,12 @@ def main() -> int:
 
             (ra, rb), power = measure(nvml, workloads, [a, b], args.seconds, {"CUDA_VISIBLE_DEVICES": "0"}, look)
             after_eb = hook("epilog", jb, cap)
-            daemon_b = mps_running(control)
+            daemon_b = daemon.running()
             after_ea = hook("epilog", ja, cap)
             drawn = nvml.energy_j(0) - e0
-            daemon_end = mps_running(control)
-            left = {p.name: json.loads(p.read_text()) for p in sorted((work / "telemetry").rglob("*.json"))}
-            split = {k: round(v.get("energy_j", 0.0)) for k, v in left.items() if str(ja) in k or str(jb) in k}
+            daemon_end = daemon.running()
+            left = {p.name: telemetry.read(p) for p in sorted((work / "telemetry").glob("*.json"))}
+            split = {k: round(v.energy_j) for k, v in left.items() if v.job_id in (ja, jb)}
             note = (f"limit {before:g} W; after prolog A {after_a:g}, prolog B {after_b:g}, epilog B {after_eb:g}, "
                     f"epilog A {after_ea:g}; MPS daemon after prolog A {daemon_a}, after epilog B {daemon_b}, "
                     f"after epilog A {daemon_end}; energy left by the Epilogs {split} of {drawn:.0f} J drawn "

@@ -81,7 +81,7 @@ from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions, format_marker, on_arrival
 from slurm_green.core.models import Config, JobModel, ModelRegistry, Observation
 from slurm_green.core.progress import JobProgress
-from slurm_green.models.freezing import DEFAULT_PENALTY, effective_rate, frozen_power_w
+from slurm_green.models.freezing import DEFAULT_PENALTY, effective_rate, frozen_power_w, penalty
 from slurm_green.policy.placement import SWITCH_FEATURE, fragmentation
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
@@ -516,10 +516,15 @@ class Simulator:
         if running is None or not (self.elastic[job_id - 1] or self.freezes[job_id - 1]):
             return None
         checkpoint = running.checkpoint_at if running.checkpoint_at is not None and running.checkpoint_at <= now else 0.0
-        total = float(self.work[job_id - 1])  # its loop knows its length: the report's time left is exact
+        # The helper counts samples, not statistical progress: the rate is the frozen job's faster
+        # steps before freezing's penalty (``frozen_throughput``), and its work in the same units, so
+        # the report's time left is exact (its loop knows its length).
+        scale = 1.0 / penalty(running.frozen, self.options.freeze_penalty)
+        total = float(self.work[job_id - 1]) * scale
         # At least 0: a restarted or resuming job's work left includes its reload (or the node's boot).
-        return JobProgress(job_id, "samples", done=max(0.0, total - running.left_at(now)), per_s=running.throughput,
-                           frozen=running.frozen, time=now, checkpoint=checkpoint, total=total)
+        return JobProgress(job_id, "samples", done=max(0.0, total - running.left_at(now) * scale),
+                           per_s=running.throughput * scale, frozen=running.frozen, time=now, checkpoint=checkpoint,
+                           total=total)
 
     def _apply_one(self, action: Action) -> ActionResult:
         job = self._jobs.get(action.job_id)
@@ -683,11 +688,15 @@ class Simulator:
     # -- nodes -------------------------------------------------------------------------
 
     def _node(self, i: int) -> Node:
+        """Node ``i`` as Slurm shows it: its GPU type only on a mixed cluster. On one type the
+        nodes name none (untyped gres), so the controller asks its models for the registry's own
+        type, the one the jobs run with here (``_runs_on``)."""
         used = self.spec.gpus_per_node - int(self.free_count[i])
         state = NodeState.IDLE if used == 0 else (
             NodeState.ALLOCATED if used == self.spec.gpus_per_node else NodeState.MIXED)
         return Node(self.spec.node_name(i), state=state, gpus_total=self.spec.gpus_per_node, gpus_allocated=used,
-                    gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()), gpu_type=self.spec.type_of(i),
+                    gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()),
+                    gpu_type=self.spec.type_of(i) if self.spec.typed else None,
                     features=(SWITCH_FEATURE + self.spec.switch_of(i),), partitions=(PARTITION,))
 
     def _fit(self, job: Job, free: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:

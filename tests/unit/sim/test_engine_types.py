@@ -57,3 +57,13 @@ def test_a_job_never_lands_on_or_is_pinned_to_nodes_of_another_type():
     assert result.error is ActionError.INVALID and job.gpu_type in result.message
     _, record, _ = _run(12)  # 12 one-GPU jobs on 4 + 4 GPUs: at most 4 at once on each type
     assert np.isfinite(record.end).all()
+
+
+def test_on_one_gpu_type_the_nodes_name_none_and_the_controller_asks_for_the_type_jobs_run_with():
+    """Untyped gres, as on a one-type Slurm cluster: the policy's ``running_gpu_type`` is None, so
+    it asks the registry's own type, the one the simulator runs the jobs with; naming the spec's
+    label (``v100``) instead would have the controller believe V100 models whatever the registry."""
+    sim = Simulator(_workload(1), ClusterSpec(nodes=1, gpus_per_node=4), default_registry("p100"), flat_signal(),
+                    KEY, TraceOptions(flex_s=0.0))
+    assert [n.gpu_type for n in sim.snapshot().nodes] == [None]
+    assert sim._runs_on([(0, np.arange(1))]) is None

@@ -182,6 +182,9 @@ class ElasticSettings(_Section):
     shrink: bool = Field(False, description="also shrink a running elastic job so that the blocked job at "
                                             "the head of the queue starts (when its wait saved is at least twice "
                                             "the shrunk job's loss)")
+    learn_scaling: bool = Field(True, description="rate a job that was resized by how its own progress reports "
+                                                  "say it scaled between its sizes, where that is worse than its "
+                                                  "model (never better: the reports are its user's)")
     shrink_when_dear: bool = Field(False, description="also shrink a running elastic job when the budget's price "
                                                       "(greenflow, powerflow below a budget of 1) makes its remaining "
                                                       "carbon (energy) worth more than the time it loses, while the "

@@ -25,6 +25,11 @@ count within the range the user allowed (``gpus=MIN-MAX``), and at most one shri
 are free; a second job is not shrunk for the same need). Which jobs to resize, and
 to what, is the policy's: a ``JobDecision`` for a running job whose count differs from
 the one it runs with (``policy/running.py``).
+
+The reports also say how fast the job goes at its size: ``reports`` keeps each settled one
+(``settle_s`` after the job's start, none while a checkpoint is asked for) and ``record``
+adds its rate to the job's mean at that GPU count in the store (``rates``), so a job that ran
+at two counts is rated by how it really scaled (``measured``; ``models/measured.py``).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from slurm_green.core.actions import Action, ActionResult, Release, RequeueHold,
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.core.progress import JobProgress
+from slurm_green.core.progress import JobProgress, MeasuredRate
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +70,12 @@ class ResizeSettings:
     checkpoint_timeout_s: float = 600.0
     max_attempts: int = 3
     min_interval_s: float = 3600.0
+    #: Keep the rates the reports give at each GPU count (``Resizer.measured``), so the policy
+    #: rates a job that was resized by how it really scaled (``models/measured.py``).
+    learn_scaling: bool = True
+    #: A report counts towards a rate only this long after the job (re)started: the first
+    #: steps (loading, compiling, warming caches) are not its pace.
+    settle_s: float = 300.0
 
 
 def elastic(job: Job) -> bool:
@@ -99,6 +110,8 @@ class Resizer:
     _targets: dict[int, tuple[int, int]] = field(default_factory=dict, repr=False)
     _abandoned: dict[int, str] = field(default_factory=dict, repr=False)
     _releasing: set[int] = field(default_factory=set, repr=False)
+    #: The settled reports ``reports`` read this tick, with the GPU count each ran at, for ``record``.
+    _readings: list[tuple[int, int, JobProgress]] = field(default_factory=list, repr=False)
 
     def plan(self, snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[list[Action], set[int], list[str]]:
         """This tick's resize actions, the jobs the resizes own (the planner skips them) and notes."""
@@ -146,12 +159,30 @@ class Resizer:
         """The latest progress reports of the running elastic jobs, for the policy's context."""
         self.progress.forget_ended({job.job_id for job in snapshot.jobs if job.state.is_active}, now)
         found = {}
+        signalled = {job_id for job_id, row in self.store.resizes().items() if row["phase"] == SIGNALLED}
+        self._readings = []
         for job in snapshot.jobs:
             if job.state is JobState.RUNNING and elastic(job):
                 report = self.progress.read(job.job_id, job.user, now)
                 if report is not None:
                     found[job.job_id] = report
+                    if self._settled(job, report) and job.job_id not in signalled:  # a checkpoint slows it
+                        self._readings.append((job.job_id, job.total_gpus, report))
         return found
+
+    def measured(self, snapshot: ClusterSnapshot) -> dict[int, tuple[MeasuredRate, ...]]:
+        """The rates kept of the running elastic jobs, by GPU count (``learn_scaling``), for the
+        policy's context; only a job measured at two counts tells how it scales."""
+        if not self.settings.learn_scaling:
+            return {}
+        return self.store.rates(job.job_id for job in snapshot.jobs
+                                if job.state is JobState.RUNNING and elastic(job))
+
+    def _settled(self, job: Job, report: JobProgress) -> bool:
+        """Whether ``report``'s rate is the pace of ``job`` on its one node: a rate, measured
+        ``settle_s`` or more after the job (re)started."""
+        return (self.settings.learn_scaling and report.per_s > 0 and job.num_nodes == 1
+                and job.start_time is not None and report.time - job.start_time >= self.settings.settle_s)
 
     def _may_start(self, row: Row | None, now: float) -> bool:
         if row is None:
@@ -183,7 +214,10 @@ class Resizer:
         return None
 
     def record(self, now: float, actions: Sequence[Action], results: Sequence[ActionResult]) -> None:
-        """Move each resize on by the outcome of its enacted step (and end those ``plan`` gave up)."""
+        """Move each resize on by the outcome of its enacted step (and end those ``plan`` gave up),
+        and keep the rates this tick's reports gave."""
+        for job_id, gpus, report in self._readings:
+            self.store.record_rate(job_id, gpus, report)
         for job_id, why in self._abandoned.items():
             self.store.record_resize(job_id, ABANDONED, now, why)
         for action, result in zip(actions, results, strict=True):

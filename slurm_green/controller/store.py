@@ -20,6 +20,7 @@ from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision
+from slurm_green.core.progress import JobProgress, MeasuredRate
 from slurm_green.core.text import displayable
 
 #: One stored row, column name -> value as SQLite gives it back (int, float, str or None, by
@@ -91,6 +92,16 @@ CREATE TABLE IF NOT EXISTS resizes (
     attempts INTEGER NOT NULL,
     note TEXT NOT NULL
 );
+CREATE TABLE IF NOT EXISTS rates (
+    job_id INTEGER NOT NULL,
+    gpus INTEGER NOT NULL,
+    unit TEXT NOT NULL,
+    frozen REAL NOT NULL,
+    per_s_sum REAL NOT NULL,
+    readings INTEGER NOT NULL,
+    last_time REAL NOT NULL,
+    PRIMARY KEY (job_id, gpus)
+);
 CREATE TABLE IF NOT EXISTS usage (
     bucket INTEGER NOT NULL,
     job_id INTEGER NOT NULL,
@@ -102,6 +113,8 @@ CREATE TABLE IF NOT EXISTS usage (
 #: Usage is kept in buckets of this many seconds, so any period a site budgets (a day or a
 #: week from midnight in any time zone, :30 and :45 offsets too) is a whole number of them.
 USAGE_BUCKET_S = 900
+#: Two reports' frozen shares this close are the same state of the job (``record_rate``).
+_SAME_FROZEN = 0.005
 #: Job ids per ``IN (...)`` query: under SQLite's oldest bound-parameter limit (999).
 _IDS_PER_QUERY = 900
 #: Columns added after the first release: (table, column, type), added to older files at open.
@@ -248,7 +261,7 @@ class StateStore:
         old = "COALESCE(end_time, last_seen) < ?"
         with self._db:
             self._db.execute("BEGIN")
-            for table in ("decisions", "actions", "resizes"):
+            for table in ("decisions", "actions", "resizes", "rates"):
                 self._db.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM jobs WHERE {old})",
                                  (before,))
             gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
@@ -278,6 +291,32 @@ class StateStore:
                     "INSERT INTO resizes VALUES (?,?,NULL,NULL,NULL,?,0,?) ON CONFLICT(job_id) DO UPDATE SET"
                     " phase=excluded.phase, updated_at=excluded.updated_at, note=excluded.note",
                     (job_id, phase, at, displayable(note)))
+
+    def record_rate(self, job_id: int, gpus: int, report: JobProgress) -> None:
+        """Add ``report``'s rate to job ``job_id``'s mean at ``gpus`` GPUs, once per report (by its
+        time); a report in another unit or at another frozen share starts the mean again."""
+        with self._db:
+            self._db.execute(
+                "INSERT INTO rates VALUES (?,?,?,?,?,1,?) ON CONFLICT(job_id, gpus) DO UPDATE SET"
+                " per_s_sum = CASE WHEN unit = excluded.unit AND ABS(frozen - excluded.frozen) <= ?"
+                "   THEN per_s_sum + excluded.per_s_sum ELSE excluded.per_s_sum END,"
+                " readings = CASE WHEN unit = excluded.unit AND ABS(frozen - excluded.frozen) <= ?"
+                "   THEN readings + 1 ELSE 1 END,"
+                " unit = excluded.unit, frozen = excluded.frozen, last_time = excluded.last_time"
+                " WHERE excluded.last_time > last_time",
+                (job_id, gpus, report.unit, report.frozen, report.per_s, report.time, _SAME_FROZEN, _SAME_FROZEN))
+
+    def rates(self, job_ids: Iterable[int]) -> dict[int, tuple[MeasuredRate, ...]]:
+        """The mean rates ``record_rate`` kept of each of ``job_ids`` that has any, by GPU count."""
+        found: dict[int, list[MeasuredRate]] = {}
+        ids = sorted(set(job_ids))
+        for i in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[i:i + _IDS_PER_QUERY]
+            for row in self._rows(f"SELECT * FROM rates WHERE job_id IN ({','.join('?' * len(chunk))})"
+                                  " ORDER BY job_id, gpus", tuple(chunk)):
+                found.setdefault(row["job_id"], []).append(MeasuredRate(
+                    row["gpus"], row["unit"], row["frozen"], row["per_s_sum"] / row["readings"], row["readings"]))
+        return {job_id: tuple(rates) for job_id, rates in found.items()}
 
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
         """Keep what Slurm says of managed jobs (their actual start and end), for reports."""

@@ -155,8 +155,9 @@ class Controller:
         report.forecast = forecast = self._forecast(now, report)
         # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
         progress = self.resizer.reports(snapshot, now) if self.resizer is not None else {}
+        measured = self.resizer.measured(snapshot) if self.resizer is not None else {}
         plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
-                                           self._budget_scale(now, report), progress))
+                                           self._budget_scale(now, report), progress, measured))
         report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         resizing: list[Action] = []

@@ -20,7 +20,7 @@ from typing import TypeVar, cast
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.models import ModelRegistry
-from slurm_green.core.progress import JobProgress
+from slurm_green.core.progress import JobProgress, MeasuredRate
 
 _T = TypeVar("_T")
 
@@ -54,7 +54,9 @@ class DecisionContext:
     period, paced tick by tick (``controller/budget.py``), reaches one decision; policies
     without a budget ignore it. ``progress``: the latest reports of running elastic jobs that
     send them (``core/progress.py``), by job id; written by the jobs' users, so a policy may
-    let a job's report shorten that job's own estimates, never move another job's."""
+    let a job's report shorten that job's own estimates, never move another job's.
+    ``measured``: the rates those reports gave at each GPU count a running elastic job ran
+    with, by job id (``models/measured.py``: how the job really scales; the same rule holds)."""
 
     snapshot: ClusterSnapshot
     forecast: CarbonForecast | None
@@ -63,3 +65,4 @@ class DecisionContext:
     memo: DecisionMemo
     budget_scale: float = 1.0
     progress: Mapping[int, JobProgress] = field(default_factory=dict)
+    measured: Mapping[int, tuple[MeasuredRate, ...]] = field(default_factory=dict)

@@ -120,3 +120,17 @@ def decode(data: bytes, job_id: int) -> JobProgress:
     if record.job_id != job_id:
         raise ValueError(f"a record of job {record.job_id} in job {job_id}'s file")
     return record
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRate:
+    """What a running job's own reports said of its rate while it ran on ``gpus`` GPUs of one
+    node: the mean ``per_s`` of ``readings`` reports, all in ``unit`` at frozen share
+    ``frozen`` (the controller keeps one per job and GPU count: ``controller/resize.py``).
+    Two of them, at two counts, measure how the job really scales (``models/measured.py``)."""
+
+    gpus: int
+    unit: str
+    frozen: float
+    per_s: float
+    readings: int

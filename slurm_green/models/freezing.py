@@ -122,15 +122,24 @@ def compute_share(model: JobModel, config: Config) -> float:
     return min(1.0, max(0.0, model.throughput(config) / (config.gpus * one)))
 
 
+def frozen_throughput(model: JobModel, config: Config, frozen: float,
+                      fitted: dict[str, FreezeParams] = FITTED) -> float:
+    """Units per second (samples, steps: what the job's helper counts) of ``model``'s job at
+    ``config`` with ``frozen`` of its blocks frozen: faster steps, before any penalty on what
+    a step is worth."""
+    base = model.throughput(config)
+    if frozen == 0:
+        return base
+    return base * params_for(model.job_type, fitted).speedup(frozen, compute_share(model, config))
+
+
 def effective_rate(model: JobModel, config: Config, frozen: float, slope: float = DEFAULT_PENALTY,
                    fitted: dict[str, FreezeParams] = FITTED) -> float:
     """Statistical progress per second of ``model``'s job at ``config`` with ``frozen`` of its
     blocks frozen, in the model's unfrozen throughput units (equal to it at ``frozen = 0``)."""
-    base = model.throughput(config)
     if frozen == 0:
-        return base
-    params = params_for(model.job_type, fitted)
-    return base * params.speedup(frozen, compute_share(model, config)) * penalty(frozen, slope)
+        return model.throughput(config)
+    return frozen_throughput(model, config, frozen, fitted) * penalty(frozen, slope)
 
 
 def frozen_power_w(model: JobModel, config: Config, frozen: float,

@@ -45,6 +45,10 @@ queue's head gets GPUs that do more for it. A report's frozen share can only wor
 its own job (a larger one makes every GPU count above its own look less worth, below it
 less of a loss), like its time left. ``icefrog`` (``policy/registry.py``) is GreenFlow with
 both.
+
+**Measured scaling**: a job that ran at two GPU counts (it was resized) is rated by how its
+reports say it scaled between them (``models/measured.py``), where that is worse than its
+model says; again only ever against its own job.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.core.models import Config, JobModel
 from slurm_green.core.plan import JobDecision, Plan, Policy, Price
 from slurm_green.models.freezing import effective_rate, frozen_power_w
+from slurm_green.models.measured import MeasuredScaling, corrected
 from slurm_green.policy.gpu_types import running_gpu_type
 
 
@@ -93,9 +98,10 @@ class _Wrapping:
         return report.frozen if report is not None and self.layer_aware else 0.0
 
     def _rates(self, job: Job, context: DecisionContext) -> _Rates:
-        """The job's effective progress by GPU count, at the frozen share its report gives."""
-        return _Rates(context.models.for_job(job.name, running_gpu_type(job, context.snapshot)),
-                      self._frozen(job, context))
+        """The job's effective progress by GPU count, at the frozen share its report gives, scaled
+        as the job was measured to scale where its reports at two counts say so."""
+        model = context.models.for_job(job.name, running_gpu_type(job, context.snapshot))
+        return _Rates(corrected(model, context.measured.get(job.job_id, ())), self._frozen(job, context))
 
     def _worth_restarting(self, job: Job, context: DecisionContext) -> tuple[GreenOptions, float, _Rates] | None:
         """(options, time left, rates) of a running elastic one-node job with more time left
@@ -324,8 +330,10 @@ class _Rates:
         return frozen_power_w(self.model, Config(gpus), self.frozen) / self.of(gpus)
 
     def said(self) -> str:
-        """What a decision's reason adds about freezing (nothing for an unfrozen job)."""
-        return f"; rated with {self.frozen:.0%} of its blocks frozen (its report)" if self.frozen else ""
+        """What a decision's reason adds about freezing and measured scaling (nothing for a job
+        rated as modelled)."""
+        frozen = f"; rated with {self.frozen:.0%} of its blocks frozen (its report)" if self.frozen else ""
+        return frozen + (self.model.said() if isinstance(self.model, MeasuredScaling) else "")
 
 
 def _blocked_head(snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[int, int] | None:

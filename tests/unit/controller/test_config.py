@@ -95,3 +95,14 @@ def test_shrinking_when_dear_needs_a_priced_policy_and_requeue(tmp_path):
             load_config(path)
     path.write_text(f'[policy]\nname = "powerflow"\n{elastic}requeue = true\n')
     assert load_config(path).elastic.shrink_when_dear
+
+
+def test_learning_a_jobs_scaling_from_its_reports_is_on_unless_the_site_turns_it_off(tmp_path):
+    from slurm_green.controller.assemble import build_resizer
+    from slurm_green.controller.store import StateStore
+
+    path, store = tmp_path / "c.toml", StateStore(tmp_path / "s.db")
+    for line, learns in (("", True), ("learn_scaling = false\n", False)):
+        path.write_text(f'[elastic]\nrequeue = true\nprogress_dir = "{tmp_path}"\n{line}')
+        resizer = build_resizer(load_config(path), store)
+        assert resizer is not None and resizer.settings.learn_scaling is learns

@@ -19,7 +19,7 @@ from slurm_green.core.actions import ActionError, ActionResult, Release, Requeue
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.core.progress import JobProgress
+from slurm_green.core.progress import JobProgress, MeasuredRate
 from slurm_green.train.progress import write
 
 NOW = 1_790_000_000.0
@@ -183,3 +183,41 @@ def test_the_running_elastic_jobs_reports_reach_the_policys_context(resizer: Res
     controller.resizer = None
     controller.tick(NOW + 60)
     assert seen[1] == {}
+
+
+def test_settled_reports_are_kept_as_the_jobs_rate_at_its_gpu_count(resizer: Resizer, tmp_path) -> None:
+    """A report counts once the job ran ``settle_s`` at its size, never of a job being
+    checkpointed (the checkpoint slows it) or spanning nodes; the policy gets the rates."""
+    write(tmp_path, JobProgress(7, "samples", 100.0, 10.0, 0.0, NOW))
+    fresh = job(start_time=NOW - 100)  # warming up at its new size
+    resizer.reports(snap(fresh), NOW)
+    step(resizer, snap(fresh), NOW)
+    assert resizer.measured(snap(fresh)) == {}
+    settled = job(gpus=2, start_time=NOW - 600)
+    resizer.reports(snap(settled), NOW)
+    step(resizer, snap(settled), NOW)
+    assert resizer.measured(snap(settled)) == {7: (MeasuredRate(2, "samples", 0.0, 10.0, 1),)}
+    assert resizer.measured(snap(replace(settled, admin_comment=""))) == {}  # not elastic: not the policy's
+
+    write(tmp_path, JobProgress(7, "samples", 100.0, 30.0, 0.0, NOW + 60))
+    spanning = job(gpus=1, num_nodes=2, nodes=("node1", "node2"), start_time=NOW - 600)
+    resizer.reports(snap(spanning), NOW + 60)
+    step(resizer, snap(spanning), NOW + 60)
+    assert resizer.measured(snap(settled)) == {7: (MeasuredRate(2, "samples", 0.0, 10.0, 1),)}
+    resizer.reports(snap(settled), NOW + 60)
+    step(resizer, snap(settled), NOW + 60, Plan(decisions=(JobDecision(7, gpus_per_node=3, num_nodes=1),)))
+    write(tmp_path, JobProgress(7, "samples", 100.0, 1.0, 0.0, NOW + 120))
+    resizer.reports(snap(settled), NOW + 120)
+    step(resizer, snap(settled), NOW + 120)
+    assert phase(resizer) == SIGNALLED
+    assert resizer.measured(snap(settled)) == {7: (MeasuredRate(2, "samples", 0.0, 20.0, 2),)}
+
+
+def test_without_learn_scaling_no_rate_is_kept(tmp_path) -> None:
+    resizer = Resizer(StateStore(tmp_path / "state.db"), ProgressReader(tmp_path, uid=lambda user: os.getuid()),
+                      ResizeSettings(learn_scaling=False))
+    write(tmp_path, JobProgress(7, "samples", 100.0, 10.0, 0.0, NOW))
+    settled = job(start_time=NOW - 600)
+    resizer.reports(snap(settled), NOW)
+    step(resizer, snap(settled), NOW)
+    assert resizer.measured(snap(settled)) == {} and resizer.store.rates([7]) == {}

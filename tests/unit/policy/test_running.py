@@ -13,7 +13,7 @@ from policy_literals import HOUR, NOW, context, nodes, pending, signal, snapshot
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan, Price
-from slurm_green.core.progress import JobProgress
+from slurm_green.core.progress import JobProgress, MeasuredRate
 from slurm_green.models.freezing import DEFAULT_PENALTY, params_for
 from slurm_green.policy.running import GrowRunning, ShrinkRunning, ShrinkWhenDear, resizing
 
@@ -34,9 +34,9 @@ class Nothing:
         return Plan()
 
 
-def decide(jobs, used=None, slack: float = 0.2, models=None, reports=()):
+def decide(jobs, used=None, slack: float = 0.2, models=None, reports=(), measured=None):
     snap = snapshot(jobs, nodes(2, gpus=4, used=used or {0: (0,)}))
-    ctx = replace(context(snap, None, models), progress={r.job_id: r for r in reports})
+    ctx = replace(context(snap, None, models), progress={r.job_id: r for r in reports}, measured=measured or {})
     return GrowRunning(Nothing(), restart_cost_s=600, energy_slack=slack)(ctx)
 
 
@@ -90,15 +90,27 @@ def test_the_wrapped_policys_decisions_stay_and_its_name_and_budget_show(models)
     assert (policy.name, policy.budget_fraction) == ("greenflow", 0.8)
 
 
+def test_a_job_its_reports_measured_scaling_worse_than_modelled_is_not_grown(models) -> None:
+    """Run at 1 and 2 GPUs (resized before), it went x1.1 faster on 2, not the model's x1.74: two
+    GPUs would not pay. Reports claiming better scaling, or another job's, change nothing."""
+    worse = {1: (MeasuredRate(1, "samples", 0.0, 100.0, 4), MeasuredRate(2, "samples", 0.0, 110.0, 4))}
+    assert decide([running()], models=models, measured=worse).decisions == ()
+    better = {1: (MeasuredRate(1, "samples", 0.0, 100.0, 4), MeasuredRate(2, "samples", 0.0, 400.0, 4))}
+    as_modelled = decide([running()], models=models).decisions
+    assert decide([running()], models=models, measured=better).decisions == as_modelled
+    assert decide([running()], models=models, measured={2: worse[1]}).decisions == as_modelled
+
+
 # ---- ShrinkRunning: a running elastic job gives GPUs to the job at the head of the queue ----
 
-def shrink(jobs, node_count: int = 1, used=None, plan: Plan = Plan(), models=None):
+def shrink(jobs, node_count: int = 1, used=None, plan: Plan = Plan(), models=None, measured=None):
     class Planned(Nothing):
         def __call__(self, context) -> Plan:
             return plan
 
     snap = snapshot(jobs, nodes(node_count, gpus=4, used=used if used is not None else {0: (0, 1, 2, 3)}))
-    return ShrinkRunning(Planned(), restart_cost_s=600, min_ratio=2.0)(context(snap, None, models))
+    ctx = replace(context(snap, None, models), measured=measured or {})
+    return ShrinkRunning(Planned(), restart_cost_s=600, min_ratio=2.0)(ctx)
 
 
 def eligible(job_id: int = 2, gpus: int = 1):
@@ -111,6 +123,18 @@ def test_a_long_running_elastic_job_shrinks_just_enough_for_the_blocked_head_of_
     # 10 h left at 4 GPUs is 10 x (4/3)^0.8 h at 3; the queued job would wait the 10 h
     assert decision.expected_runtime_s == pytest.approx(10 * HOUR * (4 / 3) ** 0.8)
     assert "4 -> 3 GPUs so job 2 starts" in decision.reason
+
+
+def test_a_job_measured_to_scale_worse_loses_less_by_a_shrink_and_says_why(models) -> None:
+    """At 2 and 4 GPUs it ran x1.1 apart (x1.74 modelled): the factor 1.1/1.74 at 4 GPUs, half
+    way back to 1 at 3, so giving up a GPU costs it less than the model alone says."""
+    measured = {1: (MeasuredRate(2, "samples", 0.0, 100.0, 4), MeasuredRate(4, "samples", 0.0, 110.0, 4))}
+    [decision] = shrink([running(gpus=4), eligible(gpus=1)], models=models, measured=measured).decisions
+    at_four = 1.1 / 2 ** 0.8
+    at_three = 1 + (at_four - 1) / 2
+    assert decision.expected_runtime_s == pytest.approx(10 * HOUR * (4 ** 0.8 * at_four) / (3 ** 0.8 * at_three))
+    assert decision.expected_runtime_s < 10 * HOUR * (4 / 3) ** 0.8
+    assert "as measured" in decision.reason
 
 
 def test_no_shrink_when_the_head_would_not_wait_long_enough(models) -> None:

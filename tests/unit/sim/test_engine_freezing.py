@@ -39,7 +39,9 @@ def test_a_freezing_job_speeds_up_at_each_step_and_its_energy_follows_its_time()
     assert plain.record.end[0] == T0 + WORK
 
 
-def test_the_helper_reports_the_frozen_share_and_its_effective_rate():
+def test_the_helper_reports_the_frozen_share_and_its_rate_in_samples():
+    """As the real helper counts: samples per second, faster frozen (not the penalised
+    statistical progress the simulator runs on), with a time left that is exact all the same."""
     sim = Simulator(workload((0.0, 1, WORK)), NODE, LinearModels(), flat_signal(), KEY, FREEZING)
     sim._arrive(0)
     sim._schedule(T0)
@@ -48,8 +50,10 @@ def test_the_helper_reports_the_frozen_share_and_its_effective_rate():
     sim.clock.set(step)
     sim._freeze(1, step)
     report = sim.progress_of(1, step + 100.0)
-    assert report.frozen == 0.25 and report.per_s == pytest.approx(_rate(0.25))
-    assert report.done == pytest.approx(WORK / 4 + 100.0 * _rate(0.25))
+    samples = 1 / (1 - DEFAULT_PENALTY * 0.25)  # samples per unit of statistical progress
+    assert report.frozen == 0.25 and report.per_s == pytest.approx(1 / (1 - SKIP * 0.25))
+    assert report.done == pytest.approx((WORK / 4 + 100.0 * _rate(0.25)) * samples)
+    assert report.time_left_s(step + 100.0) == pytest.approx((WORK * 3 / 4 - 100.0 * _rate(0.25)) / _rate(0.25))
     assert sim._running[1].next_freeze == pytest.approx(step + (WORK / 4) / _rate(0.25))
 
 

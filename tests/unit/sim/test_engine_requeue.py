@@ -5,7 +5,7 @@ run's energy and carbon."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pytest
@@ -20,7 +20,7 @@ from slurm_green.core.green_options import parse_marker
 from slurm_green.core.models import Config
 from slurm_green.models.freezing import effective_rate
 from slurm_green.policy.baselines import FifoPolicy
-from slurm_green.policy.running import GrowRunning, ShrinkRunning
+from slurm_green.policy.running import GrowRunning, ShrinkRunning, resizing
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.runner import simulate
@@ -172,3 +172,41 @@ def test_any_sequence_of_signals_requeues_and_resizes_loses_no_job_and_no_gpu(sc
     assert record.earlier_energy_j[0] + record.energy_j[0] >= 100.0 * 2 * 3 * HOUR / fastest - 1e-6
     assert not sim._freeze_steps or all(sim._running.get(j) is None for _, j in sim._freeze_steps)
     assert (record.first_start <= record.start).all()
+
+
+@dataclass(frozen=True)
+class FlatModel:
+    """A job that goes no faster on more GPUs than on one (a data loader that cannot keep up)."""
+
+    job_type: str = "linear"
+
+    def throughput(self, config: Config) -> float:
+        return config.cap_fraction
+
+    def power_w(self, config: Config) -> float:
+        return config.gpus * 100.0 * config.cap_fraction
+
+
+class FlatModels(LinearModels):
+    def for_job(self, job_type: str | None, gpu: str | None = None) -> FlatModel:
+        return FlatModel()
+
+
+def test_a_job_measured_not_to_scale_gives_its_gpus_back_to_the_queue_at_once():
+    """The controller believes the job scales linearly; it really goes no faster on 4 GPUs. It
+    is grown 1 -> 4 into the idle node anyway (nothing measured yet); its reports at 1 and
+    then 4 GPUs say how it scales. When a 3-GPU job arrives (3 h), shrinking it back costs it
+    only the restart: it is shrunk at once and the newcomer starts within a tick and the
+    requeue. Without the measured rates the shrink looks like 4x the job's time left and
+    waits until little is left."""
+    jobs = workload((0.0, 1, 6 * HOUR), (3 * HOUR, 3, 3 * 1800.0))
+    options = TraceOptions(flex_s=0.0, gpu_range=4.0, accept_requeue=1.0)
+    starts = {}
+    for learn in (True, False):
+        result = simulate(jobs, NODE, resizing(FifoPolicy(), shrink=True), flat_signal(), LinearModels(),
+                          options=options, truth=FlatModels(),
+                          resize=ResizeSettings(min_interval_s=0.0, learn_scaling=learn))
+        assert result.record.restarts[0] == 2 and result.record.gpus[0] == 1  # grown, then shrunk
+        starts[learn] = result.record.first_start[1] - T0
+    assert starts[True] <= 3 * HOUR + 900.0
+    assert starts[False] > 5 * HOUR

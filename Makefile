@@ -64,6 +64,7 @@ bench: venv
 	$(BIN)/python benchmarks/philly_sim_time.py
 	$(BIN)/python benchmarks/policy_comparison.py
 	$(BIN)/python benchmarks/online_refinement.py --trace gavel_philly_ee9e8c_seed0.trace
+	$(BIN)/python benchmarks/online_refinement.py --trace gavel_philly_ee9e8c_seed0.trace --elastic 1.0
 	$(BIN)/python benchmarks/placement_fgd.py
 	$(BIN)/python benchmarks/greenflow_placement.py
 	$(BIN)/python benchmarks/mixed_cluster.py

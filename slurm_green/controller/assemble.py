@@ -94,7 +94,7 @@ def build_resizer(config: Config, store: StateStore | None) -> Resizer | None:
     return Resizer(store, ProgressReader(directory), ResizeSettings(
         signal=elastic.signal, signal_batch=elastic.signal_batch, checkpoint_timeout_s=elastic.checkpoint_timeout_s,
         max_attempts=elastic.max_attempts, min_interval_s=elastic.min_interval_h * 3600,
-        learn_scaling=elastic.learn_scaling))
+        learn_scaling=elastic.learn_scaling, settle_s=elastic.settle_s))
 
 
 def build_budget(config: Config) -> PeriodBudget | None:

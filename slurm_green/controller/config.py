@@ -185,6 +185,8 @@ class ElasticSettings(_Section):
     learn_scaling: bool = Field(True, description="rate a job that was resized by how its own progress reports "
                                                   "say it scaled between its sizes, where that is worse than its "
                                                   "model (never better: the reports are its user's)")
+    settle_s: float = Field(300.0, ge=0, description="a report counts towards a job's rate only this long after "
+                                                     "the job (re)started: its first steps are not its pace")
     shrink_when_dear: bool = Field(False, description="also shrink a running elastic job when the budget's price "
                                                       "(greenflow, powerflow below a budget of 1) makes its remaining "
                                                       "carbon (energy) worth more than the time it loses, while the "

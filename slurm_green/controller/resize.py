@@ -216,8 +216,7 @@ class Resizer:
     def record(self, now: float, actions: Sequence[Action], results: Sequence[ActionResult]) -> None:
         """Move each resize on by the outcome of its enacted step (and end those ``plan`` gave up),
         and keep the rates this tick's reports gave."""
-        for job_id, gpus, report in self._readings:
-            self.store.record_rate(job_id, gpus, report)
+        self.store.record_rates(self._readings)
         for job_id, why in self._abandoned.items():
             self.store.record_resize(job_id, ABANDONED, now, why)
         for action, result in zip(actions, results, strict=True):

@@ -113,7 +113,7 @@ CREATE TABLE IF NOT EXISTS usage (
 #: Usage is kept in buckets of this many seconds, so any period a site budgets (a day or a
 #: week from midnight in any time zone, :30 and :45 offsets too) is a whole number of them.
 USAGE_BUCKET_S = 900
-#: Two reports' frozen shares this close are the same state of the job (``record_rate``).
+#: Two reports' frozen shares this close are the same state of the job (``record_rates``).
 _SAME_FROZEN = 0.005
 #: Job ids per ``IN (...)`` query: under SQLite's oldest bound-parameter limit (999).
 _IDS_PER_QUERY = 900
@@ -292,11 +292,12 @@ class StateStore:
                     " phase=excluded.phase, updated_at=excluded.updated_at, note=excluded.note",
                     (job_id, phase, at, displayable(note)))
 
-    def record_rate(self, job_id: int, gpus: int, report: JobProgress) -> None:
-        """Add ``report``'s rate to job ``job_id``'s mean at ``gpus`` GPUs, once per report (by its
-        time); a report in another unit or at another frozen share starts the mean again."""
+    def record_rates(self, readings: Iterable[tuple[int, int, JobProgress]]) -> None:
+        """Add each (job id, GPUs, report) reading's rate to that job's mean at that GPU count, once
+        per report (by its time), in one transaction; a report in another unit or at another
+        frozen share starts the mean again."""
         with self._db:
-            self._db.execute(
+            self._db.executemany(
                 "INSERT INTO rates VALUES (?,?,?,?,?,1,?) ON CONFLICT(job_id, gpus) DO UPDATE SET"
                 " per_s_sum = CASE WHEN unit = excluded.unit AND ABS(frozen - excluded.frozen) <= ?"
                 "   THEN per_s_sum + excluded.per_s_sum ELSE excluded.per_s_sum END,"
@@ -304,10 +305,11 @@ class StateStore:
                 "   THEN readings + 1 ELSE 1 END,"
                 " unit = excluded.unit, frozen = excluded.frozen, last_time = excluded.last_time"
                 " WHERE excluded.last_time > last_time",
-                (job_id, gpus, report.unit, report.frozen, report.per_s, report.time, _SAME_FROZEN, _SAME_FROZEN))
+                [(job_id, gpus, report.unit, report.frozen, report.per_s, report.time, _SAME_FROZEN, _SAME_FROZEN)
+                 for job_id, gpus, report in readings])
 
     def rates(self, job_ids: Iterable[int]) -> dict[int, tuple[MeasuredRate, ...]]:
-        """The mean rates ``record_rate`` kept of each of ``job_ids`` that has any, by GPU count."""
+        """The mean rates ``record_rates`` kept of each of ``job_ids`` that has any, by GPU count."""
         found: dict[int, list[MeasuredRate]] = {}
         ids = sorted(set(job_ids))
         for i in range(0, len(ids), _IDS_PER_QUERY):

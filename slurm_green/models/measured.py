@@ -29,7 +29,9 @@ from slurm_green.models.freezing import frozen_throughput
 
 def scaling_factors(model: JobModel, measured: Sequence[MeasuredRate]) -> tuple[tuple[int, float], ...]:
     """(GPU count, factor <= 1) from the job's smallest measured count up, the factor never
-    rising; empty with fewer than two counts in one unit."""
+    rising; empty with fewer than two counts in one unit. One report at a count is enough: a
+    job is often resized soon after it starts, and a report that caught a pause (a checkpoint,
+    an evaluation pass) can only make its own job look to scale worse."""
     rates = sorted((m for m in measured if m.per_s > 0 and m.gpus >= 1), key=lambda m: m.gpus)
     if not rates:
         return ()

@@ -44,7 +44,7 @@ def config(name: str) -> str:
         # loosened, as this test is about enacting a resize, not choosing one
         '[policy]\nname = "icefrog"\ngpu_time_slack = 1.0\n'
         f'[elastic]\nrequeue = true\nprogress_dir = "{PROGRESS}"\ncheckpoint_timeout_s = 40\n'
-        'restart_cost_s = 0\nmin_interval_h = 1\n')
+        'restart_cost_s = 0\nmin_interval_h = 1\nsettle_s = 0\n')
     return f"{IN_CONTAINER}/{name}.toml"
 
 
@@ -101,6 +101,11 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     reasons = [r for (r,) in store_rows(c, name, f"SELECT reason FROM decisions WHERE job_id = {elastic}")]
     assert any("grow running job 1 -> 2 GPUs" in r and "25% of its blocks frozen (its report)" in r
                for r in reasons), reasons
+    # what its reports said of its pace at each size (settle_s = 0: every report counts): twice
+    # the samples a second on 2 GPUs, as the stand-in trains (docs/enactment.md, measured scaling)
+    rates = {gpus: per_s for gpus, per_s in store_rows(
+        c, name, f"SELECT gpus, per_s_sum / readings FROM rates WHERE job_id = {elastic}")}
+    assert set(rates) == {1, 2} and 1.6 < rates[2] / rates[1] < 2.4, rates
 
     # the job that ignored the signal ran to its end at its size, once: nothing lost, nothing requeued
     ignored = result(c, deaf, "node2")

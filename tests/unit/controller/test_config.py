@@ -102,7 +102,7 @@ def test_learning_a_jobs_scaling_from_its_reports_is_on_unless_the_site_turns_it
     from slurm_green.controller.store import StateStore
 
     path, store = tmp_path / "c.toml", StateStore(tmp_path / "s.db")
-    for line, learns in (("", True), ("learn_scaling = false\n", False)):
+    for line, learns, settle in (("", True, 300.0), ("learn_scaling = false\nsettle_s = 5\n", False, 5.0)):
         path.write_text(f'[elastic]\nrequeue = true\nprogress_dir = "{tmp_path}"\n{line}')
         resizer = build_resizer(load_config(path), store)
-        assert resizer is not None and resizer.settings.learn_scaling is learns
+        assert resizer is not None and (resizer.settings.learn_scaling, resizer.settings.settle_s) == (learns, settle)

@@ -190,14 +190,14 @@ def test_latest_decisions_of_the_jobs_asked_for_in_chunks_the_same_as_of_all(tmp
 def test_a_jobs_rates_are_averaged_per_gpu_count_once_per_report_and_restart_on_a_new_state(tmp_path):
     store = StateStore(tmp_path / "s.db")
     seen = [JobProgress(7, "samples", 0.0, per_s, 0.0, NOW + i) for i, per_s in enumerate((10.0, 12.0))]
-    for report in (*seen, seen[1]):  # the same report read again at the next tick counts once
-        store.record_rate(7, 1, report)
-    store.record_rate(7, 2, JobProgress(7, "samples", 0.0, 15.0, 0.0, NOW))
-    store.record_rate(8, 1, JobProgress(8, "samples", 0.0, 3.0, 0.0, NOW))
+    store.record_rates([(7, 1, seen[0])])
+    store.record_rates([(7, 1, seen[1]), (7, 2, JobProgress(7, "samples", 0.0, 15.0, 0.0, NOW)),
+                        (8, 1, JobProgress(8, "samples", 0.0, 3.0, 0.0, NOW))])
+    store.record_rates([(7, 1, seen[1])])  # the same report read again at the next tick counts once
     assert store.rates([7]) == {7: (MeasuredRate(1, "samples", 0.0, 11.0, 2), MeasuredRate(2, "samples", 0.0, 15.0, 1))}
     # frozen further (or another unit): a new pace, the mean starts again
-    store.record_rate(7, 1, JobProgress(7, "samples", 0.0, 20.0, 0.25, NOW + 5))
-    store.record_rate(7, 2, JobProgress(7, "steps", 0.0, 0.5, 0.0, NOW + 5))
+    store.record_rates([(7, 1, JobProgress(7, "samples", 0.0, 20.0, 0.25, NOW + 5)),
+                        (7, 2, JobProgress(7, "steps", 0.0, 0.5, 0.0, NOW + 5))])
     assert store.rates([7, 9]) == {7: (MeasuredRate(1, "samples", 0.25, 20.0, 1), MeasuredRate(2, "steps", 0.0, 0.5, 1))}
 
 
@@ -205,6 +205,6 @@ def test_prune_forgets_the_rates_of_forgotten_jobs(tmp_path):
     store = StateStore(tmp_path / "s.db")
     old = Job(1, state=JobState.COMPLETED, start_time=NOW - 99 * 86400, end_time=NOW - 98 * 86400)
     store.observe_jobs(NOW - 98 * 86400, [old])
-    store.record_rate(1, 1, JobProgress(1, "samples", 0.0, 10.0, 0.0, NOW - 98 * 86400))
+    store.record_rates([(1, 1, JobProgress(1, "samples", 0.0, 10.0, 0.0, NOW - 98 * 86400))])
     store.prune(NOW - 90 * 86400)
     assert store.rates([1]) == {}

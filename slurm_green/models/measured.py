@@ -27,6 +27,11 @@ from slurm_green.core.progress import MeasuredRate
 from slurm_green.models.freezing import frozen_throughput
 
 
+#: The smallest factor: a report can say its job scales a hundred times worse than modelled, no
+#: worse (its rates are any finite numbers a user wrote; a rate of zero would divide by zero).
+FLOOR = 0.01
+
+
 def scaling_factors(model: JobModel, measured: Sequence[MeasuredRate]) -> tuple[tuple[int, float], ...]:
     """(GPU count, factor <= 1) from the job's smallest measured count up, the factor never
     rising; empty with fewer than two counts in one unit. One report at a count is enough: a
@@ -45,7 +50,7 @@ def scaling_factors(model: JobModel, measured: Sequence[MeasuredRate]) -> tuple[
         modelled = frozen_throughput(model, Config(m.gpus), m.frozen)
         if modelled <= 0 or modelled_base <= 0:
             continue
-        factor = min(factor, (m.per_s / base.per_s) / (modelled / modelled_base))
+        factor = max(FLOOR, min(factor, (m.per_s / base.per_s) / (modelled / modelled_base)))
         points.append((m.gpus, factor))
     return tuple(points) if len(points) > 1 else ()
 

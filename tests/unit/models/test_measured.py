@@ -6,11 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from slurm_green.core.models import Config
 from slurm_green.core.progress import MeasuredRate
 from slurm_green.models.freezing import frozen_throughput
-from slurm_green.models.measured import MeasuredScaling, corrected, factor_at, scaling_factors
+from slurm_green.models.measured import FLOOR, MeasuredScaling, corrected, factor_at, scaling_factors
 
 
 @dataclass
@@ -66,3 +68,15 @@ def test_rates_at_other_frozen_shares_are_compared_with_the_model_at_those_share
                    rate(2, 7.0 * frozen_throughput(model, Config(2), 0.5), frozen=0.5)]
     assert frozen_throughput(model, Config(2), 0.5) > model.throughput(Config(2))
     assert corrected(model, as_modelled) is model
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 16), st.floats(0.0, 1e300, allow_subnormal=True),
+                          st.sampled_from([0.0, 0.25, 1.0]), st.sampled_from(["samples", "steps"])), max_size=6))
+def test_whatever_a_user_reports_the_model_only_ever_goes_down_and_never_to_zero(reported):
+    model = Sublinear()
+    measured = [MeasuredRate(g, unit, frozen, per_s, 1) for g, per_s, frozen, unit in reported]
+    job = corrected(model, measured)
+    factors = [job.throughput(Config(g)) / model.throughput(Config(g)) for g in range(1, 33)]
+    assert all(FLOOR - 1e-12 <= f <= 1 + 1e-12 for f in factors)
+    assert all(a >= b - 1e-12 for a, b in zip(factors, factors[1:]))  # never rising with the count

@@ -12,8 +12,8 @@ there on.
 
 **Only downward.** The reports are written by the job's user. The factor is capped at 1
 and never rises with the GPU count, so a report can make more GPUs look *less* worth to
-its own job (grown later, shrunk sooner: ``policy/running.py``), never more, and never
-moves another job's decision. A job that scales better than modelled keeps its model.
+its own job (grown later, shrunk sooner: ``policy/running.py``), never more: it can make its
+job the one shrunk in another's place, never another job shrunk or denied growth. A job that scales better than modelled keeps its model.
 Between two measured counts the factor is interpolated linearly; beyond the largest it
 stays at the last measured one (nothing says it gets better, and guessing it worse would
 be a guess).
@@ -22,10 +22,10 @@ be a guess).
 from __future__ import annotations
 
 from collections.abc import Sequence
+
 from slurm_green.core.models import Config, JobModel
 from slurm_green.core.progress import MeasuredRate
 from slurm_green.models.freezing import frozen_throughput
-
 
 #: The smallest factor: a report can say its job scales a hundred times worse than modelled, no
 #: worse (its rates are any finite numbers a user wrote; a rate of zero would divide by zero).

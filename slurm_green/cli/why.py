@@ -70,11 +70,24 @@ def stored(config: Config, job_id: int) -> tuple[dict[str, Any], str | None]:
         decisions = store.decisions(job_id)
         seen = store.job(job_id)
         caps = enacted_caps(store, job_id)
+        rates = _measured(store, job_id)
     except sqlite3.Error as exc:  # a store the file mode lets us open but not read
         return {}, f"controller's store not readable here ({exc})"
     finally:
         store.close()
-    return {"decisions": decisions, "seen": seen, "cap": caps.get(job_id), "cap_enacted": job_id in caps}, None
+    return {"decisions": decisions, "seen": seen, "cap": caps.get(job_id), "cap_enacted": job_id in caps,
+            "measured": rates}, None
+
+
+def _measured(store: StateStore, job_id: int) -> list[dict[str, Any]]:
+    """The rates the controller kept of the job's own reports, by GPU count (``[elastic]``); none
+    from a store an older controller wrote (no ``rates`` table: a read-only store gains none)."""
+    try:
+        rates = store.rates([job_id]).get(job_id, ())
+    except sqlite3.OperationalError:
+        return []
+    return [{"gpus": r.gpus, "unit": r.unit, "per_s": r.per_s, "frozen": r.frozen, "reports": r.readings}
+            for r in rates]
 
 
 def _may_see(record: dict[str, Any]) -> bool:
@@ -131,6 +144,7 @@ def explain(config: Config, job_id: int, now: float) -> dict[str, Any]:
         "expected_carbon_kg": last.get("expected_carbon_kg"),
         "carbon_if_now_kg": decisions[0].get("carbon_if_now_kg") if decisions else None,
         "token_in_comment": bool(job and find_token(job.comment)),
+        "measured": record.get("measured") or [],
         "notes": [store_note] if store_note else [],
     }
     if job is not None and job.is_pending and out["managed"]:
@@ -175,6 +189,10 @@ def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
         if out["expected_carbon_kg"] is not None and out["carbon_if_now_kg"] is not None:
             lines.append(f"estimate:       {out['expected_carbon_kg']:.3f} kg CO2 as decided vs "
                          f"{out['carbon_if_now_kg']:.3f} kg had it started when first seen")
+        if out["measured"]:
+            lines.append("measured:       " + ", ".join(
+                f"{r['per_s']:.4g} {r['unit']}/s on {r['gpus']} GPU(s) ({r['reports']} report(s))"
+                for r in out["measured"]) + " (its own reports; how it scales between them rates it)")
         lines.append(f"reason:         {out['reason'] or '-'}"
                      + (f" (decided {at(out['decided_at'])})" if out["decided_at"] else ""))
     if "forecast_error" in out:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import time
 
 from cli_setup import carbon_csv, fake_squeue, slurm_time, write_config
@@ -17,6 +18,7 @@ from slurm_green.controller.store import StateStore
 from slurm_green.core import decision_token
 from slurm_green.core.actions import ActionError, ActionResult, SetDecision
 from slurm_green.core.plan import JobDecision
+from slurm_green.core.progress import JobProgress
 
 NOW = time.time()
 KEY = b"k" * 32
@@ -71,6 +73,22 @@ def test_why_json_carries_the_same_and_a_refused_cap_is_not_claimed(tmp_path):
     assert out["cap_enacted"] is None and out["cap_decided"] == 0.7 and out["gpu_type"] == "h100"
     assert out["now_g_per_kwh"] == 450.0 and out["at_start_g_per_kwh"] == 60.0
     assert out["decided_start"].endswith("+00:00") and out["token_in_comment"] is True
+
+
+def test_why_shows_the_rates_the_jobs_own_reports_gave_and_an_older_store_still_reads(tmp_path):
+    config, env, _ = site(tmp_path)
+    store = StateStore(tmp_path / "state.db")
+    store.record_rates([(42, gpus, JobProgress(42, "samples", 0.0, per_s, 0.0, NOW - 60 + i))
+                        for i, (gpus, per_s) in enumerate(((1, 30.0), (1, 34.0), (2, 60.0)))])
+    store.close()
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert "measured:       32 samples/s on 1 GPU(s) (2 report(s)), 60 samples/s on 2 GPU(s) (1 report(s))" \
+        in result.output, result.output
+    with sqlite3.connect(tmp_path / "state.db") as db:  # as an older controller wrote it
+        db.execute("DROP TABLE rates")
+    result = CliRunner().invoke(main, ["why", "42", "--json", "--config", str(config)], env=env)
+    assert result.exit_code == 0 and json.loads(result.output)["measured"] == [], result.output
+    assert json.loads(result.output)["cap_decided"] == 0.7
 
 
 def test_an_unmanaged_job_says_so(tmp_path):

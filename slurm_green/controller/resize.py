@@ -112,6 +112,8 @@ class Resizer:
     _releasing: set[int] = field(default_factory=set, repr=False)
     #: The settled reports ``reports`` read this tick, with the GPU count each ran at, for ``record``.
     _readings: list[tuple[int, int, JobProgress]] = field(default_factory=list, repr=False)
+    #: The jobs ``plan`` found signalled (their checkpoint slows them: no reading of theirs is kept).
+    _signalled: set[int] = field(default_factory=set, repr=False)
 
     def plan(self, snapshot: ClusterSnapshot, plan: Plan, now: float) -> tuple[list[Action], set[int], list[str]]:
         """This tick's resize actions, the jobs the resizes own (the planner skips them) and notes."""
@@ -120,6 +122,7 @@ class Resizer:
         owned: set[int] = set()
         notes: list[str] = []
         self._targets, self._abandoned, self._releasing = {}, {}, set()
+        self._signalled = {job_id for job_id, row in rows.items() if row["phase"] == SIGNALLED}
         for job_id, row in rows.items():
             job = snapshot.job(job_id)
             step = self._next_step(job, row, now)
@@ -159,14 +162,13 @@ class Resizer:
         """The latest progress reports of the running elastic jobs, for the policy's context."""
         self.progress.forget_ended({job.job_id for job in snapshot.jobs if job.state.is_active}, now)
         found = {}
-        signalled = {job_id for job_id, row in self.store.resizes().items() if row["phase"] == SIGNALLED}
         self._readings = []
         for job in snapshot.jobs:
             if job.state is JobState.RUNNING and elastic(job):
                 report = self.progress.read(job.job_id, job.user, now)
                 if report is not None:
                     found[job.job_id] = report
-                    if self._settled(job, report) and job.job_id not in signalled:  # a checkpoint slows it
+                    if self._settled(job, report):
                         self._readings.append((job.job_id, job.total_gpus, report))
         return found
 
@@ -216,7 +218,7 @@ class Resizer:
     def record(self, now: float, actions: Sequence[Action], results: Sequence[ActionResult]) -> None:
         """Move each resize on by the outcome of its enacted step (and end those ``plan`` gave up),
         and keep the rates this tick's reports gave."""
-        self.store.record_rates(self._readings)
+        self.store.record_rates(r for r in self._readings if r[0] not in self._signalled)
         for job_id, why in self._abandoned.items():
             self.store.record_resize(job_id, ABANDONED, now, why)
         for action, result in zip(actions, results, strict=True):

@@ -311,13 +311,9 @@ class StateStore:
     def rates(self, job_ids: Iterable[int]) -> dict[int, tuple[MeasuredRate, ...]]:
         """The mean rates ``record_rates`` kept of each of ``job_ids`` that has any, by GPU count."""
         found: dict[int, list[MeasuredRate]] = {}
-        ids = sorted(set(job_ids))
-        for i in range(0, len(ids), _IDS_PER_QUERY):
-            chunk = ids[i:i + _IDS_PER_QUERY]
-            for row in self._rows(f"SELECT * FROM rates WHERE job_id IN ({','.join('?' * len(chunk))})"
-                                  " ORDER BY job_id, gpus", tuple(chunk)):
-                found.setdefault(row["job_id"], []).append(MeasuredRate(
-                    row["gpus"], row["unit"], row["frozen"], row["per_s_sum"] / row["readings"], row["readings"]))
+        for row in self._rows_of("SELECT * FROM rates WHERE job_id IN ({ids}) ORDER BY job_id, gpus", job_ids):
+            found.setdefault(row["job_id"], []).append(MeasuredRate(
+                row["gpus"], row["unit"], row["frozen"], row["per_s_sum"] / row["readings"], row["readings"]))
         return {job_id: tuple(rates) for job_id, rates in found.items()}
 
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
@@ -425,13 +421,9 @@ class StateStore:
                 "SELECT d.* FROM decisions d JOIN (SELECT job_id, MAX(id) AS id FROM decisions GROUP BY job_id) m"
                 " ON d.id = m.id")
         else:
-            ids = sorted(set(job_ids))
-            rows = []
-            for first in range(0, len(ids), _IDS_PER_QUERY):
-                chunk = ids[first:first + _IDS_PER_QUERY]
-                rows += self._rows(
-                    "SELECT d.* FROM decisions d JOIN (SELECT job_id, MAX(id) AS id FROM decisions WHERE job_id IN"
-                    f" ({','.join('?' * len(chunk))}) GROUP BY job_id) m ON d.id = m.id", tuple(chunk))
+            rows = self._rows_of(
+                "SELECT d.* FROM decisions d JOIN (SELECT job_id, MAX(id) AS id FROM decisions WHERE job_id IN"
+                " ({ids}) GROUP BY job_id) m ON d.id = m.id", job_ids)
         return {int(row["job_id"]): row for row in rows}
 
     def actions(self, job_id: int | None = None) -> list[Row]:
@@ -444,6 +436,16 @@ class StateStore:
 
     def ticks(self) -> list[Row]:
         return self._rows("SELECT * FROM ticks ORDER BY tick_at")
+
+    def _rows_of(self, query: str, job_ids: Iterable[int]) -> list[Row]:
+        """``query`` over ``job_ids``, its ``{ids}`` filled with their placeholders, in chunks of
+        ``_IDS_PER_QUERY`` (rows in each chunk's order)."""
+        ids = sorted(set(job_ids))
+        rows: list[Row] = []
+        for first in range(0, len(ids), _IDS_PER_QUERY):
+            chunk = ids[first:first + _IDS_PER_QUERY]
+            rows += self._rows(query.format(ids=",".join("?" * len(chunk))), tuple(chunk))
+        return rows
 
     def _rows(self, query: str, args: tuple[object, ...] = ()) -> list[Row]:
         cursor = self._db.execute(query, args)

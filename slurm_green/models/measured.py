@@ -13,8 +13,8 @@ there on.
 **Only downward.** The reports are written by the job's user. The factor is capped at 1
 and never rises with the GPU count, so a report can make more GPUs look *less* worth to
 its own job (grown later, shrunk sooner: ``policy/running.py``), never more: it can make its
-job the one shrunk in another's place, never another job shrunk or denied growth. A job that scales better than modelled keeps its model.
-Between two measured counts the factor is interpolated linearly; beyond the largest it
+job the one shrunk in another's place, never another job shrunk or denied growth. A job
+that scales better than modelled keeps its model. Between two measured counts the factor is interpolated linearly; beyond the largest it
 stays at the last measured one (nothing says it gets better, and guessing it worse would
 be a guess).
 """
@@ -45,10 +45,12 @@ def scaling_factors(model: JobModel, measured: Sequence[MeasuredRate]) -> tuple[
     if len(rates) < 2:
         return ()
     modelled_base = frozen_throughput(model, Config(base.gpus), base.frozen)
+    if modelled_base <= 0:
+        return ()
     points, factor = [(base.gpus, 1.0)], 1.0
     for m in rates[1:]:
         modelled = frozen_throughput(model, Config(m.gpus), m.frozen)
-        if modelled <= 0 or modelled_base <= 0:
+        if modelled <= 0:
             continue
         factor = max(FLOOR, min(factor, (m.per_s / base.per_s) / (modelled / modelled_base)))
         points.append((m.gpus, factor))
@@ -81,9 +83,7 @@ class MeasuredScaling:
         return self.model.power_w(config)
 
     def said(self) -> str:
-        """What a decision's reason adds (nothing when uncorrected)."""
-        if not self.points:
-            return ""
+        """What a decision's reason adds."""
         last_gpus, last = self.points[-1]
         return f"; scaled by x{last:.2f} at {last_gpus} GPUs as measured (its reports at {self.points[0][0]}" \
                f"-{last_gpus} GPUs)"

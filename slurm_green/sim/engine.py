@@ -1007,13 +1007,15 @@ class Simulator:
         held = _Held(self.spec.nodes)
         blocked: list[Job] = []  # passed over, not yet reserved for
         profile: _FreeProfile | None = None
-        i = tested = 0
+        shortest: list[float] = []  # the shortest time limit from each queue position on, once asked
+        i = tested = removed = removed_before = 0  # jobs taken off the queue: in all, and when ``shortest`` was
         while i < len(self._queue) and free > 0 and tested < BACKFILL_DEPTH:
             job_id = self._queue[i][1]
             job = self._jobs[job_id]
             if job_id in self._share:
                 if self._joinable(job_id):
                     del self._queue[i]
+                    removed += 1
                     self._start_guest(job, now)
                     continue
                 job = self._unbound(job)
@@ -1030,10 +1032,31 @@ class Simulator:
                     self._start(job, alloc, now)
                     profile = None  # it holds GPUs until its own time limit
                     del self._queue[i]
+                    removed += 1
                     free -= need
                     continue
+                if held.count and not self._share:
+                    if not shortest or removed != removed_before:  # taken again once the queue changed
+                        shortest, removed_before = self._shortest_limits(), removed
+                    if self._backfill_closed(held, now, shortest[i + 1]):
+                        return
             blocked.append(job)
             i += 1
+
+    def _backfill_closed(self, held: _Held, now: float, shortest_limit_s: float) -> bool:
+        """Whether no job still queued can start in this pass: every node with a free GPU is
+        held by a reservation at some time within the shortest time limit still queued. Reservations
+        only grow within a pass, so it stays closed; the rest of the pass would only make
+        reservations that no start can use (most of a busy simulation's time, before this ended it)."""
+        return not (held.free_during(now, now + shortest_limit_s) & (self.free_count > 0)).any()
+
+    def _shortest_limits(self) -> list[float]:
+        """Per position in the queue, the shortest time limit of the jobs from there on (one more
+        entry, infinite, past the end)."""
+        out = [math.inf] * (len(self._queue) + 1)
+        for k in range(len(self._queue) - 1, -1, -1):
+            out[k] = min(out[k + 1], self._jobs[self._queue[k][1]].time_limit_s or 0.0)
+        return out
 
     def _next_release(self) -> float:
         """Earliest valid begin time still ahead (stale heap entries are dropped)."""

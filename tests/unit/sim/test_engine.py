@@ -3,6 +3,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sim_literals import HOUR, T0, LinearModels, flat_signal, workload
 from slurm_green.controller.tick import Controller
@@ -171,6 +173,32 @@ def test_a_job_that_cannot_start_within_the_backfill_window_reserves_nothing():
     _, record = run(wl, FifoPolicy(), options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
     r, h, b = record.start - T0
     assert b == 2.0 and h == pytest.approx(40 * HOUR + 2.0)
+
+
+def test_a_long_job_that_cannot_backfill_does_not_end_the_pass_before_a_short_one_behind_it():
+    # A holds half the node for 10 h; B (4 GPUs) is reserved it at 10 h. D (2 GPUs, 20 h) would
+    # delay B; C behind it (2 GPUs, 1 h) ends before B's reservation and backfills. The pass stops
+    # early only once every free GPU is reserved within the shortest time limit still queued.
+    wl = workload((0.0, 2, 20 * HOUR), (1.0, 4, 4 * HOUR), (2.0, 2, 40 * HOUR), (3.0, 2, 2 * HOUR))
+    _, record = run(wl, FifoPolicy(), options=TraceOptions(flex_s=0.0, time_limit_factor=1.0))
+    a, b, d, c = record.start - T0
+    assert c == 3.0 and b == pytest.approx(10 * HOUR) and d >= b
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 600).map(lambda m: m * 30.0), st.sampled_from([1, 2, 3, 4, 8]),
+                          st.sampled_from([0.5, 1.0, 2.0, 8.0, 30.0]).map(lambda h: h * HOUR)), min_size=3, max_size=25))
+def test_ending_a_backfill_pass_early_starts_the_same_jobs_on_the_same_nodes(jobs):
+    """The pass's early end (``_backfill_closed``) against passes that always run to the end."""
+    wl = workload(*sorted(jobs))
+    spec = ClusterSpec(nodes=3, gpus_per_node=4)
+    options = TraceOptions(flex_s=0.0, time_limit_factor=1.5)
+    _, pruned = run(wl, FifoPolicy(), spec=spec, options=options)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(Simulator, "_backfill_closed", lambda self, held, now, shortest_limit_s: False)
+        _, full = run(wl, FifoPolicy(), spec=spec, options=options)
+    assert pruned.start.tolist() == full.start.tolist()
+    assert pruned.placed == full.placed
 
 
 def test_a_workload_s_own_time_limits_are_used_and_nan_falls_back_to_the_derived_one():

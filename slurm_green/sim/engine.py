@@ -1048,7 +1048,8 @@ class Simulator:
         held by a reservation at some time within the shortest time limit still queued. Reservations
         only grow within a pass, so it stays closed; the rest of the pass would only make
         reservations that no start can use (most of a busy simulation's time, before this ended it)."""
-        return not (held.free_during(now, now + shortest_limit_s) & (self.free_count > 0)).any()
+        unheld = held.free_during(now, now + shortest_limit_s)
+        return unheld is not None and not (unheld & (self.free_count > 0)).any()
 
     def _shortest_limits(self) -> list[float]:
         """Per position in the queue, the shortest time limit of the jobs from there on (one more

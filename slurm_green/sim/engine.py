@@ -1004,7 +1004,7 @@ class Simulator:
         if self._share:
             self._join(now)
         free = self._free_total
-        held = _Held(self.spec.nodes)
+        held: _Held | None = None  # the pass's reservations, from its first (most passes make none)
         blocked: list[Job] = []  # passed over, not yet reserved for
         profile: _FreeProfile | None = None
         shortest: list[float] = []  # the shortest time limit from each queue position on, once asked
@@ -1024,10 +1024,13 @@ class Simulator:
             if need <= free and self._fit(job, self.free_count) is not None:
                 if blocked:
                     profile = profile or self._free_profile(now)
+                    if held is None:
+                        held = _Held(self.spec.nodes)
                     for earlier in blocked:
                         self._reserve(earlier, held, profile)
                     blocked.clear()
-                alloc = self._allocate(job, held.free_during(now, now + (job.time_limit_s or 0.0)))
+                alloc = self._allocate(job, None if held is None else
+                                       held.free_during(now, now + (job.time_limit_s or 0.0)))
                 if alloc is not None:
                     self._start(job, alloc, now)
                     profile = None  # it holds GPUs until its own time limit
@@ -1035,7 +1038,7 @@ class Simulator:
                     removed += 1
                     free -= need
                     continue
-                if held.count and not self._share:
+                if held is not None and held.count and not self._share:
                     if not shortest or removed != removed_before:  # taken again once the queue changed
                         shortest, removed_before = self._shortest_limits(), removed
                     if self._backfill_closed(held, now, shortest[i + 1]):

@@ -110,6 +110,10 @@ class PolicySettings(_Section):
     growth_horizon_h: float = Field(_KNOBS.growth_horizon_h, ge=0.0, description="greenflow/powerflow: a job gets "
                                                                                  "more GPUs than it asked for only if "
                                                                                  "it then runs at most this long")
+    budget_slack: float = Field(_KNOBS.budget_slack, ge=0.0, description="greenflow/powerflow: a budget is held no "
+                                                                         "tighter than the least carbon (energy) a "
+                                                                         "plan reaches plus this x the carbon-"
+                                                                         "agnostic plan's; 0: exactly as set")
     eta: float = Field(_KNOBS.eta, ge=0.0, le=1.0, description="zeus: weight of energy against time (1: energy only)")
     placement: dict[str, float] = Field(default_factory=lambda: dict(_KNOBS.placement),
                                         description="greenflow/powerflow: weights of the placement plugins that "

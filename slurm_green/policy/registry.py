@@ -52,6 +52,8 @@ class PolicySettings(Protocol):
     @property
     def growth_horizon_h(self) -> float: ...
     @property
+    def budget_slack(self) -> float: ...
+    @property
     def eta(self) -> float: ...
     @property
     def placement(self) -> Mapping[str, float] | tuple[tuple[str, float], ...]: ...
@@ -72,6 +74,9 @@ class PolicyKnobs:
     gpu_time_slack: float = 0.1
     runtime_slack: float = 0.25
     growth_horizon_h: float = 2.0
+    #: greenflow/powerflow: a budget is held no tighter than the least carbon (energy) a plan
+    #: reaches plus this fraction of the carbon-agnostic plan's.
+    budget_slack: float = 0.05
     #: zeus: 1 weighs only energy, 0 only time.
     eta: float = 0.5
     #: greenflow/powerflow: placement plugin weights for one-node jobs (``placement/site.py``);
@@ -99,7 +104,7 @@ def _flow(policy: GreenFlowPolicy, settings: PolicySettings) -> Policy:
     return replace(policy, budget_fraction=settings.budget_fraction,
                    default_runtime_s=settings.default_runtime_h * 3600.0, place=settings.place_nodes,
                    gpu_time_slack=settings.gpu_time_slack, runtime_slack=settings.runtime_slack,
-                   growth_horizon_s=settings.growth_horizon_h * 3600.0,
+                   growth_horizon_s=settings.growth_horizon_h * 3600.0, budget_slack=settings.budget_slack,
                    placement=tuple(check_weights(dict(settings.placement)).items()),
                    colocation=Colocation() if settings.colocate else None)
 

@@ -319,3 +319,22 @@ def test_a_looser_budget_never_gives_a_worse_expected_cost(models, specs, used, 
         for tight, loose in zip(costs, costs[1:]):
             assert loose.expected_cost_s <= tight.expected_cost_s
     assert above[0].expected_cost_s <= above[0].agnostic_cost_s  # budget 1: the carbon-agnostic plan fits
+
+
+def test_a_budget_out_of_reach_is_held_near_the_least_carbon_not_bought_with_hours_of_waiting(models):
+    # One 4-GPU job that refuses caps and resizing: only waiting 6 h for 3 % cleaner power saves
+    # carbon, so no plan holds budget 0.5. Exactly as set (slack 0) the policy takes the cheapest
+    # plan, the 6-hour wait; by default it holds the budget at the least carbon + 0.05 x the
+    # carbon-agnostic plan's, which starting now meets (1.0 <= 0.97 + 0.05), and it says so.
+    forecast = signal([100.0] * 6 + [97.0] * 66)
+    snap = snapshot([pending(1, gpus=4, low=4, high=4, cap=False, flex_h=12)], nodes(1))
+    exact = GreenFlowPolicy(budget_fraction=0.5, budget_slack=0.0)(context(snap, forecast, models))
+    assert by_id(exact)[1].start_at == NOW + 6 * HOUR and "cannot hold" in exact.notes[0]
+    near = GreenFlowPolicy(budget_fraction=0.5)(context(snap, forecast, models))
+    assert by_id(near)[1].start_at == NOW and "cannot hold (held to the least carbon" in near.notes[0]
+    # So is a budget within reach but less than the slack above the least carbon (0.98 here);
+    # one further above it is held as set: with half-as-clean power later, 0.8 still waits.
+    assert by_id(GreenFlowPolicy(budget_fraction=0.98)(context(snap, forecast, models)))[1].start_at == NOW
+    cleaner = signal([100.0] * 6 + [50.0] * 66)
+    held = GreenFlowPolicy(budget_fraction=0.8)(context(snap, cleaner, models))
+    assert by_id(held)[1].start_at == NOW + 6 * HOUR and "holds" in held.notes[0]

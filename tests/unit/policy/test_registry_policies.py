@@ -57,8 +57,8 @@ def test_defaults_are_the_benchs_and_the_window_keeps_its_cap(tmp_path):
     ('name = "greenflw"\n', "policy.name: Value error, unknown policy; choose from window, window-aware, fifo, zeus, greenflow, powerflow, eaco, icefrog"),
     ('name = "greenflow"\nbudget_fraction = 0\n', "policy.budget_fraction: Input should be greater than 0"),
     ('budget = 1\n', "policy.budget: unknown key (allowed here: name, cap_fraction, default_runtime_h, "
-                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, eta, placement, "
-                     "colocate)"),
+                     "budget_fraction, place_nodes, gpu_time_slack, runtime_slack, growth_horizon_h, budget_slack, "
+                     "eta, placement, colocate)"),
     ('name = "eaco"\ncolocate = true\n', "policy.colocate prices co-location in GreenFlow's cost: it needs "
                                           "policy.name = 'greenflow', 'powerflow' or 'icefrog'"),
     ('name = "greenflow"\nruntime_slack = -0.1\n', "policy.runtime_slack: Input should be greater than or equal to 0"),
@@ -74,10 +74,11 @@ def test_a_bad_policy_setting_is_refused_naming_the_key(tmp_path, text, says):
 
 
 def test_the_guards_reach_greenflow_and_powerflow(tmp_path):
-    knobs = "gpu_time_slack = 0.3\nruntime_slack = 0.5\ngrowth_horizon_h = 4\n"
+    knobs = "gpu_time_slack = 0.3\nruntime_slack = 0.5\ngrowth_horizon_h = 4\nbudget_slack = 0\n"
     for name in ("greenflow", "powerflow"):
         policy = configured(tmp_path, f'name = "{name}"\n' + knobs)
-        assert (policy.gpu_time_slack, policy.runtime_slack, policy.growth_horizon_s) == (0.3, 0.5, 4 * 3600.0)
+        assert (policy.gpu_time_slack, policy.runtime_slack, policy.growth_horizon_s, policy.budget_slack) == (
+            0.3, 0.5, 4 * 3600.0, 0.0)
 
 
 def test_an_unknown_name_reaching_the_registry_is_refused_with_the_choices():

@@ -920,15 +920,12 @@ def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int,
 
 def _score(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> _Scored:
     """``choice``'s objective, and its spend with every job at its ``_queued_intensity``."""
-    rows = o.rows
-    energy = o.energy_kwh[rows, choice.col, choice.cap]
-    if o.forecast is None:
-        intensity = o.intensity[rows, choice.start]
-        return _Scored(_expected_cost_s(o, choice, queue, crowd), float((energy * intensity).sum()), intensity)
-    ends = [0.0] * len(rows)
+    forecast = o.forecast
+    ends = None if forecast is None else [0.0] * len(o.rows)
     cost = _expected_cost_s(o, choice, queue, crowd, ends)
-    intensity = _queued_intensity(o, choice, np.asarray(ends), o.forecast)
-    return _Scored(cost, float((energy * intensity).sum()), intensity)
+    intensity = (o.intensity[o.rows, choice.start] if forecast is None
+                 else _queued_intensity(o, choice, np.asarray(ends), forecast))
+    return _Scored(cost, float((o.energy_kwh[o.rows, choice.col, choice.cap] * intensity).sum()), intensity)
 
 
 def _queued_intensity(o: _Options, choice: _Choice, ends: np.ndarray, forecast: CarbonForecast) -> np.ndarray:
@@ -945,15 +942,10 @@ def _queued_intensity(o: _Options, choice: _Choice, ends: np.ndarray, forecast: 
     """
     runtime = o.runtime[o.rows, choice.col, choice.cap]
     known = np.isfinite(ends)  # a finite end has a finite runtime, and start = end - runtime >= 0
-    if known.all():
-        return np.asarray(forecast.mean_over(o.now + (ends - runtime), o.now + ends), dtype=np.float64) / 1000.0
-    planned = o.intensity[o.rows, choice.start]
-    if not known.any():
-        return planned
     end = np.where(known, ends, 0.0)
     start = end - np.where(known, runtime, 0.0)
     mean = np.asarray(forecast.mean_over(o.now + start, o.now + end), dtype=np.float64) / 1000.0
-    return np.where(known, mean, planned)
+    return np.where(known, mean, o.intensity[o.rows, choice.start])
 
 
 def _next_end(releases: list[tuple[float, int]], ri: int, nrel: int,

@@ -564,19 +564,37 @@ class GreenFlowPolicy:
         fraction = self.budget_fraction * budget_scale  # a budget per period paces it (controller/budget.py)
         budget = fraction * agnostic.spent
         # (choice, nodes, key of its objective, price or None for the carbon-agnostic plan), as
-        # enacted and as queued: the candidates depend on the budget only through the guard's side
-        # of 1 (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
+        # enacted: the candidates depend on the budget only through the guard's side of 1
+        # (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
         candidates = [(agnostic, agnostic_nodes, agnostic_key, None)] + [
-            (as_queued(c, k), n, k, p) for c, n, k, p in (
-                (*enacted(c), p) for c, p in self._price_grid(o, free_gpus))]
-        # Held no tighter than the least carbon a candidate reaches plus ``budget_slack`` x the
-        # reference (nor, by that, looser than the reference): monotone in the budget, so a looser
-        # one is still never worse; and some candidate, the cheapest at least, always fits.
-        least = min(c[0].spent for c in candidates)
-        held_to = max(budget, min(least + self.budget_slack * agnostic.spent, agnostic.spent))
-        fits = [c for c in candidates if c[0].spent <= held_to * (1 + 1e-9)]
-        # The best objective; ties: less carbon, then the earlier candidate.
-        choice, placed, key, price = min(fits, key=lambda c: (objective(c[2]), c[0].spent))
+            (*enacted(c), p) for c, p in self._price_grid(o, free_gpus)]
+        if budget >= agnostic.spent:
+            # Held to the budget itself (the slack below cannot loosen it past the reference).
+            held_to = budget
+            order = self._by_bound(o, candidates, queue, crowd)
+        else:
+            # Held no tighter than the least carbon a candidate reaches plus ``budget_slack`` x the
+            # reference (nor, by that, looser than the reference): monotone in the budget, so a
+            # looser one is still never worse; and some candidate, the cheapest at least, always
+            # fits. The least needs every candidate's spend as queued: all are scored.
+            least = min(as_queued(c, k).spent for c, _, k, _ in candidates)
+            held_to = max(budget, min(least + self.budget_slack * agnostic.spent, agnostic.spent))
+            order = [(0.0, i) for i in range(len(candidates))]
+        # The best objective within ``held_to``; ties: less carbon, then the earlier candidate.
+        # Candidates are scored in the order of a lower bound on their objective, and once the
+        # bound exceeds the best found none after it can win: the plan taken is the one scoring
+        # every candidate would take, for a third of the queue estimates (docs/simulator.md).
+        best: tuple[float, float, int] | None = None
+        for bound, i in order:
+            if best is not None and bound > best[0] * (1 + 1e-9) + 1e-6:
+                break
+            c, _, k, _ = candidates[i]
+            spent = as_queued(c, k).spent
+            if spent <= held_to * (1 + 1e-9):
+                best = min(best or (math.inf, math.inf, i), (objective(k), spent, i))
+        assert best is not None  # the cheapest candidate always fits
+        choice, placed, key, price = candidates[best[2]]
+        choice = as_queued(choice, key)
         held = "holds" if choice.spent <= budget * (1 + 1e-9) else (
             f"cannot hold (held to the least carbon a plan reaches + {self.budget_slack:g} x carbon-agnostic)")
         objective_s = objective(key)
@@ -585,6 +603,17 @@ class GreenFlowPolicy:
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
                 f"{objective_s / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
         return solution(choice, placed, key, price or 0.0, budget, note)
+
+    @staticmethod
+    def _by_bound(o: _Options, candidates: list[tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes,
+                                                       float | None]],
+                  queue: _Queue, crowd: int) -> list[tuple[float, int]]:
+        """(lower bound on the objective, index) of each candidate, ascending (ties: by index)."""
+        bounds: dict[bytes, float] = {}
+        for c, _, k, _ in candidates:
+            if k not in bounds:
+                bounds[k] = _cost_lower_bound_s(o, c, queue, crowd)
+        return sorted((bounds[k], i) for i, (_, _, k, _) in enumerate(candidates))
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
         """The greedy plan at price 0 and at the scale guess times 2**k, ascending.
@@ -896,6 +925,14 @@ class _Queue:
     gpus_total: int
     releases: list[tuple[float, int]]  #: ``running_releases`` (sorted)
 
+    @cached_property
+    def release_times(self) -> np.ndarray:
+        return np.array([end for end, _ in self.releases], dtype=np.float64)
+
+    @cached_property
+    def release_gpus(self) -> np.ndarray:
+        return np.array([gpus for _, gpus in self.releases], dtype=np.int64)
+
 
 def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int,
                      ends: list[float] | None = None) -> float:
@@ -916,6 +953,34 @@ def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int,
     rows = o.rows
     gpu_s = float((o.gpus[choice.col] * o.runtime[rows, choice.col, choice.cap]).sum())
     return completion + crowd * gpu_s / max(queue.gpus_total, 1)
+
+
+def _cost_lower_bound_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> float:
+    """A lower bound on ``_expected_cost_s`` (at most it, never above), in a few array operations.
+
+    In the queue estimate a job that does not start now starts no earlier than its earliest
+    start, nor before the GPUs free so far could hold it: the GPUs free after the admitted
+    jobs, plus those every running and admitted job has released by then (jobs started
+    meanwhile only take GPUs back). A job larger than all of them starts once everything has
+    ended, no earlier than the last end. The GPU-second term is the objective's own.
+    """
+    rows = o.rows
+    gpus = o.gpus[choice.col]
+    runtime = o.runtime[rows, choice.col, choice.cap]
+    now = choice.admitted & (choice.start == 0)
+    later = ~now
+    total = float(runtime[now].sum())
+    if later.any():
+        times = np.concatenate((queue.release_times, runtime[now]))
+        order = np.argsort(times, kind="stable")
+        ends = np.concatenate(([0.0], times[order]))
+        freed = np.concatenate((queue.release_gpus, gpus[now]))[order]
+        room = np.maximum.accumulate(np.concatenate(([0], np.cumsum(freed))) + queue.free_gpus - int(gpus[now].sum()))
+        first = np.minimum(np.searchsorted(room, gpus[later], side="left"), len(ends) - 1)
+        total += float((np.maximum(o.wait[rows, choice.start][later], ends[first]) + runtime[later]).sum())
+    if crowd:
+        total += crowd * float((gpus * runtime).sum()) / max(queue.gpus_total, 1)
+    return total
 
 
 def _score(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> _Scored:

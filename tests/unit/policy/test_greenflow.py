@@ -338,3 +338,57 @@ def test_a_budget_out_of_reach_is_held_near_the_least_carbon_not_bought_with_hou
     cleaner = signal([100.0] * 6 + [50.0] * 66)
     held = GreenFlowPolicy(budget_fraction=0.8)(context(snap, cleaner, models))
     assert by_id(held)[1].start_at == NOW + 6 * HOUR and "holds" in held.notes[0]
+
+
+# -- the bound the candidates are searched by ----------------------------------------------------
+
+busy_specs = st.lists(st.tuples(st.integers(0, 8), st.floats(0.0, 30.0)), min_size=4, max_size=4)
+
+
+def busy_snapshot(specs, running):
+    """Pending jobs from ``job_specs`` on four 8-GPU nodes, node i busy with a job of
+    ``running[i]`` = (GPUs, hours left)."""
+    jobs = [pending(i + 1, gpus=g, runtime_h=r, flex_h=f, low=max(1, int(g / k)), high=min(32, int(g * k)),
+                    cap=cap, submit=NOW - 60.0 * i) for i, (g, r, f, k, cap) in enumerate(specs)]
+    held = [Job(100 + i, name="literal", state=JobState.RUNNING, start_time=NOW - HOUR, end_time=NOW + h * HOUR,
+                time_limit_s=(h + 1) * HOUR, gpus_per_node=g, num_nodes=1, nodes=(f"n{i}",))
+            for i, (g, h) in enumerate(running) if g]
+    return snapshot(jobs + held, nodes(4, used={i: tuple(range(g)) for i, (g, _) in enumerate(running)}))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72))
+def test_the_bound_candidates_are_searched_by_never_exceeds_their_objective(models, specs, running, values):
+    from slurm_green.policy import greenflow as gf
+    from slurm_green.policy.pending import pending_jobs
+    snap = busy_snapshot(specs, running)
+    ctx = context(snap, signal(values), models)
+    policy = GreenFlowPolicy()
+    gpn, free, total = gf._node_facts(snap, ctx.memo)
+    o, _ = policy._options(pending_jobs(snap, policy.default_runtime_s, ctx.memo), ctx, gpn, None)
+    queue = gf._Queue(free, total, gf.running_releases(snap, NOW, ctx.memo))
+    agnostic = gf._agnostic_choice(o, free)
+    crowd = int((~agnostic.admitted).sum())
+    for choice in [agnostic] + [c for c, _ in policy._price_grid(o, free)]:
+        exact = gf._expected_cost_s(o, choice, queue, crowd)
+        assert gf._cost_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72),
+       budget=st.sampled_from([1.0, 1.3]), resource=st.sampled_from(["carbon", "energy"]))
+def test_searching_by_the_bound_takes_the_plan_scoring_every_candidate_takes(models, monkeypatch, specs, running,
+                                                                              values, budget, resource):
+    from slurm_green.policy import greenflow as gf
+    snap = busy_snapshot(specs, running)
+    ctx = context(snap, signal(values), models)
+    policy = GreenFlowPolicy(budget_fraction=budget) if resource == "carbon" else powerflow(budget_fraction=budget)
+    searched = policy.solve(ctx)
+    with monkeypatch.context() as patch:
+        patch.setattr(gf, "_cost_lower_bound_s", lambda *args: 0.0)  # no bound: every candidate is scored
+        scored = policy.solve(context(snap, signal(values), models))
+    assert (searched.expected_cost_s, searched.price, searched.note) == (scored.expected_cost_s, scored.price,
+                                                                          scored.note)
+    for got, want in zip((searched.choice.col, searched.choice.cap, searched.choice.start, searched.choice.admitted),
+                         (scored.choice.col, scored.choice.cap, scored.choice.start, scored.choice.admitted)):
+        assert np.array_equal(got, want)

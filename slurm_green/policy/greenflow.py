@@ -154,6 +154,11 @@ class _Options:
                 np.ascontiguousarray(np.broadcast_to(self.intensity[:, None, : self.starts, None], shape)))
 
     @cached_property
+    def fastest(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per job and cap [N, C]: the least runtime and the least GPU-seconds over all columns."""
+        return self.runtime.min(axis=1), (self.gpus[None, :, None] * self.runtime).min(axis=1)
+
+    @cached_property
     def cap_offsets(self) -> np.ndarray:
         """Flat index of cap 0 of each (job, column, start) in a [N, G, S, C] array."""
         n, g, s, c = self.base_cost.shape
@@ -518,8 +523,8 @@ class GreenFlowPolicy:
             """The plan as it will be enacted (after placement), its nodes and its key for
             ``objective``; each distinct plan is enacted once, and placed once per distinct sizes
             and starts (caps do not move a placement: plans that differ only in caps share it)."""
-            shape = choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes()
-            key = shape + choice.cap.tobytes()
+            key = _key(choice)
+            shape = key[:-choice.cap.nbytes]
             if key not in seen:
                 placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, choose, places.get(shape))
                 places[shape] = placed
@@ -563,37 +568,46 @@ class GreenFlowPolicy:
             return solution(choice, placed, key, self.price, math.inf, note)
         fraction = self.budget_fraction * budget_scale  # a budget per period paces it (controller/budget.py)
         budget = fraction * agnostic.spent
-        # (choice, nodes, key of its objective, price or None for the carbon-agnostic plan), as
-        # enacted: the candidates depend on the budget only through the guard's side of 1
-        # (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
-        candidates = [(agnostic, agnostic_nodes, agnostic_key, None)] + [
-            (*enacted(c), p) for c, p in self._price_grid(o, free_gpus)]
+        # (choice, nodes, key of its objective, price or None for the carbon-agnostic plan) by
+        # index, as enacted: the candidates depend on the budget only through the guard's side of
+        # 1 (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
+        grid = self._price_grid(o, free_gpus)
+        first = (agnostic, agnostic_nodes, agnostic_key, None)
+        best: tuple[float, float, int] | None
         if budget >= agnostic.spent:
-            # Held to the budget itself (the slack below cannot loosen it past the reference).
-            held_to = budget
-            order = self._by_bound(o, candidates, queue, crowd)
+            # Held to the budget itself (the slack below cannot loosen it past the reference). The
+            # carbon-agnostic plan fits, so a plan that cannot beat it, however it is enacted
+            # (``_enactment_lower_bound_s``), is never placed; the others are scored in the order
+            # of a lower bound on their objective, and once the bound exceeds the best found none
+            # after it can win. The plan taken is the one enacting and scoring every candidate
+            # would take (docs/simulator.md, "Performance").
+            held_to, best = budget, (agnostic_s, agnostic.spent, 0)
+            beaten = agnostic_s * (1 + 1e-9) + 1e-6
+            bounds: dict[bytes, float] = {}  # by the plan as chosen: the grid repeats plans
+            for c, _ in grid:
+                bounds.setdefault(_key(c), _enactment_lower_bound_s(o, c, queue, crowd))
+            entries = dict([(0, first)] + [(i, (*enacted(c), p)) for i, (c, p) in enumerate(grid, 1)
+                                           if bounds[_key(c)] <= beaten])
+            order = self._by_bound(o, entries, queue, crowd)
         else:
             # Held no tighter than the least carbon a candidate reaches plus ``budget_slack`` x the
             # reference (nor, by that, looser than the reference): monotone in the budget, so a
             # looser one is still never worse; and some candidate, the cheapest at least, always
             # fits. The least needs every candidate's spend as queued: all are scored.
-            least = min(as_queued(c, k).spent for c, _, k, _ in candidates)
-            held_to = max(budget, min(least + self.budget_slack * agnostic.spent, agnostic.spent))
-            order = [(0.0, i) for i in range(len(candidates))]
+            entries = dict([(0, first)] + [(i, (*enacted(c), p)) for i, (c, p) in enumerate(grid, 1)])
+            least = min(as_queued(c, k).spent for c, _, k, _ in entries.values())
+            held_to, best = max(budget, min(least + self.budget_slack * agnostic.spent, agnostic.spent)), None
+            order = [(0.0, i) for i in entries]
         # The best objective within ``held_to``; ties: less carbon, then the earlier candidate.
-        # Candidates are scored in the order of a lower bound on their objective, and once the
-        # bound exceeds the best found none after it can win: the plan taken is the one scoring
-        # every candidate would take, for a third of the queue estimates (docs/simulator.md).
-        best: tuple[float, float, int] | None = None
         for bound, i in order:
             if best is not None and bound > best[0] * (1 + 1e-9) + 1e-6:
                 break
-            c, _, k, _ = candidates[i]
+            c, _, k, _ = entries[i]
             spent = as_queued(c, k).spent
             if spent <= held_to * (1 + 1e-9):
                 best = min(best or (math.inf, math.inf, i), (objective(k), spent, i))
         assert best is not None  # the cheapest candidate always fits
-        choice, placed, key, price = candidates[best[2]]
+        choice, placed, key, price = entries[best[2]]
         choice = as_queued(choice, key)
         held = "holds" if choice.spent <= budget * (1 + 1e-9) else (
             f"cannot hold (held to the least carbon a plan reaches + {self.budget_slack:g} x carbon-agnostic)")
@@ -605,15 +619,15 @@ class GreenFlowPolicy:
         return solution(choice, placed, key, price or 0.0, budget, note)
 
     @staticmethod
-    def _by_bound(o: _Options, candidates: list[tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes,
-                                                       float | None]],
+    def _by_bound(o: _Options, entries: dict[int, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes,
+                                                         float | None]],
                   queue: _Queue, crowd: int) -> list[tuple[float, int]]:
-        """(lower bound on the objective, index) of each candidate, ascending (ties: by index)."""
+        """(lower bound on the objective, index) of each enacted candidate, ascending (ties: by index)."""
         bounds: dict[bytes, float] = {}
-        for c, _, k, _ in candidates:
+        for c, _, k, _ in entries.values():
             if k not in bounds:
                 bounds[k] = _cost_lower_bound_s(o, c, queue, crowd)
-        return sorted((bounds[k], i) for i, (_, _, k, _) in enumerate(candidates))
+        return sorted((bounds[k], i) for i, (_, _, k, _) in entries.items())
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
         """The greedy plan at price 0 and at the scale guess times 2**k, ascending.
@@ -953,6 +967,31 @@ def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int,
     rows = o.rows
     gpu_s = float((o.gpus[choice.col] * o.runtime[rows, choice.col, choice.cap]).sum())
     return completion + crowd * gpu_s / max(queue.gpus_total, 1)
+
+
+def _key(choice: _Choice) -> bytes:
+    """What tells plans apart: their columns, starts and admissions (a shape, which is what a
+    placement depends on), then their caps."""
+    return choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes() + choice.cap.tobytes()
+
+
+def _enactment_lower_bound_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> float:
+    """A lower bound on ``_expected_cost_s`` of ``choice`` however ``_enact`` places it.
+
+    Enacting only changes the jobs starting now: each starts at a size its chain allows or
+    queues at its request. So each of those completes no sooner than its fastest column at its
+    cap and holds no fewer GPU-seconds than its least; every other job keeps its configuration
+    and completes no sooner than its start's wait plus its runtime.
+    """
+    rows = o.rows
+    starting = choice.admitted & (choice.start == 0)
+    runtime = o.runtime[rows, choice.col, choice.cap]
+    fastest, least_gpu_s = o.fastest
+    total = float(np.where(starting, fastest[rows, choice.cap], o.wait[rows, choice.start] + runtime).sum())
+    if crowd:
+        gpu_s = np.where(starting, least_gpu_s[rows, choice.cap], o.gpus[choice.col] * runtime)
+        total += crowd * float(gpu_s.sum()) / max(queue.gpus_total, 1)
+    return total
 
 
 def _cost_lower_bound_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> float:

@@ -358,7 +358,7 @@ def busy_snapshot(specs, running):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72))
-def test_the_bound_candidates_are_searched_by_never_exceeds_their_objective(models, specs, running, values):
+def test_the_bounds_candidates_are_searched_by_never_exceed_their_objective(models, specs, running, values):
     from slurm_green.policy import greenflow as gf
     from slurm_green.policy.pending import pending_jobs
     snap = busy_snapshot(specs, running)
@@ -370,8 +370,10 @@ def test_the_bound_candidates_are_searched_by_never_exceeds_their_objective(mode
     agnostic = gf._agnostic_choice(o, free)
     crowd = int((~agnostic.admitted).sum())
     for choice in [agnostic] + [c for c, _ in policy._price_grid(o, free)]:
-        exact = gf._expected_cost_s(o, choice, queue, crowd)
-        assert gf._cost_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
+        enacted, _ = policy._enact(choice, o, snap, gpn, ctx.memo, None)
+        exact = gf._expected_cost_s(o, enacted, queue, crowd)
+        assert gf._cost_lower_bound_s(o, enacted, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
+        assert gf._enactment_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -385,7 +387,8 @@ def test_searching_by_the_bound_takes_the_plan_scoring_every_candidate_takes(mod
     policy = GreenFlowPolicy(budget_fraction=budget) if resource == "carbon" else powerflow(budget_fraction=budget)
     searched = policy.solve(ctx)
     with monkeypatch.context() as patch:
-        patch.setattr(gf, "_cost_lower_bound_s", lambda *args: 0.0)  # no bound: every candidate is scored
+        for bound in ("_cost_lower_bound_s", "_enactment_lower_bound_s"):  # no bounds: every candidate is scored
+            patch.setattr(gf, bound, lambda *args: 0.0)
         scored = policy.solve(context(snap, signal(values), models))
     assert (searched.expected_cost_s, searched.price, searched.note) == (scored.expected_cost_s, scored.price,
                                                                           scored.note)

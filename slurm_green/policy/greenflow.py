@@ -519,12 +519,13 @@ class GreenFlowPolicy:
         scores: dict[bytes, _Scored] = {}
         queued: dict[bytes, _Choice] = {}
 
-        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes]:
+        def enacted(choice: _Choice, key: bytes | None = None,
+                    ) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes]:
             """The plan as it will be enacted (after placement), its nodes and its key for
             ``objective``; each distinct plan is enacted once, and placed once per distinct sizes
             and starts (caps do not move a placement: plans that differ only in caps share it)."""
-            key = _key(choice)
-            shape = key[:-choice.cap.nbytes]
+            key = _key(choice) if key is None else key
+            shape = key[:len(key) - choice.cap.nbytes]
             if key not in seen:
                 placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, choose, places.get(shape))
                 places[shape] = placed
@@ -584,10 +585,13 @@ class GreenFlowPolicy:
             held_to, best = budget, (agnostic_s, agnostic.spent, 0)
             beaten = agnostic_s * (1 + 1e-9) + 1e-6
             bounds: dict[bytes, float] = {}  # by the plan as chosen: the grid repeats plans
-            for c, _ in grid:
-                bounds.setdefault(_key(c), _enactment_lower_bound_s(o, c, queue, crowd))
-            entries = dict([(0, first)] + [(i, (*enacted(c), p)) for i, (c, p) in enumerate(grid, 1)
-                                           if bounds[_key(c)] <= beaten])
+            entries = {0: first}
+            for i, (c, p) in enumerate(grid, 1):
+                k = _key(c)
+                if k not in bounds:
+                    bounds[k] = _enactment_lower_bound_s(o, c, queue, crowd)
+                if bounds[k] <= beaten:
+                    entries[i] = (*enacted(c, k), p)
             order = self._by_bound(o, entries, queue, crowd)
         else:
             # Held no tighter than the least carbon a candidate reaches plus ``budget_slack`` x the

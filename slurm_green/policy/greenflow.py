@@ -37,7 +37,9 @@ enacted (after placement) and as queued: a plan's carbon is each job's energy at
 forecast's mean over its run where the same queue estimate runs it, not at the window it
 was deferred to (jobs deferred into one trough run past it; ``_queued_intensity``). The
 plan taken is the best on the objective among those within the budget, held no tighter
-than the least carbon a candidate reaches plus ``budget_slack`` x the reference. Hence two
+than the least carbon a candidate reaches plus ``budget_slack`` x the reference (at a budget
+of at least 1 found without scoring every candidate: by lower bounds on the objective, the
+same plan, see ``_solve``). Hence two
 guarantees, per decision (not for a whole run, see docs/policies.md):
 at a budget of at least 1 the plan is never worse than the carbon-agnostic one on the
 objective (that plan is a candidate and fits), and a looser budget never gives a worse
@@ -183,6 +185,11 @@ class _Choice:
     start: np.ndarray  #: 0 now, 1 deferred
     admitted: np.ndarray
     spent: float
+
+
+#: A candidate plan as enacted: (choice, row -> (GPU column, nodes) of the jobs starting now, the key
+#: its score is kept under, its price or None for the carbon-agnostic plan).
+_Candidate = tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes, float | None]
 
 
 @dataclass(frozen=True)
@@ -505,7 +512,6 @@ class GreenFlowPolicy:
                 if spent <= floor:
                     return plans
         return plans
-        return plans
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
                gpn: int, memo: DecisionMemo, budget_scale: float, choose: NodeChooser | None) -> Solution:
@@ -573,7 +579,8 @@ class GreenFlowPolicy:
         # index, as enacted: the candidates depend on the budget only through the guard's side of
         # 1 (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
         grid = self._price_grid(o, free_gpus)
-        first = (agnostic, agnostic_nodes, agnostic_key, None)
+        first: _Candidate = (agnostic, agnostic_nodes, agnostic_key, None)
+        entries: dict[int, _Candidate]
         best: tuple[float, float, int] | None
         if budget >= agnostic.spent:
             # Held to the budget itself (the slack below cannot loosen it past the reference). The
@@ -581,7 +588,7 @@ class GreenFlowPolicy:
             # (``_enactment_lower_bound_s``), is never placed; the others are scored in the order
             # of a lower bound on their objective, and once the bound exceeds the best found none
             # after it can win. The plan taken is the one enacting and scoring every candidate
-            # would take (docs/simulator.md, "Performance").
+            # would take (docs/policies.md, "Searching the candidates by a bound").
             held_to, best = budget, (agnostic_s, agnostic.spent, 0)
             beaten = agnostic_s * (1 + 1e-9) + 1e-6
             bounds: dict[bytes, float] = {}  # by the plan as chosen: the grid repeats plans
@@ -623,9 +630,7 @@ class GreenFlowPolicy:
         return solution(choice, placed, key, price or 0.0, budget, note)
 
     @staticmethod
-    def _by_bound(o: _Options, entries: dict[int, tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes,
-                                                         float | None]],
-                  queue: _Queue, crowd: int) -> list[tuple[float, int]]:
+    def _by_bound(o: _Options, entries: dict[int, _Candidate], queue: _Queue, crowd: int) -> list[tuple[float, int]]:
         """(lower bound on the objective, index) of each enacted candidate, ascending (ties: by index)."""
         bounds: dict[bytes, float] = {}
         for c, _, k, _ in entries.values():

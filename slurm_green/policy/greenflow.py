@@ -462,16 +462,18 @@ class GreenFlowPolicy:
     # -- one price ---------------------------------------------------------------------
 
     def _choose(self, o: _Options, price: float, free_gpus: int) -> _Choice:
-        return self._choose_walk(o, [price], free_gpus, -math.inf)[0]
+        return self._choose_walk(o, [price], free_gpus, -math.inf)[0][0]
 
-    def _choose_walk(self, o: _Options, prices: list[float], free_gpus: int, floor: float) -> list[_Choice]:
+    def _choose_walk(self, o: _Options, prices: list[float], free_gpus: int,
+                     floor: float) -> list[tuple[_Choice, float]]:
         """The greedy plan at each of ``prices`` in turn, up to and including the first that spends
-        no more than ``floor``.
+        no more than ``floor``, each distinct plan once, with the first price giving it.
 
         The price-dependent arrays are computed for a block of prices at once ([P, N, G, S, C]:
         the same elementwise arithmetic per price, so the same plans as one price at a time);
         blocks are small enough to keep the memory bounded, and the walk stops at ``floor`` as
-        a price-by-price walk would.
+        a price-by-price walk would (a plan repeated spends what it spent before, more than
+        ``floor``). Most prices repeat a plan: a one-job queue has a few distinct plans in 26.
         """
         rows = o.rows
         energy, intensity = o.priced
@@ -479,7 +481,8 @@ class GreenFlowPolicy:
         per_price = base.size
         block = max(1, min(len(prices), _CHOOSE_BLOCK_ELEMENTS // max(per_price, 1)))
         sizes, queued_col, chain = o.sizes, o.queued_col, o.chain
-        plans: list[_Choice] = []
+        plans: list[tuple[_Choice, float]] = []
+        seen: set[bytes] = set()
         for first in range(0, len(prices), block):
             chunk = np.asarray(prices[first:first + block], dtype=np.float64)
             # cost[P, N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is
@@ -506,9 +509,14 @@ class GreenFlowPolicy:
             cap = cap_best[np.arange(len(chunk))[:, None], rows, col, start]
             # Each plan's spend is summed on its own row (a 1-D sum, as one price at a time sums it).
             carbon = o.energy_kwh[rows, col, cap] * o.intensity[rows, start]
+            packed = np.concatenate((col, cap, start, admitted), axis=1)  # what tells plans apart
             for k in range(len(chunk)):
+                plan = packed[k].tobytes()
+                if plan in seen:
+                    continue
+                seen.add(plan)
                 spent = float(carbon[k].sum())
-                plans.append(_Choice(col[k], cap[k], start[k], admitted[k], spent))
+                plans.append((_Choice(col[k], cap[k], start[k], admitted[k], spent), prices[first + k]))
                 if spent <= floor:
                     return plans
         return plans
@@ -525,12 +533,11 @@ class GreenFlowPolicy:
         scores: dict[bytes, _Scored] = {}
         queued: dict[bytes, _Choice] = {}
 
-        def enacted(choice: _Choice, key: bytes | None = None,
-                    ) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes]:
+        def enacted(choice: _Choice) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]], bytes]:
             """The plan as it will be enacted (after placement), its nodes and its key for
             ``objective``; each distinct plan is enacted once, and placed once per distinct sizes
             and starts (caps do not move a placement: plans that differ only in caps share it)."""
-            key = _key(choice) if key is None else key
+            key = _key(choice)
             shape = key[:len(key) - choice.cap.nbytes]
             if key not in seen:
                 placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, choose, places.get(shape))
@@ -591,14 +598,10 @@ class GreenFlowPolicy:
             # would take (docs/policies.md, "Searching the candidates by a bound").
             held_to, best = budget, (agnostic_s, agnostic.spent, 0)
             beaten = agnostic_s * (1 + 1e-9) + 1e-6
-            bounds: dict[bytes, float] = {}  # by the plan as chosen: the grid repeats plans
             entries = {0: first}
             for i, (c, p) in enumerate(grid, 1):
-                k = _key(c)
-                if k not in bounds:
-                    bounds[k] = _enactment_lower_bound_s(o, c, queue, crowd)
-                if bounds[k] <= beaten:
-                    entries[i] = (*enacted(c, k), p)
+                if _enactment_lower_bound_s(o, c, queue, crowd) <= beaten:
+                    entries[i] = (*enacted(c), p)
             order = self._by_bound(o, entries, queue, crowd)
         else:
             # Held no tighter than the least carbon a candidate reaches plus ``budget_slack`` x the
@@ -639,7 +642,8 @@ class GreenFlowPolicy:
         return sorted((bounds[k], i) for i, (_, _, k, _) in entries.items())
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
-        """The greedy plan at price 0 and at the scale guess times 2**k, ascending.
+        """The greedy plan at price 0 and at the scale guess times 2**k, ascending (each distinct
+        plan once, with the first of these prices that gives it).
 
         The guess puts a job's runtime and its priced carbon on the same scale (total
         reference runtime / total reference carbon). The walk stops once a plan spends no
@@ -651,7 +655,7 @@ class GreenFlowPolicy:
         guess = max(float(np.where(np.isfinite(runtime), runtime, 0.0).sum()) / max(reference, 1e-12), 1e-6)
         floor = o.carbon_floor * (1 + 1e-9)
         prices = [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]
-        return list(zip(self._choose_walk(o, prices, free_gpus, floor), prices))
+        return self._choose_walk(o, prices, free_gpus, floor)
 
     # -- placement and output ----------------------------------------------------------
 

@@ -509,7 +509,7 @@ class GreenFlowPolicy:
             cap = cap_best[np.arange(len(chunk))[:, None], rows, col, start]
             # Each plan's spend is summed on its own row (a 1-D sum, as one price at a time sums it).
             carbon = o.energy_kwh[rows, col, cap] * o.intensity[rows, start]
-            packed = np.concatenate((col, cap, start, admitted), axis=1)  # what tells plans apart
+            packed = _packed(col, start, admitted, cap)
             for k in range(len(chunk)):
                 plan = packed[k].tobytes()
                 if plan in seen:
@@ -538,7 +538,7 @@ class GreenFlowPolicy:
             ``objective``; each distinct plan is enacted once, and placed once per distinct sizes
             and starts (caps do not move a placement: plans that differ only in caps share it)."""
             key = _key(choice)
-            shape = key[:len(key) - choice.cap.nbytes]
+            shape = key[:len(key) // 4 * 3]
             if key not in seen:
                 placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, choose, places.get(shape))
                 places[shape] = placed
@@ -635,11 +635,7 @@ class GreenFlowPolicy:
     @staticmethod
     def _by_bound(o: _Options, entries: dict[int, _Candidate], queue: _Queue, crowd: int) -> list[tuple[float, int]]:
         """(lower bound on the objective, index) of each enacted candidate, ascending (ties: by index)."""
-        bounds: dict[bytes, float] = {}
-        for c, _, k, _ in entries.values():
-            if k not in bounds:
-                bounds[k] = _cost_lower_bound_s(o, c, queue, crowd)
-        return sorted((bounds[k], i) for i, (_, _, k, _) in entries.items())
+        return sorted((_cost_lower_bound_s(o, c, queue, crowd), i) for i, (c, _, _, _) in entries.items())
 
     def _price_grid(self, o: _Options, free_gpus: int) -> list[tuple[_Choice, float]]:
         """The greedy plan at price 0 and at the scale guess times 2**k, ascending (each distinct
@@ -977,15 +973,23 @@ def _expected_cost_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int,
     completion = _expected_completion_s(o, choice, queue.free_gpus, queue.releases, ends)
     if not crowd:
         return completion
-    rows = o.rows
-    gpu_s = float((o.gpus[choice.col] * o.runtime[rows, choice.col, choice.cap]).sum())
-    return completion + crowd * gpu_s / max(queue.gpus_total, 1)
+    return completion + _crowd_delay_s(o.gpus[choice.col] * o.runtime[o.rows, choice.col, choice.cap], queue, crowd)
+
+
+def _crowd_delay_s(gpu_s: np.ndarray, queue: _Queue, crowd: int) -> float:
+    """What the jobs still to come wait for GPU-seconds ``gpu_s`` held (``_expected_cost_s``)."""
+    return crowd * float(gpu_s.sum()) / max(queue.gpus_total, 1)
+
+
+def _packed(col: np.ndarray, start: np.ndarray, admitted: np.ndarray, cap: np.ndarray) -> np.ndarray:
+    """What tells plans apart, on the last axis (one row per plan): their columns, starts and
+    admissions (a shape: the first three quarters, what a placement depends on), then their caps."""
+    return np.concatenate((col, start, admitted, cap), axis=-1, dtype=np.int64)
 
 
 def _key(choice: _Choice) -> bytes:
-    """What tells plans apart: their columns, starts and admissions (a shape, which is what a
-    placement depends on), then their caps."""
-    return choice.col.tobytes() + choice.start.tobytes() + choice.admitted.tobytes() + choice.cap.tobytes()
+    """``_packed`` of one plan, as a dict key."""
+    return _packed(choice.col, choice.start, choice.admitted, choice.cap).tobytes()
 
 
 def _enactment_lower_bound_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int) -> float:
@@ -1002,8 +1006,8 @@ def _enactment_lower_bound_s(o: _Options, choice: _Choice, queue: _Queue, crowd:
     fastest, least_gpu_s = o.fastest
     total = float(np.where(starting, fastest[rows, choice.cap], o.wait[rows, choice.start] + runtime).sum())
     if crowd:
-        gpu_s = np.where(starting, least_gpu_s[rows, choice.cap], o.gpus[choice.col] * runtime)
-        total += crowd * float(gpu_s.sum()) / max(queue.gpus_total, 1)
+        total += _crowd_delay_s(np.where(starting, least_gpu_s[rows, choice.cap], o.gpus[choice.col] * runtime),
+                                queue, crowd)
     return total
 
 
@@ -1031,7 +1035,7 @@ def _cost_lower_bound_s(o: _Options, choice: _Choice, queue: _Queue, crowd: int)
         first = np.minimum(np.searchsorted(room, gpus[later], side="left"), len(ends) - 1)
         total += float((np.maximum(o.wait[rows, choice.start][later], ends[first]) + runtime[later]).sum())
     if crowd:
-        total += crowd * float((gpus * runtime).sum()) / max(queue.gpus_total, 1)
+        total += _crowd_delay_s(gpus * runtime, queue, crowd)
     return total
 
 

@@ -185,6 +185,11 @@ def report(results: list[dict[str, object]], console: Console) -> None:
     t.add_column("cells", justify="right")
     at_one = [r["fifo_over_greenflow_at_1"] for r in results]
     t.add_row("FIFO JCT / GreenFlow JCT, budget 1 (>= 1: GreenFlow no slower)", spread(at_one), str(len(at_one)))
+    # Min / median / max hide how often it wins and loses; the geometric mean weighs a 2 x
+    # gain and a 2 x loss alike (docs/policies.md, "Fixes tried": variants compared by these).
+    t.add_row("  geometric mean; cells > 2 % faster / > 2 % slower than FIFO",
+              f"{math.exp(statistics.fmean(math.log(x) for x in at_one)):.3f}",
+              f"{sum(x > 1.02 for x in at_one)} / {sum(x < 0.98 for x in at_one)}")
     noise = [r["fifo_over_jittered_fifo"] for r in results]
     t.add_row("noise floor: FIFO JCT / FIFO JCT, every job +-1 % (same cells)", spread(noise), str(len(noise)))
     beyond = sum(g < min(1.0, n) - 0.02 for g, n in zip(at_one, noise))

@@ -166,9 +166,15 @@ def perseus(perf: Path) -> dict[str, pd.DataFrame]:
 
 
 def h100_sweep(perf: Path) -> dict[str, list[CapRow]]:
-    """``workload -> rows by cap`` of the H100 cap sweep; cap fraction of the highest limit swept
-    (the board's maximum, 700 W), seconds per training step, average board power."""
-    frame = pd.read_csv(perf / "h100" / "cap_sweep.csv")
+    """``workload -> rows by cap`` of the H100 cap sweep (see ``cap_sweep``)."""
+    return cap_sweep(perf / "h100" / "cap_sweep.csv")
+
+
+def cap_sweep(path: Path) -> dict[str, list[CapRow]]:
+    """``workload -> rows by cap`` of a sweep in ``cap_sweep.py``'s format (the shared H100's, or one
+    made on another board); cap fraction of the highest limit swept (the board's maximum),
+    seconds per training step, average board power."""
+    frame = pd.read_csv(path)
     top = float(frame["cap_w"].max())
     return {
         str(workload): [CapRow(float(r.cap_w) / top, 1.0 / float(r.steps_per_s), float(r.avg_power_w))

@@ -27,10 +27,11 @@ def require_perf(data_dir: str | None) -> Path:
     return perf
 
 
-def load_registry(params: str | None) -> FittedRegistry:
-    """The registry a controller would load (``--params``, else $SLURM_GREEN_MODEL_PARAMS, else packaged)."""
+def load_registry(params: str | None, corrections: str | None = None) -> FittedRegistry:
+    """The registry a controller would load (``--params``, else $SLURM_GREEN_MODEL_PARAMS, else
+    packaged), with the telemetry corrections and node boards it keeps (``--corrections``)."""
     try:
-        return default_registry(params_path=params)
+        return default_registry(params_path=params, corrections_path=corrections)
     except (OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -150,10 +151,13 @@ def models() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--data", "--data-dir", "data_dir", type=click.Path(file_okay=False), help=DATA_HELP)
 @click.option("--params", type=click.Path(dir_okay=False), help="Parameter file (default: the packaged one).")
-def report(as_json: bool, data_dir: str | None, params: str | None) -> None:
+@click.option("--corrections", type=click.Path(exists=True, dir_okay=False),
+              help="The controller's corrections file ([controller] model_corrections): adds the GPU types its "
+                   "nodes reported, unprofiled ones on their conservative board model.")
+def report(as_json: bool, data_dir: str | None, params: str | None, corrections: str | None) -> None:
     """Each GPU type's energy-optimal cap, every model's error on rows held back from its fit,
     and the energy-optimal caps and clocks in the data."""
-    perf, registry = require_perf(data_dir), load_registry(params)
+    perf, registry = require_perf(data_dir), load_registry(params, corrections)
     if as_json:
         click.echo(json.dumps(build_report(perf, registry), indent=1, default=float))
         return

@@ -262,9 +262,10 @@ class TypeOptimum:
 
 def type_optima(registry: FittedRegistry, gpus: Iterable[str] | None = None) -> list[TypeOptimum]:
     """Per GPU type: the energy-optimal cap of each job type over the type's allowed caps (down
-    to its board's minimum), against full power; the medians say where the type's caps pay."""
+    to its board's minimum), against full power; the medians say where the type's caps pay.
+    By default every type the registry plans for, the unprofiled ones its nodes reported too."""
     out = []
-    for gpu in gpus if gpus is not None else registry.gpu_types:
+    for gpu in gpus if gpus is not None else registry.seen_gpu_types:
         caps, saved, added = [], [], []
         for job in registry.job_types:
             model, cap = registry.for_job(job, gpu), registry.energy_optimal_cap(job, gpu)

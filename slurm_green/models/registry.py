@@ -184,6 +184,12 @@ class FittedRegistry:
         """The GPU types with fitted parameters (others get the conservative board model)."""
         return tuple(sorted(self.params.types))
 
+    @property
+    def seen_gpu_types(self) -> tuple[str, ...]:
+        """The fitted types and every type a node reported a board for (``observe_board``):
+        what a site's controller plans for, the unprofiled ones on their conservative model."""
+        return tuple(sorted(set(self.params.types) | set(self.corrections.boards)))
+
     def gpu_type(self, gpu: str | None = None) -> str:
         """The canonical type of ``gpu`` (None: the registry's own)."""
         return self.gpu if gpu is None else canonical_gpu(gpu, self.params.types)

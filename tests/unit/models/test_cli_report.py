@@ -53,3 +53,23 @@ def test_show_with_a_broken_file_is_one_line(tmp_path) -> None:
     result = CliRunner().invoke(main, ["models", "show", "--params", str(path)])
     assert result.exit_code != 0 and "not a fitted-parameters file" in result.output
     assert "Traceback" not in result.output
+
+
+def test_report_adds_the_types_a_sites_nodes_reported(perf, tmp_path) -> None:
+    """An H200 node's Epilog taught the controller its board: the report shows it, flagged."""
+    from slurm_green.models.refine import Corrections
+    from slurm_green.models.registry import default_registry
+
+    path = tmp_path / "corrections.json"
+    default_registry(corrections_path=path).observe_board("NVIDIA H200", 200.0, 700.0, 700.0)
+    result = CliRunner().invoke(main, ["models", "report", "--json", "--data", str(perf.parent),
+                                       "--corrections", str(path)])
+    assert result.exit_code == 0, result.output
+    types = {o["gpu"]: o for o in json.loads(result.output)["gpu_types"]}
+    assert types["h200"]["assumed"] and not types["h100"]["assumed"]
+    assert (types["h200"]["board_min_w"], types["h200"]["board_max_w"]) == (200.0, 700.0)
+    assert 0.0 < types["h200"]["energy_saved"] < types["h100"]["energy_saved"]  # caps pay, less than measured ones
+    assert Corrections(path).boards == {"h200": (200.0, 700.0, 700.0)}
+    path.write_text("{")
+    broken = CliRunner().invoke(main, ["models", "report", "--data", str(perf.parent), "--corrections", str(path)])
+    assert broken.exit_code != 0 and "Traceback" not in broken.output and len(broken.output.strip().splitlines()) == 1

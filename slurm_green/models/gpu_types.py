@@ -8,7 +8,7 @@ without fitted parameters still gets a model, built from what its board reports
 * speed: the primary type's, scaled down by the board's power when it is smaller
   (never up: an unmeasured GPU is not assumed faster than a measured one);
 * a cap's effect: the whole response of the one fitted type on which caps save least
-  (``least_energy_ratio``), put on this board: a measured GPU's behaviour, only the most
+  (``weakest_cap_response``), put on this board: a measured GPU's behaviour, only the most
   pessimistic one. Taking the worst of each parameter apart instead (the highest
   sensitivity of one GPU with the highest draw of another) describes no GPU at all: on
   a real H200 it over-stated a cap's time cost by 1.8-2.1 uncapped step times (mean over
@@ -71,20 +71,25 @@ def board_of(gpu: GpuPowerParams) -> Board:
     return Board(gpu.tdp_w * gpu.cap_min, gpu.tdp_w, gpu.tdp_w)
 
 
-def conservative_type(name: str, board: Board, primary: GpuTypeParams,
-                      fitted: Mapping[str, GpuTypeParams], note: str) -> GpuTypeParams:
-    """The model of ``name``, a GPU type without fitted parameters, from its ``board`` (see module doc)."""
+def weakest_cap_response(fitted: Mapping[str, GpuTypeParams], primary: GpuTypeParams, board: Board) -> str:
+    """The fitted type on which caps save least when put on ``board`` (``least_energy_ratio``
+    highest; the first by name among equals): whose response an unprofiled type borrows."""
+    return min(sorted(fitted), key=lambda t: -least_energy_ratio(fitted[t], primary, board))
+
+
+def conservative_type(name: str, board: Board, primary: GpuTypeParams, response: GpuTypeParams,
+                      note: str) -> GpuTypeParams:
+    """The model of ``name``, a GPU type without fitted parameters, from its ``board``: the
+    ``primary`` type's jobs and speed (see module doc) with ``response``'s cap response."""
     speed = min(1.0, board.max_w / primary.gpu.tdp_w)
-    source = min(sorted(fitted), key=lambda t: -least_energy_ratio(fitted[t], primary, board))
-    chosen = fitted[source]
-    gpu = scaled_to_board(chosen.gpu, name, board.max_w, board.min_w)
+    gpu = scaled_to_board(response.gpu, name, board.max_w, board.min_w)
 
     def job(params: JobParams, cap: CapParams) -> JobParams:
         return replace(params, gpu=name, base_throughput=params.base_throughput * speed, cap=cap,
-                       source=f"{params.source}; ASSUMED on {name} as {source}'s cap response: {note}")
+                       source=f"{params.source}; ASSUMED on {name}: {note}")
 
-    return GpuTypeParams(gpu, {t: job(p, chosen.jobs.get(t, chosen.default).cap) for t, p in primary.jobs.items()},
-                         job(primary.default, chosen.default.cap))
+    return GpuTypeParams(gpu, {t: job(p, response.jobs.get(t, response.default).cap) for t, p in primary.jobs.items()},
+                         job(primary.default, response.default.cap))
 
 
 def least_energy_ratio(fitted: GpuTypeParams, primary: GpuTypeParams, board: Board) -> float:

@@ -23,7 +23,7 @@ import numpy as np
 
 from slurm_green.core.models import Config, Observation
 from slurm_green.models.colocation import MECHANISMS, heaviness, pair_power_w
-from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conservative_type
+from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conservative_type, weakest_cap_response
 from slurm_green.models.names import NameResolver, normalise
 from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
 from slurm_green.models.power_cap import GpuPowerParams, scaled_to_board
@@ -241,7 +241,9 @@ class FittedRegistry:
         else:
             board = board_of(primary.gpu)
             note = f"not profiled and no board limits reported; conservative model on {self.gpu}'s board"
-        return conservative_type(name, board, primary, self.params.types, note), note
+        source = weakest_cap_response(self.params.types, primary, board)
+        note = f"{note}, with {source}'s cap response (the fitted type on which caps save least)"
+        return conservative_type(name, board, primary, self.params.types[source], note), note
 
     def allowed_caps(self, gpu: str | None = None, *, accept_cap: bool = True, floor: float = 0.0,
                      step: float = 0.05) -> tuple[float, ...]:

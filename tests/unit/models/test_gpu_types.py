@@ -73,7 +73,8 @@ def test_an_unprofiled_type_takes_the_cap_response_on_which_caps_save_least(regi
     assert (guess.gpu.draw_ratio, guess.gpu.exponent) == (fitted.gpu.draw_ratio, fitted.gpu.exponent)
     assert guess.gpu.cap_min == pytest.approx(2 / 7) and guess.gpu.tdp_w == 700.0
     assert all(p.cap == fitted.jobs.get(t, fitted.default).cap for t, p in guess.jobs.items())
-    assert f"as {source}'s cap response" in guess.default.source
+    assert f"with {source}'s cap response" in guess.default.source
+    assert f"with {source}'s cap response" in registry.for_job("resnet50", "h200").gpu_note
 
 
 def test_on_a_real_h200_the_conservative_caps_save_energy_and_promise_no_more_than_measured(

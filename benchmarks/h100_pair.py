@@ -60,13 +60,13 @@ def decisions(models, mechanism: str, bound: float = BOUND) -> list[tuple[str, s
     return found
 
 
-def predicted(models, a: str, b: str, cap: float, mechanism: str = "mps") -> dict[str, float]:
-    """The models' view of the pair at ``cap``: each job's rate at the cap (vs alone at full
-    power), its co-location slowdown, its stretch (the two together) and the pair's power."""
-    ma, mb = (models.for_job(FAMILIES[x], "h100") for x in (a, b))
+def predicted(models, a: str, b: str, cap: float, mechanism: str = "mps", gpu: str = "h100") -> dict[str, float]:
+    """The models' view of the pair at ``cap`` on ``gpu``: each job's rate at the cap (vs alone at
+    full power), its co-location slowdown, its stretch (the two together) and the pair's power."""
+    ma, mb = (models.for_job(FAMILIES[x], gpu) for x in (a, b))
     rate_a, rate_b = (m.throughput(Config(1, 1, cap)) / m.throughput(Config(1)) for m in (ma, mb))
     power_a, power_b = (m.power_w(Config(1, 1, cap)) for m in (ma, mb))
-    slow_a, slow_b, pair_w = models.colocation(FAMILIES[a], FAMILIES[b], "h100", mechanism, power_a, power_b)
+    slow_a, slow_b, pair_w = models.colocation(FAMILIES[a], FAMILIES[b], gpu, mechanism, power_a, power_b)
     return {"rate_a": rate_a, "rate_b": rate_b, "slow_a": slow_a, "slow_b": slow_b,
             "stretch_a": slow_a / rate_a, "stretch_b": slow_b / rate_b, "pair_w": pair_w}
 

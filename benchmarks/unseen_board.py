@@ -1,7 +1,7 @@
 """A GPU the models never saw: power caps planned for a real H200 by the conservative board
 model, by a type-blind site (an H200 taken for the H100 it resembles), and by an oracle.
 
-    .venv/bin/python benchmarks/unseen_board.py [--sweep CSV] [--probe JSON] [--json]
+    .venv/bin/python benchmarks/unseen_board.py [--sweep CSV] [--probe JSON] [--pair CSV] [--json]
 
 The sweep is one made for this project on a lent H200 (``benchmarks/h100/results/
 h200_cap_sweep.csv``: the shared ``perf_energy/h100/cap_sweep.py`` run there, 700 W down to
@@ -18,11 +18,17 @@ Each cap is scored on the *measured* H200 rows against its uncapped run (``h100_
 The prediction columns compare, over every swept cap, each model's energy ratio and time
 stretch against the measured ones: a model is *safe* at a cap when it promises no more
 saving and no less time than the board delivered (within ``TOLERANCE``, the two runs' noise).
+
+The pair: resnet50 and resnet18 under MPS at cap 0.55 (what EaCO decides on the H100),
+started on the H200 by slurm-green's own Prolog (``h200_hooks.csv``, made by
+``h100/node_hooks_pair.py``): each way's predicted stretch and EaCO's verdict (bound
+``h100_pair.BOUND``) beside the measured stretch.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,9 +38,11 @@ from rich.console import Console
 from rich.table import Table
 
 from h100_caps import Choice, score  # benchmarks/ is the script's folder: on sys.path
+from h100_pair import BOUND, FAMILIES, measured as measured_pair, predicted as predicted_pair
 from slurm_green.core.models import Config
 from slurm_green.models import profiles
 from slurm_green.models.registry import FittedRegistry, default_registry
+from slurm_green.policy.eaco import pair_cap
 
 RESULTS = Path(__file__).resolve().parent / "h100" / "results"
 TOLERANCE = 0.03  #: the two H200 runs' J/step agree within 3.4 % at every cap (docs/models.md)
@@ -72,7 +80,28 @@ def judge(registry: FittedRegistry, workload: str, gpu: str, rows: list[profiles
                       float(np.mean(safe)), float(max(me - pe for (pe, _), (me, _) in pairs)))
 
 
-def run(sweep_path: Path, probe_path: Path) -> dict[str, object]:
+PAIR = ("resnet50", "resnet18", 0.55)
+
+
+def pair(registry: FittedRegistry, ways: dict[str, str], pair_path: Path) -> dict[str, object]:
+    """The measured pair beside each way's prediction and EaCO's decision for it under MPS."""
+    a, b, cap = PAIR
+    out: dict[str, object] = {"pair": f"{a}+{b}@{cap:g}", "bound": BOUND}
+    if pair_path.exists():
+        seen = measured_pair(list(csv.DictReader(pair_path.open())), a, b, cap)
+        out["measured"] = None if seen is None else {k: seen[k] for k in ("stretch_a", "stretch_b", "pair_w")}
+    for way, gpu in ways.items():
+        p = predicted_pair(registry, a, b, cap, "mps", gpu)
+        decided = pair_cap(registry, FAMILIES[a], FAMILIES[b], gpu, "mps", BOUND)
+        # pair_cap's None is "full power" or "no cap keeps both within the bound": the stretch at it tells.
+        there = predicted_pair(registry, a, b, decided or 1.0, "mps", gpu)
+        fits = max(there["stretch_a"], there["stretch_b"]) <= BOUND
+        out[way] = {"stretch_a": p["stretch_a"], "stretch_b": p["stretch_b"], "pair_w": p["pair_w"],
+                    "eaco": f"co-locate at cap {decided or 1.0:g}" if fits else "refuse"}
+    return out
+
+
+def run(sweep_path: Path, probe_path: Path, pair_path: Path) -> dict[str, object]:
     sweep = profiles.cap_sweep(sweep_path)
     probe = json.loads(probe_path.read_text())
     min_w, max_w, default_w = probe["limits_w"][:3]
@@ -90,7 +119,7 @@ def run(sweep_path: Path, probe_path: Path) -> dict[str, object]:
         out[workload] = {"choices": {k: asdict(v) for k, v in choices.items()},
                          "predictions": {way: asdict(judge(registry, workload, gpu, rows)) for way, gpu in ways.items()}}
     return {"gpu": probe["model"], "type": unseen, "board_w": [min_w, max_w, default_w], "note": note,
-            "params_id": registry.params_id, "workloads": out}
+            "params_id": registry.params_id, "workloads": out, "pair": pair(registry, ways, pair_path)}
 
 
 def _pct(value: float) -> str:
@@ -124,15 +153,26 @@ def show(result: dict[str, object]) -> None:
             pred.add_row(w, way, _pct(p["energy_err"]), _pct(p["time_err"]), _pct(p["safe_share"]),
                          _pct(p["worst_overpromise"]))
     console.print(pred)
+    shared: dict[str, dict[str, float | str]] = result["pair"]  # type: ignore[assignment]
+    seen = shared.get("measured")
+    lines = [f"{shared['pair']} under MPS, bound {shared['bound']}: stretch (alone at full power / shared at the cap)"]
+    for way in ("board model", "as H100"):
+        w = shared[way]
+        lines.append(f"  {way:12s} predicts {w['stretch_a']:.2f} / {w['stretch_b']:.2f}, pair {w['pair_w']:.0f} W: "
+                     f"EaCO would {w['eaco']}")
+    if seen:
+        lines.append(f"  measured     {seen['stretch_a']:.2f} / {seen['stretch_b']:.2f}, pair {seen['pair_w']:.0f} W")
+    console.print("\n".join(lines))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sweep", type=Path, default=RESULTS / "h200_cap_sweep.csv")
     parser.add_argument("--probe", type=Path, default=RESULTS / "h200_probe.json")
+    parser.add_argument("--pair", type=Path, default=RESULTS / "h200_hooks.csv")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
-    result = run(args.sweep, args.probe)
+    result = run(args.sweep, args.probe, args.pair)
     if args.json:
         print(json.dumps(result, indent=1, default=float))
     else:

@@ -39,7 +39,7 @@ from rich.table import Table
 
 from h100_caps import Choice, score  # benchmarks/ is the script's folder: on sys.path
 from h100_pair import BOUND, FAMILIES, measured as measured_pair, predicted as predicted_pair
-from slurm_green.core.models import Config
+from slurm_green.core.models import Config, energy_per_work_j
 from slurm_green.models import profiles
 from slurm_green.models.registry import FittedRegistry, default_registry
 from slurm_green.policy.eaco import pair_cap
@@ -62,8 +62,8 @@ def predicted(registry: FittedRegistry, workload: str, gpu: str, cap: float) -> 
     """(energy ratio, time stretch) the model gives one GPU at ``cap`` against uncapped."""
     model = registry.for_job(workload, gpu)
     full, capped = Config(1, 1, 1.0), Config(1, 1, cap)
-    energy = (model.power_w(capped) / model.throughput(capped)) / (model.power_w(full) / model.throughput(full))
-    return energy, model.throughput(full) / model.throughput(capped)
+    return (energy_per_work_j(model, capped) / energy_per_work_j(model, full),
+            model.throughput(full) / model.throughput(capped))
 
 
 def measured(rows: list[profiles.CapRow], cap: float) -> tuple[float, float]:
@@ -117,7 +117,8 @@ def run(sweep_path: Path, probe_path: Path, pair_path: Path) -> dict[str, object
                                       for way, gpu in ways.items()}
         choices["best measured"] = score(rows, best, max_w)
         out[workload] = {"choices": {k: asdict(v) for k, v in choices.items()},
-                         "predictions": {way: asdict(judge(registry, workload, gpu, rows)) for way, gpu in ways.items()}}
+                         "predictions": {way: asdict(judge(registry, workload, gpu, rows))
+                                         for way, gpu in ways.items()}}
     return {"gpu": probe["model"], "type": unseen, "board_w": [min_w, max_w, default_w], "note": note,
             "params_id": registry.params_id, "workloads": out, "pair": pair(registry, ways, pair_path)}
 

@@ -12,7 +12,8 @@ without fitted parameters still gets a model, built from what its board reports
   pessimistic one. Taking the worst of each parameter apart instead (the highest
   sensitivity of one GPU with the highest draw of another) describes no GPU at all: on
   a real H200 it over-stated a cap's time cost by 1.8-2.1 uncapped step times (mean over
-  the caps) and so kept 4.7 of the 21.3 % of energy a cap saves there (``benchmarks/unseen_board.py``, docs/models.md);
+  the caps) and so kept 4.7 of the 21.3 % of energy a cap saves there
+  (``benchmarks/unseen_board.py``, docs/models.md);
 * caps: from the board's own minimum to its maximum.
 """
 

@@ -258,6 +258,15 @@ class Config(_Section):
         return self
 
     @model_validator(mode="after")
+    def _prefix_needs_the_cli(self) -> Config:
+        """pyslurm changes jobs through libslurm in the controller's own process, so no
+        ``sudo`` can come between: refused when the file is read, not at the first tick."""
+        if self.slurm.write_prefix and self.slurm.backend == "pyslurm":
+            raise ValueError("slurm.write_prefix runs scontrol through a command, which slurm.backend = 'pyslurm' "
+                             "cannot: use backend = 'cli' (or 'auto', which then takes the CLI)")
+        return self
+
+    @model_validator(mode="after")
     def _elastic_reads_progress(self) -> Config:
         """A resize waits for the job's checkpoint, which only its progress report names."""
         if self.elastic.requeue and self.elastic.progress_dir is None and self.controller.telemetry_dir is None:

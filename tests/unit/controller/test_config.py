@@ -106,3 +106,16 @@ def test_learning_a_jobs_scaling_from_its_reports_is_on_unless_the_site_turns_it
         path.write_text(f'[elastic]\nrequeue = true\nprogress_dir = "{tmp_path}"\n{line}')
         resizer = build_resizer(load_config(path), store)
         assert resizer is not None and (resizer.settings.learn_scaling, resizer.settings.settle_s) == (learns, settle)
+
+
+def test_a_write_prefix_with_the_pyslurm_backend_is_refused_naming_both_keys(tmp_path):
+    """pyslurm cannot run its changes through sudo: refused when the file is read, not as an
+    internal error at the first tick (the factory raises for it)."""
+    path = tmp_path / "c.toml"
+    path.write_text('[slurm]\nbackend = "pyslurm"\nwrite_prefix = ["sudo", "-n"]\n')
+    refused = r"\n  slurm.write_prefix runs scontrol through a command, which slurm.backend = 'pyslurm' cannot"
+    with pytest.raises(ConfigError, match=refused):
+        load_config(path)
+    for backend in ("cli", "auto"):
+        path.write_text(f'[slurm]\nbackend = "{backend}"\nwrite_prefix = ["sudo", "-n"]\n')
+        assert load_config(path).slurm.write_prefix == ["sudo", "-n"]

@@ -22,8 +22,14 @@ and prints, as min / median / max over the workloads:
   where either never gets that low is counted as "not reached", not as a ratio), and
   the same against the best baseline.
 
+With ``--replicas K`` the first figure is also given over K copies of each workload with every
+job 1 % longer or shorter at random, both policies on each copy: the ratio of the mean JCTs
+is what GreenFlow does to that workload, where one run's ratio is mostly which job happened to
+start first.
+
 Usage: python benchmarks/robustness.py [--quick] [--traces ...] [--regions DE-LU,GB,US-CAL-CISO]
-       [--seeds 2] [--loads 0.6,1,1.5,3] [--jobs 200] [--processes 1] [--json out/robustness.json]
+       [--seeds 2] [--loads 0.6,1,1.5,3] [--jobs 200] [--processes 1] [--replicas K]
+       [--json out/robustness.json]
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ class Cell:
     greenflow: tuple[tuple[str, float | None], ...] = ()
     #: Only FIFO and GreenFlow at budget 1 (``--budget-one``): the first figure, fast.
     budget_one: bool = False
+    #: FIFO and GreenFlow at budget 1 also on this many jittered copies of the workload
+    #: (``--replicas``): the first figure as a ratio of mean JCTs, above the noise of one run.
+    replicas: int = 0
 
 
 def cluster_for(workload: Workload) -> ClusterSpec:
@@ -119,8 +128,24 @@ def run_cell(cell: Cell) -> dict[str, object]:
     fifo = frontier["fifo"][0]["avg_jct_s"]
     noise = fifo / simulate(jittered(workload, cell.seed), spec, make_policy("fifo"), signal,
                             models, cell.region, options).summary["avg_jct_s"]
+    replicated = {}
+    if cell.replicas:
+        # The same jobs each +-1 %, seeds apart from the noise floor's; both policies on every
+        # copy (common random numbers), so the ratio of the means compares the policies, not
+        # which large job one run happened to start first.
+        at_one = replace(make_policy("greenflow"), **dict(cell.greenflow))
+        jcts: dict[str, list[float]] = {"fifo": [fifo], "greenflow": [
+            next(p["avg_jct_s"] for p in frontier["greenflow"] if p["setting"] == "budget=1")]}
+        for r in range(cell.replicas):
+            copy = jittered(workload, 1000 * (cell.seed + 1) + r)
+            for name, policy in (("fifo", make_policy("fifo")), ("greenflow", at_one)):
+                run = simulate(copy, spec, policy, signal, models, cell.region, options)
+                jcts[name].append(run.summary["avg_jct_s"])
+        replicated = {"replica_jct_s": jcts,
+                      "fifo_over_greenflow_at_1_replicated": statistics.fmean(jcts["fifo"])
+                      / statistics.fmean(jcts["greenflow"])}
     return {**cell.__dict__, "workload": workload.name, "cluster": f"{spec.nodes}x{spec.gpus_per_node}",
-            "frontier": frontier, "fifo_over_jittered_fifo": noise, **figures(frontier)}
+            "frontier": frontier, "fifo_over_jittered_fifo": noise, **figures(frontier), **replicated}
 
 
 def figures(frontier: dict[str, list[dict[str, float]]]) -> dict[str, object]:
@@ -195,6 +220,15 @@ def report(results: list[dict[str, object]], console: Console) -> None:
     beyond = sum(g < min(1.0, n) - 0.02 for g, n in zip(at_one, noise))
     t.add_row("cells where GreenFlow at budget 1 is > 2 % below both 1 and that cell's noise ratio", str(beyond),
               str(len(at_one)))
+    over_copies = "fifo_over_greenflow_at_1_replicated"
+    replicated = [r[over_copies] for r in results if over_copies in r]
+    if replicated:
+        copies = len(results[0]["replica_jct_s"]["fifo"])
+        t.add_row(f"FIFO JCT / GreenFlow JCT, budget 1, mean JCT over the workload and {copies - 1} copies +-1 %",
+                  spread(replicated), str(len(replicated)))
+        t.add_row("  geometric mean; cells > 2 % faster / > 2 % slower than FIFO",
+                  f"{math.exp(statistics.fmean(math.log(x) for x in replicated)):.3f}",
+                  f"{sum(x > 1.02 for x in replicated)} / {sum(x < 0.98 for x in replicated)}")
     carbon = [r["carbon_greenflow_over_fifo_at_1"] for r in results]
     t.add_row("GreenFlow carbon / FIFO carbon, budget 1", spread(carbon), str(len(carbon)))
     baselines = sorted({b for r in results for b in r["baseline_over_greenflow_at_tight"]}, key=BASELINES.index)
@@ -209,6 +243,10 @@ def report(results: list[dict[str, object]], console: Console) -> None:
     worst = min(results, key=lambda r: r["fifo_over_greenflow_at_1"])
     console.print(f"worst at budget 1: {worst['workload']} load {worst['load']:g} {worst['region']} "
                   f"({worst['fifo_over_greenflow_at_1']:.3f})")
+    if replicated:
+        worst = min(results, key=lambda r: r[over_copies])
+        console.print(f"worst at budget 1, over the copies: {worst['workload']} load {worst['load']:g} "
+                      f"{worst['region']} ({worst[over_copies]:.3f})")
     if baselines:
         missing = sum(not r["greenflow_reaches_tight"] for r in results)
         console.print(f"GreenFlow never at or under {TIGHT:g} x FIFO's carbon in {missing} cell(s)")
@@ -230,6 +268,9 @@ def main() -> None:
                         help="GreenFlow settings for every run, e.g. runtime_slack=none,growth_horizon_s=7200")
     parser.add_argument("--budget-one", action="store_true",
                         help="only FIFO and GreenFlow at budget 1 (the first figure and the noise floor)")
+    parser.add_argument("--replicas", type=int, default=0, metavar="K",
+                        help="also run FIFO and GreenFlow at budget 1 on K copies of each workload, every job "
+                             "+-1 %%, and print the ratio of their mean JCTs (about 1 + 0.7 K times as long)")
     parser.add_argument("--json", default="out/robustness.json", help="every cell's runs and figures")
     args = parser.parse_args()
     traces = QUICK_TRACES if args.quick else tuple(args.traces.split(","))
@@ -238,7 +279,8 @@ def main() -> None:
     jobs = 100 if args.quick else args.jobs
     greenflow = tuple((k, None if v.lower() == "none" else float(v))
                       for k, v in (item.split("=", 1) for item in args.set.split(",") if item))
-    cells = [Cell(t, s, load, r, jobs, greenflow, args.budget_one) for t in traces for s in seeds for load in loads
+    cells = [Cell(t, s, load, r, jobs, greenflow, args.budget_one, args.replicas)
+             for t in traces for s in seeds for load in loads
              for r in args.regions.split(",")]
     console, began, results = Console(width=160), time.perf_counter(), []
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),

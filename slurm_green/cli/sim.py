@@ -391,7 +391,8 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
     tables.print(_summary_table(f"what if: {len(workload)} GPU jobs from {name}, carbon {carbon_spec}",
                                 {k: v.summary for k, v in result.runs.items()}, "fifo",
                                 result.lower_bound.carbon_kg))
-    tables.print(_limit_note(factor, options.time_limit_factor))
+    own = 0 if workload.time_limit_s is None else int(np.isfinite(workload.time_limit_s).sum())
+    tables.print(_limit_note(factor, options.time_limit_factor, own, len(workload)))
     tables.print(FORECAST_NOTE)
     if json_out:
         _write_json(json_out, {"sacct": sacct_path, "carbon": carbon_spec, "forecast": "perfect",
@@ -402,8 +403,10 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
         save(frontier_figure(result, f"what if: {name}, carbon {carbon_spec}"), plot_out)
 
 
-def _limit_note(site_factor: float | None, used: float) -> str:
+def _limit_note(site_factor: float | None, used: float, own: int, jobs: int) -> str:
+    """What the replay's time limits are: Slurm backfills by them, so they shape every wait."""
     if site_factor is None:
         return f"time limits: no Timelimit in the history, runtime x {used:g} assumed"
-    return (f"time limits: runtime x {used:.3g}, the median Timelimit/Elapsed of the history "
-            "(the simulator applies one factor to every job)")
+    rest = "" if own == jobs else (f"; the {jobs - own} without one: runtime x {used:.3g}, the median "
+                                   "Timelimit/Elapsed of the others")
+    return f"time limits: each job's own Timelimit from the history ({own} of {jobs} jobs){rest}"

@@ -47,16 +47,21 @@ _NAMED_LINES = 5
 
 @dataclass(frozen=True)
 class SacctHistory:
-    """The GPU jobs of a sacct capture, and their time limits (NaN: none or unlimited)."""
+    """The GPU jobs of a sacct capture; the workload carries each job's own time limit."""
 
     workload: Workload
-    time_limit_s: np.ndarray
+
+    @property
+    def time_limit_s(self) -> np.ndarray:
+        """Each job's limit (NaN: none or unlimited), in the workload's order."""
+        given = self.workload.time_limit_s
+        return np.full(len(self.workload), np.nan) if given is None else given
 
     def time_limit_factor(self) -> float | None:
         """The median of time limit / elapsed over jobs with a limit (at least 1), or ``None`` without one.
 
-        The simulator gives each job a limit of its runtime times one factor; the
-        median of the site's own ratios replaces its assumed 1.5.
+        A job without a limit is given its runtime times one factor by the simulator; the
+        median of the site's own ratios replaces its assumed 1.5 there.
         """
         limited = np.isfinite(self.time_limit_s)
         if not limited.any():
@@ -104,11 +109,14 @@ class _Rows:
             named = ", ".join(where[:_NAMED_LINES]) + (f" and {len(where) - _NAMED_LINES} more"
                                                         if len(where) > _NAMED_LINES else "")
             warnings.warn(f"{path.name}: skipped {len(where)} line(s), {why}: {named}", TraceWarning, stacklevel=4)
-        submit = np.asarray(self.submit, dtype=np.float64)
-        order = np.argsort(submit, kind="stable")
-        workload = Workload.from_columns("sacct", submit, np.asarray(self.gpus), self.names,
-                                         duration_s=np.asarray(self.elapsed, dtype=np.float64))
-        return SacctHistory(workload, np.asarray(self.limit, dtype=np.float64)[order])
+        elapsed = np.asarray(self.elapsed, dtype=np.float64)
+        # A job Slurm stopped at its limit ran a little past it (KillWait): its limit is raised to
+        # what it ran, so that a replay never plans a job to end before it really did.
+        limit = np.asarray(self.limit, dtype=np.float64)
+        limit = np.where(np.isnan(limit), np.nan, np.maximum(limit, elapsed))
+        return SacctHistory(Workload.from_columns("sacct", np.asarray(self.submit, dtype=np.float64),
+                                                  np.asarray(self.gpus), self.names, duration_s=elapsed,
+                                                  time_limit_s=limit))
 
 
 def _from_parsable(content: str, path: Path, tz: str) -> SacctHistory:

@@ -40,7 +40,7 @@ def test_the_autumn_dst_night_a_bad_line_and_a_bad_number_are_warned_and_the_res
         "warning: history.txt: skipped 1 line(s), Elapsed not a Slurm duration ([D-]HH:MM:SS): line 4 ('1:0x:00')",
     ]
     assert "what if: 2 GPU jobs from history.txt" in result.stdout
-    assert "time limits: runtime x 2, the median Timelimit/Elapsed of the history" in result.stdout
+    assert "time limits: each job's own Timelimit from the history (2 of 2 jobs)" in result.stdout
     assert "forecast: perfect" in result.stdout
 
 

@@ -1,8 +1,12 @@
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from sim_literals import LinearModels
 
+from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.sim.engine import Simulator, TraceOptions
 from slurm_green.sim.sacct import gpus_of, load_sacct
 from slurm_green.sim.traces import TraceError, TraceWarning
 
@@ -111,3 +115,20 @@ def test_json_that_is_not_sacct_is_refused(tmp_path):
     path.write_text('{"nodes": []}')
     with pytest.raises(TraceError, match="no 'jobs' list"):
         load_sacct(path)
+
+
+def test_each_job_keeps_its_own_limit_and_a_job_stopped_at_its_limit_keeps_what_it_ran(tmp_path):
+    """The replay backfills by each job's own Timelimit, as Slurm did; one factor for all would
+    give a 10-minute job with a 2-day limit the same slack as every other job."""
+    path = tmp_path / "h.txt"
+    path.write_text("JobID|Submit|Start|Elapsed|Timelimit|AllocTRES\n"
+                    "1|2025-01-01T00:00:00|2025-01-01T00:00:00|00:10:00|2-00:00:00|gres/gpu=1\n"
+                    "2|2025-01-01T00:01:00|2025-01-01T00:01:00|01:00:30|01:00:00|gres/gpu=1\n"
+                    "3|2025-01-01T00:02:00|2025-01-01T00:02:00|01:00:00||gres/gpu=1\n")
+    history = load_sacct(path)
+    # job 2 was stopped at its hour and ran 30 s past it (KillWait): its limit is what it ran
+    assert np.array_equal(history.workload.time_limit_s, [2 * 86400.0, 3630.0, np.nan], equal_nan=True)
+    engine = Simulator(history.workload, ClusterSpec(nodes=1, gpus_per_node=4), LinearModels(), None, b"k" * 16,
+                       TraceOptions(time_limit_factor=history.time_limit_factor() or 1.5))
+    # the job without a limit gets its runtime x the median of the others' ratios (288 and 1)
+    assert engine.time_limit.tolist() == [2 * 86400.0, 3630.0, math.ceil(3600 * 144.5 / 60) * 60]

@@ -65,6 +65,23 @@ def test_install_print_and_the_plugin_line_it_prints(installed: Cluster) -> None
     assert copied == hashlib.sha256(plugin_path().read_bytes()).hexdigest()
 
 
+def test_the_printed_steps_create_the_service_account_only_where_it_is_missing(installed: Cluster) -> None:
+    """``sacctmgr add user ... account=X`` fails where account X does not exist: the printed
+    steps create it first, and leave an existing one (the cluster's ``ops``) alone."""
+    c = installed
+    account = "sg-new-admin"
+    for name, existed in ((account, False), ("ops", True)):
+        out = c.sh("controller", f"{CLEAN}/slurm-green install --print --account {name}").stdout
+        [line] = [x for x in out.splitlines() if x.startswith("sacctmgr -n -P show account ")]
+        for again in (False, True):  # the step may be run again: the second run changes nothing
+            ran = c.sh("controller", f"cd / && {line}", check=False)
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            assert ("Adding Account" in ran.stdout) == (not existed and not again), ran.stdout
+        shown = c.sh("controller", f"sacctmgr -n -P show account {name} format=account").stdout.split()
+        assert shown == [name]
+    c.sh("controller", f"sacctmgr -i remove account {account}")
+
+
 def test_sbatch_renders_a_template(installed: Cluster) -> None:
     out = installed.sh("controller", f"{CLEAN}/slurm-green sbatch --gpus 2 --flex 6h train.py --lr 0.1").stdout
     assert out.startswith("#!") and "#SBATCH --gres=gpu:2" in out and "green:" in out and "train.py" in out

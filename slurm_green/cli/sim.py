@@ -393,6 +393,8 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
                                 result.lower_bound.carbon_kg))
     own = 0 if workload.time_limit_s is None else int(np.isfinite(workload.time_limit_s).sum())
     tables.print(_limit_note(factor, options.time_limit_factor, own, len(workload)))
+    if own:
+        tables.print(_past_limit_note({k: int(v.summary["past_limit"]) for k, v in result.runs.items()}))
     tables.print(FORECAST_NOTE)
     if json_out:
         _write_json(json_out, {"sacct": sacct_path, "carbon": carbon_spec, "forecast": "perfect",
@@ -401,6 +403,13 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
         from slurm_green.cli.plots import frontier_figure, save
 
         save(frontier_figure(result, f"what if: {name}, carbon {carbon_spec}"), plot_out)
+
+
+def _past_limit_note(past: dict[str, int]) -> str:
+    """Jobs a policy slowed (a cap, fewer GPUs) past the limit their user set: live Slurm would
+    stop them there, as no decision extends a limit (docs/enactment.md)."""
+    return ("jobs past their own time limit (live Slurm stops a job there; the replay lets it finish): "
+            + ", ".join(f"{name} {count}" for name, count in past.items()))
 
 
 def _limit_note(site_factor: float | None, used: float, own: int, jobs: int) -> str:

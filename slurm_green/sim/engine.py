@@ -386,7 +386,7 @@ class Simulator:
         derived = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
         given = workload.time_limit_s
         self.time_limit = derived if given is None else np.where(np.isfinite(given), given, derived)
-        self.record = SimRecord.empty(n)
+        self.record = SimRecord.empty(n, self.time_limit)
         self.free = np.ones((spec.nodes, spec.gpus_per_node), dtype=bool)
         self.free_count = np.full(spec.nodes, spec.gpus_per_node, dtype=np.int64)
         #: ``free_count.sum()``, kept up to date (read at every scheduling pass and sample).

@@ -67,13 +67,16 @@ class SimRecord:
     resumes: int = 0
     total_gpus: int = 0
     ended_at: float = 0.0
+    #: Each job's time limit as submitted. Live Slurm stops a job there; the simulator lets it
+    #: finish and counts it (``past_limit``): no decision extends a limit (docs/enactment.md).
+    time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @classmethod
-    def empty(cls, n: int) -> "SimRecord":
+    def empty(cls, n: int, time_limit: np.ndarray | None = None) -> "SimRecord":
         nan = lambda: np.full(n, np.nan)  # noqa: E731
         return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan(), [()] * n,
                    first_start=nan(), restarts=np.zeros(n, np.int64), earlier_energy_j=np.zeros(n),
-                   earlier_carbon_g=np.zeros(n))
+                   earlier_carbon_g=np.zeros(n), time_limit=nan() if time_limit is None else time_limit.copy())
 
     def started(self, index: int, start: float, end: float, gpus: int, placed: tuple[int, ...], cap: float,
                 energy_j: float) -> None:
@@ -188,4 +191,6 @@ class SimRecord:
             "avg_gpus": float(self.gpus[done].mean()) if len(jct) else float("nan"),
             "avg_cap": float(self.cap[done].mean()) if len(jct) else float("nan"),
             "restarts": int(self.restarts.sum()),
+            # a last run longer than the limit as submitted (a second of rounding allowed)
+            "past_limit": int(((self.end - self.start)[done] > self.time_limit[done] + 1.0).sum()),
         }

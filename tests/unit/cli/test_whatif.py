@@ -84,3 +84,19 @@ def test_json_to_stdout_keeps_stdout_pure(tmp_path):
     assert set(json.loads(result.stdout)["policies"]) == {"fifo", "window", "window+cap", "window-aware", "zeus",
                                                           "greenflow", "powerflow", "eaco"}
     assert "what if:" in result.stderr and not (Path.cwd() / "-").exists()
+
+
+def test_jobs_a_policy_slows_past_their_own_limit_are_counted(tmp_path):
+    """No decision extends a job's time limit (docs/enactment.md): a replay with the history's
+    own limits counts the jobs a cap would have had live Slurm stop, where the simulator lets
+    them finish. Jobs that ran to their very limit: FIFO keeps them within it, a 0.7 cap not."""
+    path = history(tmp_path,
+                   "1|resnet50|2025-01-01T00:00:00|2025-01-01T00:00:00|02:00:00|02:00:00|gres/gpu=1|",
+                   "2|resnet50|2025-01-01T00:10:00|2025-01-01T00:10:00|02:00:00|04:00:00|gres/gpu=1|",
+                   "3|bert|2025-01-01T00:20:00|2025-01-01T00:20:00|03:00:00|03:00:00|gres/gpu=2|")
+    out = tmp_path / "whatif.json"
+    result = whatif("--sacct", str(path), "--json", str(out))
+    assert result.exit_code == 0, result.output
+    past = {name: s["past_limit"] for name, s in json.loads(out.read_text())["policies"].items()}
+    assert past["fifo"] == 0 and past["window+cap"] == 2  # jobs 1 and 3; job 2 has twice its runtime
+    assert "jobs past their own time limit (live Slurm stops a job there" in result.stdout.replace("\n", " ")

@@ -112,8 +112,8 @@ class _Rows:
         elapsed = np.asarray(self.elapsed, dtype=np.float64)
         # A job Slurm stopped at its limit ran a little past it (KillWait): its limit is raised to
         # what it ran, so that a replay never plans a job to end before it really did.
-        limit = np.asarray(self.limit, dtype=np.float64)
-        limit = np.where(np.isnan(limit), np.nan, np.maximum(limit, elapsed))
+        # (np.maximum keeps NaN: a job without a limit stays without one.)
+        limit = np.maximum(np.asarray(self.limit, dtype=np.float64), elapsed)
         return SacctHistory(Workload.from_columns("sacct", np.asarray(self.submit, dtype=np.float64),
                                                   np.asarray(self.gpus), self.names, duration_s=elapsed,
                                                   time_limit_s=limit))

@@ -406,9 +406,10 @@ def whatif(sacct_path: str, carbon_spec: str, tz: str, nodes: int | None, gpus_p
 
 
 def _past_limit_note(past: dict[str, int]) -> str:
-    """Jobs a policy slowed (a cap, fewer GPUs) past the limit their user set: live Slurm would
-    stop them there, as no decision extends a limit (docs/enactment.md)."""
-    return ("jobs past their own time limit (live Slurm stops a job there; the replay lets it finish): "
+    """Jobs that ran past the limit in force when they started: live Slurm would stop them there.
+    A decision that slows a job raises its limit (``SetTimeLimit``, docs/enactment.md), so these
+    are the jobs it could not cover: no limit submitted, a partition's MaxTime, a model's error."""
+    return ("jobs past their time limit (live Slurm stops a job there; the replay lets it finish): "
             + ", ".join(f"{name} {count}" for name, count in past.items()))
 
 

@@ -10,7 +10,7 @@ Cardinality is bounded by the site, never by the workload: no metric has a job,
 user or time label. Jobs are counted per ``partition`` and ``account`` (both defined
 by the admin, both on every job in ``squeue``/``sacct`` and in the usual Slurm
 exporters, so a panel can be joined to the cluster's own job metrics on them);
-actions per ``kind`` (the eleven action classes) and ``outcome`` (``ok`` or one of
+actions per ``kind`` (the twelve action classes) and ``outcome`` (``ok`` or one of
 ``ActionError``'s seven values); the source per configured source name. Per-job
 figures stay in the store (``slurm-green report``, ``why``), not in Prometheus.
 

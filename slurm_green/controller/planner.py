@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 from slurm_green.core import decision_token, gpu_freq
-from slurm_green.core.actions import Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, ShareGpus
+from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit,
+                                      ShareGpus)
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import parse_marker
@@ -84,6 +86,33 @@ def _size_actions(job: Job, decision: JobDecision) -> list[Action]:
     if nodes is not None and sorted(nodes) != sorted(job.nodes):  # Slurm keeps a pin as a set
         actions.append(SetNodes(job.job_id, nodes))
     return actions
+
+
+def _limit_actions(job: Job, decision: JobDecision, max_time_s: float | None) -> list[Action]:
+    """The time limit the decision needs, as far as it differs from the job's (a minute's tolerance).
+
+    A decision that slows the job (a cap, fewer GPUs, a shared GPU) would otherwise let Slurm
+    stop it at the limit its user set for the configuration asked. The limit becomes the
+    decision's expected runtime, whole minutes, since that runtime is the limit as submitted
+    (the marker's, which ``managed.asked_runtime_s`` reads as the job's work) times the slowdown:
+    the user's own margin grows with it. Never below the limit as submitted; one the controller
+    raised comes back down when a later decision no longer slows the job; a limit its user
+    lowered is left alone unless the job is slowed; never above the partition's ``MaxTime``.
+    Nothing for a job submitted without a limit (the partition's default applies, and the
+    marker has nothing to scale: docs/enactment.md) or a decision without an expected runtime.
+    """
+    options = parse_marker(job.admin_comment)
+    asked = options.time_limit_s if options is not None else None
+    expected = decision.expected_runtime_s
+    if asked is None or expected is None or not math.isfinite(expected):
+        return []
+    wanted = max(asked, math.ceil(expected / 60.0 - 1e-9) * 60.0)
+    if max_time_s:
+        wanted = min(wanted, max(max_time_s, asked))
+    current = job.time_limit_s
+    if current is not None and (abs(current - wanted) < 60.0 or (wanted <= asked and current <= asked)):
+        return []
+    return [SetTimeLimit(job.job_id, wanted)]
 
 
 def sharing_allowed(job: Job | None) -> bool:
@@ -256,10 +285,12 @@ def job_actions(
     verify: Callable[[int, str], dict[str, object]] | None,
     enact: Enactment = "power_cap",
     sharing: Sharing | None = None,
+    max_time_s: float | None = None,
 ) -> list[Action]:
     """Actions for one pending job, ordered so that a job never starts before its
-    decision token, GPU clocks, final GPU count and shared GPU are in place: the start comes last.
-    ``decision`` is one ``colocate`` kept (its ``share_with`` enacted through ``sharing``)."""
+    decision token, GPU clocks, final GPU count, shared GPU and time limit are in place: the
+    start comes last. ``decision`` is one ``colocate`` kept (its ``share_with`` enacted through
+    ``sharing``); ``max_time_s`` is its partition's ``MaxTime``."""
     actions: list[Action] = []
     payload = decision_payload(decision, enact)
     if sign is not None and payload and payload != _current_payload(job, verify):
@@ -269,6 +300,7 @@ def job_actions(
         if gpu_freq.level_of(job.tres_freq) != gpu_freq.level_of(wanted):
             actions.append(SetGpuFreq(job.job_id, wanted))
     actions.extend(_share_actions(job, sharing) if sharing is not None else _size_actions(job, decision))
+    actions.extend(_limit_actions(job, decision, max_time_s))
     actions.extend(_start_actions(job, decision, now))
     return actions
 
@@ -284,10 +316,12 @@ def plan_actions(
     """All actions the plan needs; decisions for jobs no longer pending are dropped, and
     co-locations that cannot be enacted too (``colocate``)."""
     plan, sharing = colocate(plan, snapshot, verify)
+    max_time = {partition.name: partition.max_time_s for partition in snapshot.partitions}
     actions: list[Action] = []
     for decision in plan.decisions:
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
-        actions.extend(job_actions(job, decision, now, sign, verify, enact, sharing.get(job.job_id)))
+        actions.extend(job_actions(job, decision, now, sign, verify, enact, sharing.get(job.job_id),
+                                   max_time.get(job.partition)))
     return actions

@@ -38,6 +38,17 @@ class SetNodes:
 
 
 @dataclass(frozen=True, slots=True)
+class SetTimeLimit:
+    """Slurm ``TimeLimit``, whole minutes: raised for a job that a decision slows (a power cap,
+    fewer GPUs, a shared GPU), so that Slurm does not stop it at the limit its user set for
+    the configuration asked (``controller/planner.py``). Raising a limit needs Slurm's
+    Operator level, which the controller's account has."""
+
+    job_id: int
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Hold:
     job_id: int
 
@@ -100,8 +111,8 @@ class SetNice:
     nice: int
 
 
-Action = (SetStartTime | SetGpus | SetNodes | Hold | Release | SetDecision | SetGpuFreq | SetNice | ShareGpus
-          | SignalJob | RequeueHold)
+Action = (SetStartTime | SetGpus | SetNodes | SetTimeLimit | Hold | Release | SetDecision | SetGpuFreq | SetNice
+          | ShareGpus | SignalJob | RequeueHold)
 
 
 class ActionError(str, enum.Enum):

@@ -43,6 +43,10 @@ class GreenOptions:
     accept_share: bool = False
     deadline: float | None = None
     elastic: bool = False
+    #: The time limit the job was submitted with (``--time``), seconds; None: none given (the
+    #: partition's default applies). The job's runtime as asked: a decision that slows the job
+    #: raises its limit from this, never from a limit the controller raised (``controller/planner.py``).
+    time_limit_s: float | None = None
 
 
 def parse_duration(text: str) -> float:
@@ -153,8 +157,8 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
 def format_marker(options: GreenOptions) -> str:
     """The trusted marker job_submit.lua writes into AdminComment (same format).
 
-    ``elastic=1`` is written only for an elastic job, so that every other marker is the
-    same text as before the option existed."""
+    ``elastic=1`` is written only for an elastic job, and ``limit=`` only for a job submitted
+    with a time limit, so that every other marker is the same text as before the options existed."""
     fields = [
         f"managed={int(options.managed)}",
         f"flex={int(options.max_delay_s)}",
@@ -168,11 +172,22 @@ def format_marker(options: GreenOptions) -> str:
         fields.append(f"deadline={int(options.deadline)}")
     if options.elastic:
         fields.append("elastic=1")
+    if options.time_limit_s is not None:
+        fields.append(f"limit={int(options.time_limit_s)}")
     return MARKER_PREFIX + ";".join(fields)
 
 
+NO_VAL = 0xFFFFFFFE  # Slurm's "unset" for a uint32 job_desc field such as time_limit
+
+
+def submitted_limit_s(minutes: int | None) -> float | None:
+    """The limit job_submit.lua records from a submission's ``time_limit`` (minutes): None when
+    none was given (``NO_VAL``, or nil) or it is UNLIMITED (``INFINITE``, NO_VAL + 1)."""
+    return minutes * 60.0 if minutes is not None and 0 < minutes < NO_VAL else None
+
+
 def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
-               requeue: int | None = None) -> tuple[GreenOptions, int | None]:
+               requeue: int | None = None, time_limit_s: float | None = None) -> tuple[GreenOptions, int | None]:
     """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
@@ -186,7 +201,11 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     ``--no-requeue`` is taken as not elastic: the user's choice stands, and the controller
     could not requeue it anyway (the plugin tells the user so). Any other elastic job is
     made requeueable by the plugin (``requeue = 1``; see ``plugin_requeue``).
+
+    ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
+    in the options (the marker) for every marked job.
     """
+    options = replace(options, time_limit_s=time_limit_s)
     if options.elastic and requeue == 0:
         options = replace(options, elastic=False)
     if not options.managed:
@@ -205,6 +224,12 @@ def plugin_requeue(options: GreenOptions, requeue: int | None) -> int | None:
     result; not in dry-run): 1 for an elastic job, so that a site with ``JobRequeue=0`` does
     not refuse the controller's requeue; otherwise the field as submitted."""
     return 1 if options.elastic else requeue
+
+
+def _limit(text: str | None) -> float | None:
+    """A marker's ``limit=``: whole seconds above 0, else none."""
+    seconds = float(text) if text is not None else math.nan
+    return seconds if math.isfinite(seconds) and seconds > 0 else None
 
 
 def parse_marker(admin_comment: str) -> GreenOptions | None:
@@ -228,6 +253,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
             accept_share=values.get("share", "0") == "1",
             deadline=float(values["deadline"]) if "deadline" in values else None,
             elastic=values.get("elastic", "0") == "1",
+            time_limit_s=_limit(values.get("limit")),
         )
     except ValueError:
         return None

@@ -59,6 +59,7 @@ local SETTINGS = {
 ------------------------------------------------------------------------------------------
 local USER_PREFIX = "green:"
 local MARKER_PREFIX = "sg:"
+local NO_VAL = 4294967294 -- Slurm's "unset" for a uint32 job_desc field (NO_VAL)
 local UNIT_S = { [""] = 3600, s = 1, m = 60, h = 3600, d = 86400 }
 local YES = { yes = true, y = true, ["1"] = true, ["true"] = true, on = true }
 local NO = { no = true, n = true, ["0"] = true, ["false"] = true, off = true }
@@ -253,6 +254,9 @@ local function format_marker(options)
     if options.elastic then
         fields[#fields + 1] = "elastic=1" -- only when true: other markers stay as they were
     end
+    if options.time_limit_s then
+        fields[#fields + 1] = string.format("limit=%d", options.time_limit_s)
+    end
     return MARKER_PREFIX .. table.concat(fields, ";")
 end
 
@@ -353,6 +357,13 @@ local function on_submit(job_desc)
         options.flex_s = SETTINGS.default_flex_s
     end
     settle_elastic(job_desc, options)
+    -- The limit as submitted (--time, minutes; NO_VAL: none given, INFINITE: UNLIMITED), kept
+    -- where users cannot change it: the controller raises the limit of a job its decision
+    -- slows from this figure, never from one it raised (green_options.on_arrival).
+    local minutes = tonumber(job_desc.time_limit)
+    if minutes and minutes > 0 and minutes < NO_VAL then
+        options.time_limit_s = minutes * 60
+    end
     if options.managed then
         local now = os.time()
         local begin = tonumber(job_desc.begin_time) or 0
@@ -372,7 +383,6 @@ local PRIVILEGED_UIDS = {}
 -- What the controller decides, as the job_desc fields of an update (job_submit_lua.c,
 -- 22.05 to 26.05; scontrol's names). A field the update leaves alone reads nil (strings;
 -- "" clears one), 0 (begin_time) or NO_VAL (node counts). "gres" reads tres_per_node.
-local NO_VAL = 4294967294
 local GUARDED = {
     { "begin_time", "StartTime", "time" },
     { "comment", "Comment" },

@@ -60,19 +60,21 @@ class ZeusCapPolicy:
             return Plan()
         gpu_types = job_gpu_types(snapshot, jobs.jobs, memo) if self.typed else (None,) * len(jobs)
         gpn = gpus_per_node_of(snapshot, memo)
-        best = np.ones(len(jobs))
+        best, slowdown = np.ones(len(jobs)), np.ones(len(jobs))
         for gpu in set(gpu_types):
             rows = np.fromiter((t == gpu for t in gpu_types), dtype=bool, count=len(jobs))
-            best[rows] = self._best_caps(jobs, rows, context, gpu, gpn)
+            best[rows], slowdown[rows] = self._best_caps(jobs, rows, context, gpu, gpn)
+        # The runtime at the cap, from the time limit as asked (none without one): what the
+        # planner raises the limit to (``SetTimeLimit``).
         return Plan(decisions=tuple(
             JobDecision(int(j), start_at=context.now, power_cap_fraction=float(c) if ok else None,
                         reason=f"Zeus cap {c:.0%} (eta {self.eta:g}){f' on {g}' if g else ''}, start now",
-                        gpu_type=g)
-            for j, c, ok, g in zip(jobs.job_id, best, jobs.accept_cap, gpu_types)))
+                        expected_runtime_s=float(r * (k if ok else 1.0)) if r > 0 else None, gpu_type=g)
+            for j, c, ok, g, r, k in zip(jobs.job_id, best, jobs.accept_cap, gpu_types, jobs.runtime_s, slowdown)))
 
     def _best_caps(self, jobs: PendingJobs, rows: np.ndarray, context: DecisionContext, gpu: str | None,
-                   gpn: int) -> np.ndarray:
-        """The Zeus cap of each job in ``rows``, all planned on ``gpu``."""
+                   gpn: int) -> tuple[np.ndarray, np.ndarray]:
+        """The Zeus cap of each job in ``rows``, all planned on ``gpu``, and how much slower it runs there."""
         job_type = [t for t, row in zip(jobs.job_type, rows) if row]
         gpus = jobs.gpus[rows]
         caps = cap_choices(context.models, gpu, floor=self.floor, step=self.step)
@@ -83,4 +85,5 @@ class ZeusCapPolicy:
         power = table.power_w[types, cols]
         max_power = power[:, -1:]
         cost = (self.eta * power + (1.0 - self.eta) * max_power) / tput  # per unit of work
-        return table.caps[np.argmin(cost, axis=1)]
+        chosen = np.argmin(cost, axis=1)
+        return table.caps[chosen], tput[:, -1] / tput[np.arange(len(chosen)), chosen]  # caps ascend to 1.0

@@ -17,7 +17,7 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, parse_marker
-from slurm_green.policy.managed import deadline_of
+from slurm_green.policy.managed import asked_runtime_s, deadline_of
 from slurm_green.policy.placement import node_rows
 
 #: AdminComment markers are immutable per job and repeat across ticks: parse each once.
@@ -29,7 +29,8 @@ class PendingJobs:
     """Columns of the managed pending jobs, in FIFO order (submit time, then job id).
 
     ``runtime_s`` is the runtime at the job's current GPU count at full power, taken
-    from its time limit (all Slurm knows) or ``default_runtime_s`` without one.
+    from its time limit as submitted (all Slurm knows; ``managed.asked_runtime_s``) or
+    ``default_runtime_s`` without one.
     ``gpus_min``/``gpus_max`` are the user's allowed range, or the current count.
     """
 
@@ -72,7 +73,7 @@ def _row(job: Job, default_runtime_s: float) -> _Row | None:
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
             gpus, options.gpus_min if options.gpus_min is not None else gpus,
             options.gpus_max if options.gpus_max is not None else gpus, options.accept_cap,
-            job.time_limit_s or default_runtime_s, job.name)
+            asked_runtime_s(job, options, default_runtime_s), job.name)
 
 
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: DecisionMemo) -> PendingJobs:

@@ -21,7 +21,7 @@ from slurm_green.core.models import ModelRegistry
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.models import Config
 from slurm_green.policy.gpu_types import cluster_gpu_types
-from slurm_green.policy.managed import deadline_of, managed_pending
+from slurm_green.policy.managed import asked_runtime_s, deadline_of, managed_pending
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class WindowPolicy:
     default_runtime_s: float = 3600.0
 
     def _runtime(self, job: Job) -> float:
+        """The job's limit now (a running or unmanaged job's: what Slurm ends it by), else the default."""
         return job.time_limit_s if job.time_limit_s else self.default_runtime_s
 
     def _cap(self, models: ModelRegistry, gpu: str | None) -> float | None:
@@ -62,10 +63,11 @@ class WindowPolicy:
         model = models.for_job(job.name, gpu)
         config = Config(gpus=max(1, job.total_gpus), nodes=job.num_nodes, cap_fraction=cap or 1.0)
         full = Config(gpus=config.gpus, nodes=config.nodes)
-        runtime = self._runtime(job) * model.throughput(full) / model.throughput(config)
+        asked = asked_runtime_s(job, options, self.default_runtime_s)
+        runtime = asked * model.throughput(full) / model.throughput(config)
         return WindowRun(job=job, gpu_type=gpu, gpus=config.gpus, cap=cap, runtime_s=runtime,
                          energy_kwh=model.power_w(config) * runtime / 3.6e6,
-                         as_asked_kwh=model.power_w(full) * self._runtime(job) / 3.6e6,
+                         as_asked_kwh=model.power_w(full) * asked / 3.6e6,
                          latest=max(now, deadline_of(job, options)))
 
     def _decision(self, run: WindowRun, start: float, forecast: CarbonForecast | None, now: float,

@@ -7,8 +7,8 @@
 - **Slurm**: a FIFO scheduler with Slurm's backfill (every job that does not fit gets a
   reservation of whole nodes, from the running jobs' time limits and the earlier
   reservations; a later job starts only where it delays none of them) that honours
-  begin times (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``)
-  and holds. Compared with a live Slurm on one queue: tests/integration/sim.
+  begin times (``SetStartTime``), GPU counts (``SetGpus``), node lists (``SetNodes``),
+  time limits (``SetTimeLimit``) and holds. Compared with a live Slurm on one queue: tests/integration/sim.
   Without a node list it takes the first nodes that fit, in index order, and the
   lowest free GPU indices (no topology awareness), as a plain Slurm would.
 - **the training helper** (``slurm_green.train``), in jobs whose users opted in to
@@ -39,10 +39,11 @@ work left at the new rate). Events are arrivals, completions, begin times and
 controller ticks, and nothing is stepped in between.
 
 Time limits: a trace job's time limit is its true runtime at the requested size
-times ``time_limit_factor`` (users overestimate), rounded up to a minute; limits
-feed backfill and the policies' runtime estimates, and are not enforced (a resized
-job would otherwise be killed: the core has no action to change a time limit, so
-``SetGpus`` rescales the limit by the models' speedup, as a site would).
+times ``time_limit_factor`` (users overestimate), rounded up to a minute, and
+job_submit.lua records it in the marker as submitted. Limits feed backfill and the
+policies' runtime estimates; a decision that slows a job raises its limit as on Slurm
+(``SetTimeLimit``, from the planner). They are not enforced: the summary counts the jobs
+that ran past the limit in force when they started (``past_limit``), which Slurm would have stopped.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ from slurm_green.core.actions import (
     SetNice,
     SetNodes,
     SetStartTime,
+    SetTimeLimit,
     ShareGpus,
     SignalJob,
 )
@@ -560,13 +562,9 @@ class Simulator:
             return f"{nodes} x {action.gpus_per_node} GPUs does not fit nodes of {self.spec.gpus_per_node}"
         if self.spec.typed and nodes > int(self._type_nodes[job.gpu_type].sum()):
             return f"{nodes} nodes: the cluster has fewer of type {job.gpu_type}"
-        model = self._model(job.name)
         job = self._unbound(job)
-        old = model.throughput(self._config(job.total_gpus, job.num_nodes))
-        new = model.throughput(self._config(nodes * action.gpus_per_node, nodes))
-        limit = math.ceil((job.time_limit_s or 0.0) * old / new / 60.0) * 60.0
         self._share.pop(job.job_id, None)  # whole GPUs: no longer bound to a partner
-        self._update(job, gpus_per_node=action.gpus_per_node, shards_per_node=0, num_nodes=nodes, time_limit_s=limit)
+        self._update(job, gpus_per_node=action.gpus_per_node, shards_per_node=0, num_nodes=nodes)
         self._requeue(job.job_id)
         self._schedule_needed = True
         return None
@@ -580,6 +578,13 @@ class Simulator:
             return f"nodes without {job.gpu_type} GPUs, which the job requested"  # Slurm refuses these too
         self._update(job, nodes=tuple(action.nodes))
         self._schedule_needed = True
+        return None
+
+    def _set_time_limit(self, job: Job, action: SetTimeLimit) -> str | None:
+        if not action.seconds > 0:
+            return f"time limit {action.seconds} s: not a positive duration"
+        self._update(job, time_limit_s=math.ceil(action.seconds / 60.0) * 60.0)  # Slurm keeps whole minutes
+        self._schedule_needed = True  # backfill reserves by the limit
         return None
 
     def _hold(self, job: Job, action: Hold) -> None:
@@ -653,7 +658,8 @@ class Simulator:
     #: Each action's handler by its type (it takes the action of that type): for a pending job,
     #: and for a running one.
     _HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
-        SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, Hold: _hold, Release: _release,
+        SetStartTime: _set_start, SetGpus: _set_gpus, SetNodes: _set_nodes, SetTimeLimit: _set_time_limit,
+        Hold: _hold, Release: _release,
         SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice, ShareGpus: _share_gpus}
     _RUNNING_HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
         SignalJob: _signal, RequeueHold: _requeue_hold}
@@ -760,7 +766,7 @@ class Simulator:
             green, begin = on_arrival(GreenOptions(managed=True, max_delay_s=o.flex_s, gpus_min=low, gpus_max=high,
                                                    accept_cap=o.accept_cap, accept_share=bool(self.shares[index]),
                                                    elastic=bool(self.elastic[index])),
-                                      submit)
+                                      submit, time_limit_s=float(self.time_limit[index]))
             admin_comment = format_marker(green)
         self._jobs[job_id] = Job(
             job_id, name=w.job_type[index], user="trace", partition=PARTITION, submit_time=submit,
@@ -795,7 +801,7 @@ class Simulator:
         runtime = work / throughput
         power = float(frozen_power_w(model, config, frozen))
         end = now + runtime
-        self.record.started(index, now, end, gpus, tuple(i for i, _ in alloc), cap, power * runtime)
+        self.record.started(index, now, end, gpus, tuple(i for i, _ in alloc), cap, power * runtime, job.time_limit_s)
         # A freezing job's rate changes as it runs: its telemetry is not one configuration's.
         seen = None if self.freezes[index] else Observation(job.name or None, config, throughput, power, gpu=gpu)
         running = self._running[job.job_id] = _Running(gpus, alloc, now + (job.time_limit_s or runtime), seen,
@@ -941,7 +947,8 @@ class Simulator:
         power = pair_total * solo_power / (solo_power + host.solo_power_w)
         throughput = solo_tput / slow
         end = now + float(self.work[index]) / throughput
-        self.record.started(index, now, end, host.gpus, tuple(i for i, _ in host.alloc), cap, power * (end - now))
+        self.record.started(index, now, end, host.gpus, tuple(i for i, _ in host.alloc), cap, power * (end - now),
+                            job.time_limit_s)
         running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
                                                        throughput, power, solo_tput, solo_power, now, end,
                                                        float(self.work[index]), partner=host_id, frozen=frozen,

@@ -67,8 +67,9 @@ class SimRecord:
     resumes: int = 0
     total_gpus: int = 0
     ended_at: float = 0.0
-    #: Each job's time limit as submitted. Live Slurm stops a job there; the simulator lets it
-    #: finish and counts it (``past_limit``): no decision extends a limit (docs/enactment.md).
+    #: Each job's time limit: as submitted, then the one in force at its last start (a decision
+    #: that slows a job raises it, ``SetTimeLimit``). Live Slurm stops a job there; the simulator
+    #: lets it finish and counts it (``past_limit``).
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @classmethod
@@ -79,8 +80,11 @@ class SimRecord:
                    earlier_carbon_g=np.zeros(n), time_limit=nan() if time_limit is None else time_limit.copy())
 
     def started(self, index: int, start: float, end: float, gpus: int, placed: tuple[int, ...], cap: float,
-                energy_j: float) -> None:
+                energy_j: float, time_limit_s: float | None = None) -> None:
+        """Job ``index`` started; ``time_limit_s``: the limit in force then (None: it keeps the last)."""
         self.start[index], self.end[index] = start, end
+        if time_limit_s:
+            self.time_limit[index] = time_limit_s
         if np.isnan(self.first_start[index]):
             self.first_start[index] = start
         self.gpus[index], self.nodes[index], self.cap[index] = gpus, len(placed), cap
@@ -191,6 +195,6 @@ class SimRecord:
             "avg_gpus": float(self.gpus[done].mean()) if len(jct) else float("nan"),
             "avg_cap": float(self.cap[done].mean()) if len(jct) else float("nan"),
             "restarts": int(self.restarts.sum()),
-            # a last run longer than the limit as submitted (a second of rounding allowed)
+            # a last run longer than the limit in force when it started (a second of rounding allowed)
             "past_limit": int(((self.end - self.start)[done] > self.time_limit[done] + 1.0).sum()),
         }

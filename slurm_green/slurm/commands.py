@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from slurm_green.core.actions import (Action, Hold, Release, RequeueHold, SetDecision, SetGpuFreq, SetGpus, SetNice,
-                                      SetNodes, SetStartTime, ShareGpus, SignalJob)
+                                      SetNodes, SetStartTime, SetTimeLimit, ShareGpus, SignalJob)
 from slurm_green.core.cluster import Job, Node
 from slurm_green.core.decision_token import replace_token
 
@@ -110,6 +110,8 @@ def _fields(action: Action, job: Job | None, now: float, comment: str,
         return fields
     if isinstance(action, SetNodes):
         return {"ReqNodeList": req_node_list(action.nodes)}
+    if isinstance(action, SetTimeLimit):
+        return {"TimeLimit": str(time_limit_minutes(action.seconds))}
     if isinstance(action, SetDecision):
         return {"Comment": replace_token(comment, action.token)}
     if isinstance(action, SetGpuFreq):
@@ -119,6 +121,11 @@ def _fields(action: Action, job: Job | None, now: float, comment: str,
     if isinstance(action, ShareGpus) and share is not None:
         return {"Gres": share(action)}
     raise TypeError(f"not an update action: {action!r}")
+
+
+def time_limit_minutes(seconds: float) -> int:
+    """Slurm's TimeLimit in whole minutes, rounded up (its resolution; at least one)."""
+    return max(1, math.ceil(seconds / 60.0))
 
 
 def update_argv(job_ids: Sequence[int], fields: dict[str, str]) -> tuple[str, ...]:

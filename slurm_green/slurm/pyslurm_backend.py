@@ -44,6 +44,7 @@ from slurm_green.core.actions import (
     SetGpus,
     SetNice,
     SetNodes,
+    SetTimeLimit,
     SetStartTime,
     ShareGpus,
     SignalJob,
@@ -182,6 +183,8 @@ class PyslurmBackend:
             return changes
         if isinstance(action, SetNodes):  # sbatch -w; "" clears an earlier pin, as ReqNodeList= does
             return {"required_nodes": commands.req_node_list(action.nodes)}
+        if isinstance(action, SetTimeLimit):  # sbatch --time: minutes, as a time string
+            return {"time_limit": str(commands.time_limit_minutes(action.seconds))}
         if isinstance(action, SetDecision):
             return {"comment": replace_token(job.comment if job else "", action.token)}
         if isinstance(action, SetNice):

@@ -11,6 +11,7 @@ inside job_submit.lua still lets the job in.
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import time
@@ -21,8 +22,16 @@ from controller_site import (DONE, HOST_DIR, INTERVAL_S, LOW, STATE, prepare, ru
                              state_of, stop_controller, store_rows, write_carbon, write_config)
 
 from slurm_green.core import decision_token
+from slurm_green.core.cluster import Job
+from slurm_green.slurm import schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
+
+def seen_job(c: Cluster, job_id: int) -> Job:
+    """The job as the controller's CLI backend reads it (``squeue --json``, any version's shape)."""
+    [raw] = [j for j in c.squeue("-j", str(job_id)) if j["job_id"] == job_id]
+    return schema.parse_job(raw)
+
 
 @pytest.fixture(scope="module")
 def controller_site(cluster: Cluster):
@@ -138,13 +147,17 @@ def test_a_gpu_freq_site_gets_the_cap_as_tres_freq(controller_site: Cluster) -> 
     window_start = time.time() + 3 * 3600
     config = write_config(write_carbon(window_start, window_start + 3600), "freq", '[gpu]\nenact = "gpu_freq"\n')
     job = c.sbatch("alice", ["--gres=gpu:1", "-t", "10", "--comment", "green:flex=6h"], "sleep 1\n")
+    assert seen_job(c, job).admin_comment.endswith(";limit=600")  # job_submit.lua kept the limit as submitted
     c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
     [raw] = [j for j in c.squeue("-j", str(job)) if j["job_id"] == job]
     assert raw["tres_freq"] == "gpu:medium"  # the window policy's 70 % cap, as Slurm's nearest level above
     assert "sg1." not in raw["comment"]  # no cap token: the Prolog leaves power limits alone
+    # The cap slows the job: the operator sgreen raised its limit from 10 minutes, before its start.
+    [(expected_s,)] = store_rows(c, "freq", f"SELECT expected_runtime_s FROM decisions WHERE job_id = {job}")
+    assert expected_s > 600 and seen_job(c, job).time_limit_s == math.ceil(expected_s / 60 - 1e-9) * 60, expected_s
     c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
-    assert store_rows(c, "freq", "SELECT kind FROM actions WHERE ok = 1 ORDER BY id") == [["SetGpuFreq"],
-                                                                                         ["SetStartTime"]]
+    assert store_rows(c, "freq", "SELECT kind FROM actions WHERE ok = 1 ORDER BY id") == [
+        ["SetGpuFreq"], ["SetTimeLimit"], ["SetStartTime"]]  # once each: the second tick found them in force
 
 
 def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:

@@ -86,10 +86,10 @@ def test_json_to_stdout_keeps_stdout_pure(tmp_path):
     assert "what if:" in result.stderr and not (Path.cwd() / "-").exists()
 
 
-def test_jobs_a_policy_slows_past_their_own_limit_are_counted(tmp_path):
-    """No decision extends a job's time limit (docs/enactment.md): a replay with the history's
-    own limits counts the jobs a cap would have had live Slurm stop, where the simulator lets
-    them finish. Jobs that ran to their very limit: FIFO keeps them within it, a 0.7 cap not."""
+def test_a_policy_that_slows_jobs_raises_their_limits_and_none_runs_past(tmp_path):
+    """A decision that slows a job raises its time limit (``SetTimeLimit``, docs/enactment.md), in
+    the replay as on Slurm: jobs that ran to their very limit, capped to 0.7 by the window policy,
+    run longer and still within their limits (before the raise, 2 of the 3 ran past them)."""
     path = history(tmp_path,
                    "1|resnet50|2025-01-01T00:00:00|2025-01-01T00:00:00|02:00:00|02:00:00|gres/gpu=1|",
                    "2|resnet50|2025-01-01T00:10:00|2025-01-01T00:10:00|02:00:00|04:00:00|gres/gpu=1|",
@@ -97,6 +97,7 @@ def test_jobs_a_policy_slows_past_their_own_limit_are_counted(tmp_path):
     out = tmp_path / "whatif.json"
     result = whatif("--sacct", str(path), "--json", str(out))
     assert result.exit_code == 0, result.output
-    past = {name: s["past_limit"] for name, s in json.loads(out.read_text())["policies"].items()}
-    assert past["fifo"] == 0 and past["window+cap"] == 2  # jobs 1 and 3; job 2 has twice its runtime
-    assert "jobs past their own time limit (live Slurm stops a job there" in result.stdout.replace("\n", " ")
+    runs = json.loads(out.read_text())["policies"]
+    assert runs["window+cap"]["energy_kwh"] < runs["fifo"]["energy_kwh"]  # the caps took
+    assert {name: s["past_limit"] for name, s in runs.items()} == dict.fromkeys(runs, 0)
+    assert "jobs past their time limit (live Slurm stops a job there" in result.stdout.replace("\n", " ")

@@ -5,8 +5,8 @@ from hypothesis import strategies as st
 
 from slurm_green.controller.planner import START_TOLERANCE_S, colocate, plan_actions, sharing_allowed
 from slurm_green.core import decision_token as dt
-from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, ShareGpus
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit, ShareGpus
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Partition
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
 
@@ -266,3 +266,56 @@ def test_colocate_never_pairs_a_refusing_job_nor_a_job_twice(jobs, version):
         assert partner != job_id and partners.get(partner, job_id) == job_id  # pairs, each job in one
     assert len(set(partners.values())) == len(partners)  # no job is the partner of two
     assert {d.job_id for d in shared.decisions if d.share_with is not None} == set(partners)
+
+
+# --- time limits ------------------------------------------------------------------------
+
+LIMITED = format_marker(GreenOptions(max_delay_s=3600, time_limit_s=3600.0))  # submitted with --time=60
+
+
+def limited_job(limit_now: float = 3600.0, marker: str = LIMITED) -> Job:
+    return Job(7, gpus_per_node=4, admin_comment=marker, time_limit_s=limit_now, eligible_time=NOW + 3600,
+               partition="gpu")
+
+
+def limit_actions(job: Job, expected_s: float | None, max_time_s: float | None = None) -> list:
+    plan = Plan((JobDecision(7, start_at=NOW, gpus_per_node=2, expected_runtime_s=expected_s),))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,),
+                           partitions=(Partition("gpu", max_time_s=max_time_s),))
+    return [a for a in plan_actions(snap, plan, NOW, sign, verify) if isinstance(a, SetTimeLimit)]
+
+
+def test_a_decision_that_slows_a_job_raises_its_limit_before_it_starts():
+    job = limited_job()
+    plan = Plan((JobDecision(7, start_at=NOW, gpus_per_node=2, expected_runtime_s=1.3 * 3600 + 1),))
+    actions = plan_actions(snapshot(job), plan, NOW, sign, verify)
+    assert [type(a) for a in actions] == [SetGpus, SetTimeLimit, SetStartTime]  # the start comes last
+    assert actions[1] == SetTimeLimit(7, 4740.0)  # 78 min 1 s, up to whole minutes
+
+
+def test_a_raised_limit_is_in_force_at_the_next_tick_and_not_raised_again():
+    assert limit_actions(limited_job(limit_now=4740.0), 1.3 * 3600 + 1) == []
+
+
+def test_a_limit_the_controller_raised_comes_back_down_when_the_job_is_no_longer_slowed():
+    assert limit_actions(limited_job(limit_now=4740.0), 3600.0) == [SetTimeLimit(7, 3600.0)]
+
+
+def test_a_limit_is_never_set_below_the_one_submitted():
+    assert limit_actions(limited_job(), 0.5 * 3600) == []  # a faster configuration keeps the user's limit
+
+
+def test_a_limit_its_user_lowered_is_left_alone_unless_the_job_is_slowed():
+    assert limit_actions(limited_job(limit_now=1800.0), 3600.0) == []
+    assert limit_actions(limited_job(limit_now=1800.0), 2 * 3600.0) == [SetTimeLimit(7, 7200.0)]
+
+
+def test_the_partition_max_time_bounds_the_raise():
+    assert limit_actions(limited_job(), 3 * 3600.0, max_time_s=2 * 3600.0) == [SetTimeLimit(7, 7200.0)]
+    assert limit_actions(limited_job(limit_now=7200.0), 3 * 3600.0, max_time_s=2 * 3600.0) == []
+
+
+def test_no_limit_is_set_without_a_submitted_one_or_an_expected_runtime():
+    assert limit_actions(limited_job(marker=ALONE), 2 * 3600.0) == []  # partition default: nothing to scale
+    assert limit_actions(limited_job(), None) == []
+    assert limit_actions(limited_job(), float("inf")) == []

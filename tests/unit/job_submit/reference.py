@@ -9,12 +9,14 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from slurm_green.core.green_options import (
+    NO_VAL,
     NO_VAL16,
     find_user_options,
     format_marker,
     on_arrival,
     parse_user_options,
     plugin_requeue,
+    submitted_limit_s,
 )
 
 NOW = 1_700_000_000
@@ -22,15 +24,18 @@ MAX_FLEX_S = 72 * 3600  # the shipped site setting
 
 
 def expected_submission(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S,
-                        begin: int = 0, requeue: int = NO_VAL16) -> tuple[str | None, int, int]:
+                        begin: int = 0, requeue: int = NO_VAL16,
+                        time_limit: int = NO_VAL) -> tuple[str | None, int, int]:
     """What the Python reference says the marker (None: no green option), the begin time
-    (0: none) and the requeue field (NO_VAL16: unset) must be after the plugin
+    (0: none) and the requeue field (NO_VAL16: unset) must be after the plugin, for a job
+    submitted with ``time_limit`` minutes (NO_VAL: none)
     (``green_options.on_arrival``, the simulator's rule too, and ``plugin_requeue``); raises
     GreenOptionError (a ValueError) where the plugin must refuse the submission."""
     text = find_user_options(comment)
     if text is None:
         return None, begin, requeue
-    options, deferred = on_arrival(parse_user_options(text, max_flex_s), now, begin or None, requeue)
+    options, deferred = on_arrival(parse_user_options(text, max_flex_s), now, begin or None, requeue,
+                                   submitted_limit_s(time_limit))
     after = plugin_requeue(options, requeue)
     assert after is not None
     return format_marker(options), begin if deferred is None else deferred, after

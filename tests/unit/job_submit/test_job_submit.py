@@ -101,6 +101,25 @@ def test_other_words_stay_the_users_own(plugin: LuaPlugin, comment: str) -> None
     assert answer.rc == 0 and answer.job["admin_comment"] == expected_marker(comment)
 
 
+# --- the submitted time limit ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("minutes", "recorded"), [(90, ";limit=5400"), (1, ";limit=60"), (4294967294, None),
+                                                   (4294967295, None), (0, None)])
+def test_the_submitted_time_limit_is_kept_in_the_marker(plugin: LuaPlugin, minutes: int, recorded: str | None) -> None:
+    """--time (minutes) goes into the marker, where the controller reads the job's runtime as asked;
+    none given (NO_VAL), UNLIMITED (INFINITE) or 0: nothing is recorded."""
+    for comment in ("green:flex=1h,gpus=1-4", "green:off"):
+        answer = plugin.submit(comment=comment, tres_per_node="gres/gpu:4", time_limit=minutes)
+        assert answer.rc == 0
+        assert answer.job["admin_comment"] == expected_submission(comment, time_limit=minutes)[0]
+        if recorded is None:
+            assert "limit=" not in answer.job["admin_comment"]
+        else:
+            assert answer.job["admin_comment"].endswith(recorded)
+        assert answer.job["time_limit"] == minutes  # the plugin records the limit, it never changes it
+
+
 # --- elastic=requeue ------------------------------------------------------------------------
 
 

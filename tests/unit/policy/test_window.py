@@ -1,3 +1,4 @@
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -7,9 +8,12 @@ import pytest
 from policy_literals import context
 
 from slurm_green.carbon.signal import CarbonSignal
+from slurm_green.controller.planner import plan_actions
+from slurm_green.core.actions import SetTimeLimit
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.models import Config
+from slurm_green.core.plan import Plan
 from slurm_green.policy.window import WindowPolicy
 
 T0 = pd.Timestamp("2023-06-01T00:00:00Z")
@@ -97,6 +101,23 @@ def test_capped_job_runs_longer_but_uses_less_energy():
     full = WindowPolicy(cap_fraction=None)(context(ClusterSnapshot(NOW, jobs=(job(),)), None, Models())).decisions[0]
     assert capped.expected_runtime_s > full.expected_runtime_s
     assert capped.expected_energy_kwh < full.expected_energy_kwh
+
+
+def test_a_capped_jobs_raised_limit_is_not_read_back_as_its_work():
+    """Tick after tick the same cap gives the same limit: the policy reads the job's work from
+    the limit as submitted (the marker's), not from the limit the controller raised."""
+    options = GreenOptions(max_delay_s=12 * HOUR, time_limit_s=2 * HOUR)
+    pending = Job(1, submit_time=NOW, time_limit_s=2 * HOUR, gpus_per_node=2, admin_comment=format_marker(options))
+    raised = []
+    for _ in range(3):
+        snap = ClusterSnapshot(NOW, jobs=(pending,))
+        decision = WindowPolicy(cap_fraction=0.5)(context(snap, None, Models())).decisions[0]
+        limits = [a for a in plan_actions(snap, Plan((decision,)), NOW) if isinstance(a, SetTimeLimit)]
+        raised.append((decision.expected_runtime_s, limits))
+        if limits:
+            pending = dataclasses.replace(pending, time_limit_s=limits[0].seconds)
+    slowed = 2 * HOUR / 0.75  # throughput x0.75 at cap 0.5
+    assert raised == [(slowed, [SetTimeLimit(1, slowed)]), (slowed, []), (slowed, [])]
 
 
 def test_window_plans_on_the_nodes_gpu_type_and_raises_a_cap_to_the_boards_minimum():

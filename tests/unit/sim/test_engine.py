@@ -99,10 +99,24 @@ def test_a_gpu_freq_level_slows_the_job_like_the_cap_it_stands_for():
     assert record.cap[0] == 0.5 and np.isclose(record.end[0] - record.start[0], 2 * HOUR)
 
 
-def test_a_gpu_count_decision_changes_runtime_and_scales_the_time_limit():
+def test_a_gpu_count_decision_changes_runtime():
     policy = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, gpus_per_node=4, num_nodes=1))
     sim, record = run(workload((0.0, 2, 4 * HOUR)), policy)
     assert record.gpus[0] == 4 and np.isclose(record.end[0] - record.start[0], HOUR)
+
+
+@pytest.mark.parametrize(("expected_s", "limit_s", "past"), [(2 * HOUR, 2 * HOUR, 0), (None, HOUR, 1)])
+def test_a_decision_that_slows_a_job_raises_its_limit_as_on_slurm(expected_s, limit_s, past):
+    """A 1-hour job with a 1-hour limit, capped to half speed: with the decision's expected
+    runtime the planner raises the limit (``SetTimeLimit``) before the start and the run keeps
+    within it; without one the limit stays, and the run past it is counted (Slurm would stop it)."""
+    slowed = Scripted(lambda j, now: JobDecision(j.job_id, start_at=now, power_cap_fraction=0.5,
+                                                 expected_runtime_s=expected_s))
+    wl = workload((0.0, 2, 2 * HOUR))
+    _, record = run(wl, slowed, options=TraceOptions(flex_s=2 * HOUR, time_limit_factor=1.0))
+    assert np.isclose(record.end[0] - record.start[0], 2 * HOUR)
+    assert record.time_limit[0] == limit_s  # the limit in force when it started
+    assert record.summary(wl.submit)["past_limit"] == past
 
 
 def test_easy_backfill_lets_short_jobs_pass_but_protects_the_blocked_head():

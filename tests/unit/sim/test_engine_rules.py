@@ -48,7 +48,8 @@ def test_the_simulated_plugin_marks_and_defers_an_arrival_as_the_plugin_does(fle
     sim = _sim(TraceOptions(flex_s=flex_s, gpu_range=2.0), submit_s)
     sim._arrive(0)
     job = sim.snapshot().jobs[0]
-    options, begin = on_arrival(GreenOptions(max_delay_s=flex_s, gpus_min=1, gpus_max=4), job.submit_time)
+    options, begin = on_arrival(GreenOptions(max_delay_s=flex_s, gpus_min=1, gpus_max=4), job.submit_time,
+                                time_limit_s=job.time_limit_s)  # a trace job is submitted with its limit
     assert (job.admin_comment, job.eligible_time) == (format_marker(options), begin)
     assert begin is None or (begin == math.floor(job.submit_time + flex_s) and begin > job.submit_time)
 

@@ -3,7 +3,7 @@ import time
 from datetime import UTC, datetime
 
 from slurm_green.core.actions import (Hold, Release, RequeueHold, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes,
-                                      SetStartTime, SignalJob)
+                                      SetStartTime, SetTimeLimit, SignalJob)
 from slurm_green.core.cluster import Job
 from slurm_green.slurm import commands
 
@@ -49,6 +49,7 @@ def test_fields_of_one_job_share_one_update():
             (2, SetDecision(5, TOKEN)),
             (3, SetNice(5, 10)),
             (4, SetGpuFreq(5, "gpu:medium")),
+            (5, SetTimeLimit(5, 5400.5)),
         ],
         jobs(j5=job),
         NOW,
@@ -64,9 +65,10 @@ def test_fields_of_one_job_share_one_update():
         f"Comment=green:flex=6h my run {TOKEN}",
         "Nice=10",
         "TresFreq=gpu:medium",
+        "TimeLimit=91",  # minutes, rounded up: never shorter than asked
     )
-    assert planned[0].actions == (0, 1, 2, 3, 4)
-    assert [c.actions for c in planned[0].fallback] == [(0,), (1,), (2,), (3,), (4,)]
+    assert planned[0].actions == (0, 1, 2, 3, 4, 5)
+    assert [c.actions for c in planned[0].fallback] == [(0,), (1,), (2,), (3,), (4,), (5,)]
 
 
 def test_decision_replaces_an_old_token_and_keeps_the_users_words():

@@ -9,7 +9,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from slurm_green.core.actions import (ActionError, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime,
-                                      ShareGpus)
+                                      SetTimeLimit, ShareGpus)
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import JobState, NodeState
 from slurm_green.slurm.pyslurm_backend import PyslurmBackend, gres_text
@@ -124,19 +124,21 @@ def test_actions_call_modify_hold_release_and_type_errors():
             SetGpus(5, 4, num_nodes=1),
             SetDecision(5, TOKEN),
             SetNice(5, 3),
+            SetTimeLimit(5, 5401.0),
             Hold(5),
             Release(5),
             SetNice(9, 1),
             SetGpuFreq(5, "gpu:medium"),
         ]
     )
-    assert [r.error for r in results] == [None] * 6 + [ActionError.JOB_GONE, ActionError.INVALID]
+    assert [r.error for r in results] == [None] * 7 + [ActionError.JOB_GONE, ActionError.INVALID]
     assert "not supported by the pyslurm backend" in results[-1].message
     assert fake.calls == [
         ("modify", 5, {"begin_time": str(int(NOW + 60))}),
         ("modify", 5, {"gres_per_node": "gpu:a100:4", "nodes": 1}),
         ("modify", 5, {"comment": f"green:flex=6h mine {TOKEN}"}),
         ("modify", 5, {"nice": 3}),
+        ("modify", 5, {"time_limit": "91"}),  # whole minutes, rounded up
         ("hold", 5),
         ("release", 5),
     ]

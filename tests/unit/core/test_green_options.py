@@ -5,6 +5,7 @@ from hypothesis import given, strategies as st
 
 from slurm_green.core.green_options import (
     KEYS,
+    NO_VAL,
     NO_VAL16,
     GreenOptionError,
     GreenOptions,
@@ -15,6 +16,7 @@ from slurm_green.core.green_options import (
     parse_marker,
     parse_user_options,
     plugin_requeue,
+    submitted_limit_s,
 )
 
 DAY = 86400.0
@@ -85,11 +87,12 @@ def test_a_key_given_twice_is_refused_not_overwritten(text, key):
     share=st.booleans(),
     deadline=st.one_of(st.none(), st.integers(0, 2**31)),
     elastic=st.booleans(),
+    limit=st.one_of(st.none(), st.integers(60, 365 * 86400)),
 )
-def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic):
+def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic, limit):
     gmin, gmax = (None, None) if gpus is None else (gpus[0], gpus[0] + gpus[1])
     options = GreenOptions(managed, float(delay), gmin, gmax, cap, share, None if deadline is None else float(deadline),
-                           elastic)
+                           elastic, None if limit is None else float(limit))
     assert parse_marker("other words " + format_marker(options)) == options
 
 
@@ -164,6 +167,19 @@ def test_on_arrival_and_the_requeue_field_of_an_elastic_job(requeue, elastic_aft
 def test_requeue_is_left_alone_when_not_elastic(requeue):
     options, _ = on_arrival(GreenOptions(max_delay_s=60), now=1000.0, requeue=requeue)
     assert options.elastic is False and plugin_requeue(options, requeue) == requeue
+
+
+@pytest.mark.parametrize(("minutes", "seconds"), [(90, 5400.0), (1, 60.0), (None, None), (0, None),
+                                                  (NO_VAL, None), (NO_VAL + 1, None)])  # NO_VAL + 1: INFINITE
+def test_the_plugin_records_a_submitted_limit_only_when_one_was_given(minutes, seconds):
+    assert submitted_limit_s(minutes) == seconds
+    options, _ = on_arrival(GreenOptions(max_delay_s=60), now=1000.0, time_limit_s=submitted_limit_s(minutes))
+    assert parse_marker(format_marker(options)).time_limit_s == seconds
+
+
+@pytest.mark.parametrize("limit", ["0", "-60", "nan", "inf"])
+def test_a_marker_limit_that_is_not_a_positive_duration_is_none(limit):
+    assert parse_marker(f"sg:managed=1;flex=0;cap=1;share=0;limit={limit}").time_limit_s is None
 
 
 def test_marker_absent_or_garbled():

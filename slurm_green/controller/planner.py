@@ -26,6 +26,7 @@ from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.time_limit import limit_as_submitted, partition_limits
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,8 @@ def _size_actions(job: Job, decision: JobDecision) -> list[Action]:
     return actions
 
 
-def _limit_actions(job: Job, decision: JobDecision, max_time_s: float | None) -> list[Action]:
+def _limit_actions(job: Job, decision: JobDecision, limits: dict[str, float | None],
+                   max_time_s: float | None) -> list[Action]:
     """The time limit the decision needs, as far as it differs from the job's (a minute's tolerance).
 
     A decision that slows the job (a cap, fewer GPUs, a shared GPU) would otherwise let Slurm
@@ -98,11 +100,12 @@ def _limit_actions(job: Job, decision: JobDecision, max_time_s: float | None) ->
     the user's own margin grows with it. Never below the limit as submitted; one the controller
     raised comes back down when a later decision no longer slows the job; a limit its user
     lowered is left alone unless the job is slowed; never above the partition's ``MaxTime``.
-    Nothing for a job submitted without a limit (the partition's default applies, and the
-    marker has nothing to scale: docs/enactment.md) or a decision without an expected runtime.
+    The limit as submitted is the marker's, else the partition's default (``limits``:
+    ``time_limit.partition_limits``); nothing is done without either (an unlimited job) or
+    without an expected runtime.
     """
     options = parse_marker(job.admin_comment)
-    asked = options.time_limit_s if options is not None else None
+    asked = limit_as_submitted(job, options, limits) if options is not None else None
     expected = decision.expected_runtime_s
     if asked is None or expected is None or not math.isfinite(expected):
         return []
@@ -285,12 +288,13 @@ def job_actions(
     verify: Callable[[int, str], dict[str, object]] | None,
     enact: Enactment = "power_cap",
     sharing: Sharing | None = None,
+    limits: dict[str, float | None] | None = None,
     max_time_s: float | None = None,
 ) -> list[Action]:
     """Actions for one pending job, ordered so that a job never starts before its
     decision token, GPU clocks, final GPU count, shared GPU and time limit are in place: the
     start comes last. ``decision`` is one ``colocate`` kept (its ``share_with`` enacted through
-    ``sharing``); ``max_time_s`` is its partition's ``MaxTime``."""
+    ``sharing``); ``limits`` are ``time_limit.partition_limits``, ``max_time_s`` its partition's ``MaxTime``."""
     actions: list[Action] = []
     payload = decision_payload(decision, enact)
     if sign is not None and payload and payload != _current_payload(job, verify):
@@ -300,7 +304,7 @@ def job_actions(
         if gpu_freq.level_of(job.tres_freq) != gpu_freq.level_of(wanted):
             actions.append(SetGpuFreq(job.job_id, wanted))
     actions.extend(_share_actions(job, sharing) if sharing is not None else _size_actions(job, decision))
-    actions.extend(_limit_actions(job, decision, max_time_s))
+    actions.extend(_limit_actions(job, decision, limits or {}, max_time_s))
     actions.extend(_start_actions(job, decision, now))
     return actions
 
@@ -317,11 +321,12 @@ def plan_actions(
     co-locations that cannot be enacted too (``colocate``)."""
     plan, sharing = colocate(plan, snapshot, verify)
     max_time = {partition.name: partition.max_time_s for partition in snapshot.partitions}
+    limits = partition_limits(snapshot)
     actions: list[Action] = []
     for decision in plan.decisions:
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
-        actions.extend(job_actions(job, decision, now, sign, verify, enact, sharing.get(job.job_id),
+        actions.extend(job_actions(job, decision, now, sign, verify, enact, sharing.get(job.job_id), limits,
                                    max_time.get(job.partition)))
     return actions

@@ -139,6 +139,9 @@ class Partition:
     state: str = "UP"
     default: bool = False
     max_time_s: float | None = None
+    #: ``DefaultTime``: the limit a job submitted without ``--time`` gets (None: none set, and
+    #: such a job gets ``MaxTime``).
+    default_time_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

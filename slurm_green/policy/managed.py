@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions, parse_marker
+from slurm_green.core.time_limit import limit_as_submitted
 
 
 def managed_pending(snapshot: ClusterSnapshot) -> Iterator[tuple[Job, GreenOptions]]:
@@ -29,11 +30,8 @@ def deadline_of(job: Job, options: GreenOptions) -> float:
     return job.submit_time + options.max_delay_s
 
 
-def asked_runtime_s(job: Job, options: GreenOptions, default_s: float) -> float:
+def asked_runtime_s(job: Job, options: GreenOptions, partition_limits: dict[str, float | None],
+                    default_s: float) -> float:
     """The job's runtime as asked (its requested GPUs at full power), as far as Slurm knows it:
-    the limit it was submitted with, which the marker keeps, else its limit now, else ``default_s``.
-
-    Not the limit now when the marker has one: the controller raises the limit of a job its
-    decision slows (``SetTimeLimit``), and read back as the job's work that raised limit would
-    make the next decision slower still, and the limit with it, tick after tick."""
-    return options.time_limit_s or job.time_limit_s or default_s
+    ``limit_as_submitted``, else its limit now, else ``default_s``."""
+    return limit_as_submitted(job, options, partition_limits) or job.time_limit_s or default_s

@@ -17,6 +17,7 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, parse_marker
+from slurm_green.core.time_limit import partition_limits
 from slurm_green.policy.managed import asked_runtime_s, deadline_of
 from slurm_green.policy.placement import node_rows
 
@@ -57,15 +58,15 @@ _Row = tuple[tuple[float, int], Job, GreenOptions, int, float, float, int, int, 
 
 @dataclass
 class _RowsMemo:
-    """Per pending job id: (the Job object, default runtime, its row or None if unmanaged), from
-    the controller's last call. Jobs are immutable and are replaced when they change, so a row
-    is reused only for the very same object (held here, so the identity check is sound); only
-    the last call's pending jobs are kept."""
+    """Per pending job id: (the Job object, the (default runtime, partition's default limit) it
+    was read with, its row or None if unmanaged), from the controller's last call. Jobs are
+    immutable and are replaced when they change, so a row is reused only for the very same
+    object (held here, so the identity check is sound); only the last call's pending jobs are kept."""
 
-    rows: dict[int, tuple[Job, float, _Row | None]] = field(default_factory=dict)
+    rows: dict[int, tuple[Job, tuple[float, float | None], _Row | None]] = field(default_factory=dict)
 
 
-def _row(job: Job, default_runtime_s: float) -> _Row | None:
+def _row(job: Job, default_runtime_s: float, limits: dict[str, float | None]) -> _Row | None:
     options = _parse_marker(job.admin_comment)
     if options is None or not options.managed:
         return None
@@ -73,23 +74,25 @@ def _row(job: Job, default_runtime_s: float) -> _Row | None:
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
             gpus, options.gpus_min if options.gpus_min is not None else gpus,
             options.gpus_max if options.gpus_max is not None else gpus, options.accept_cap,
-            asked_runtime_s(job, options, default_runtime_s), job.name)
+            asked_runtime_s(job, options, limits, default_runtime_s), job.name)
 
 
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: DecisionMemo) -> PendingJobs:
     """The managed pending jobs of ``snapshot`` as columns (rows reused from ``memo``)."""
     held = memo.get(_RowsMemo)
-    last: dict[int, tuple[Job, float, _Row | None]] = held.rows
-    kept: dict[int, tuple[Job, float, _Row | None]] = {}
+    last = held.rows
+    kept: dict[int, tuple[Job, tuple[float, float | None], _Row | None]] = {}
     rows = []
     pending = JobState.PENDING
+    limits = partition_limits(snapshot)
     for job in [job for job in snapshot.jobs if job.state is pending]:  # most active jobs run
         hit = last.get(job.job_id)
-        if hit is not None and hit[0] is job and hit[1] == default_runtime_s:
+        read_with = (default_runtime_s, limits.get(job.partition or ""))
+        if hit is not None and hit[0] is job and hit[1] == read_with:
             row = hit[2]
         else:
-            row = _row(job, default_runtime_s)
-        kept[job.job_id] = (job, default_runtime_s, row)
+            row = _row(job, default_runtime_s, limits)
+        kept[job.job_id] = (job, read_with, row)
         if row is not None:
             rows.append(row)
     held.rows = kept

@@ -19,6 +19,7 @@ from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.green_options import GreenOptions
 from slurm_green.core.models import ModelRegistry
 from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.time_limit import partition_limits
 from slurm_green.core.models import Config
 from slurm_green.policy.gpu_types import cluster_gpu_types
 from slurm_green.policy.managed import asked_runtime_s, deadline_of, managed_pending
@@ -57,13 +58,15 @@ class WindowPolicy:
         allowed = models.allowed_caps(gpu, accept_cap=True, floor=self.cap_fraction)
         return min(allowed)
 
-    def _run(self, job: Job, options: GreenOptions, models: ModelRegistry, now: float, gpu: str | None) -> WindowRun:
-        """The job's cap, runtime and energy on ``gpu``: everything but its start."""
+    def _run(self, job: Job, options: GreenOptions, models: ModelRegistry, now: float, gpu: str | None,
+             limits: dict[str, float | None]) -> WindowRun:
+        """The job's cap, runtime and energy on ``gpu``: everything but its start (``limits``:
+        ``partition_limits``, for a job submitted without a limit)."""
         cap = self._cap(models, gpu) if options.accept_cap else None
         model = models.for_job(job.name, gpu)
         config = Config(gpus=max(1, job.total_gpus), nodes=job.num_nodes, cap_fraction=cap or 1.0)
         full = Config(gpus=config.gpus, nodes=config.nodes)
-        asked = asked_runtime_s(job, options, self.default_runtime_s)
+        asked = asked_runtime_s(job, options, limits, self.default_runtime_s)
         runtime = asked * model.throughput(full) / model.throughput(config)
         return WindowRun(job=job, gpu_type=gpu, gpus=config.gpus, cap=cap, runtime_s=runtime,
                          energy_kwh=model.power_w(config) * runtime / 3.6e6,
@@ -103,7 +106,8 @@ class WindowPolicy:
 
     def _runs(self, context: DecisionContext) -> list[WindowRun]:
         types = cluster_gpu_types(context.snapshot, context.memo)
-        return [self._run(job, options, context.models, context.now, types.of(job))
+        limits = partition_limits(context.snapshot)
+        return [self._run(job, options, context.models, context.now, types.of(job), limits)
                 for job, options in managed_pending(context.snapshot)]
 
     def __call__(self, context: DecisionContext) -> Plan:

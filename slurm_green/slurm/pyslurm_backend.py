@@ -14,10 +14,10 @@ exercised only against a fake module shaped after pyslurm 25.11's documented API
   ``reason, configured_gres, allocated_gres`` (dicts; with indices
   ``{"gpu:a100": {"count": 2, "indexes": "0-1"}}``), ``available_features, partitions``;
 - ``pyslurm.Partitions.load()`` -> mapping of ``Partition`` (``name, nodes, state,
-  is_default, max_time`` in minutes);
+  is_default, max_time, default_time`` in minutes);
 - ``pyslurm.Job(id).modify(pyslurm.JobSubmitDescription(...))`` with ``begin_time``
   (epoch digits are taken as-is: no time-zone question), ``gres_per_node``, ``nodes``
-  (the node count), ``required_nodes`` (``-w``), ``comment``, ``nice``; ``Job(id).hold()`` /
+  (the node count), ``required_nodes`` (``-w``), ``comment``, ``nice``, ``time_limit`` (minutes); ``Job(id).hold()`` /
   ``.release()``; failures raise ``pyslurm.RPCError`` whose text is ``slurm_strerror()``'s, classified like scontrol's.
 
 The objects are turned into the same records the JSON parser reads, so normalisation
@@ -121,12 +121,14 @@ def node_record(node: Any) -> dict[str, Any]:
 
 def partition(record: Any) -> Partition:
     max_minutes = schema.number(getattr(record, "max_time", None))
+    default_minutes = schema.number(getattr(record, "default_time", None))
     return Partition(
         name=record.name,
         nodes=hostlist.expand(schema.text(getattr(record, "nodes", None))),
         state=(schema.text(getattr(record, "state", None)) or "UP").upper(),
         default=bool(getattr(record, "is_default", False)),
         max_time_s=max_minutes * 60.0 if max_minutes else None,
+        default_time_s=default_minutes * 60.0 if default_minutes else None,
     )
 
 

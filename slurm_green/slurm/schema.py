@@ -250,6 +250,7 @@ def parse_partitions_text(output: str) -> tuple[Partition, ...]:
                 state=fields.get("State", "UP").upper(),
                 default=fields.get("Default", "NO").upper() == "YES",
                 max_time_s=slurm_duration(fields.get("MaxTime", "")),
+                default_time_s=slurm_duration(fields.get("DefaultTime", "")),
             )
         )
     return tuple(partitions)

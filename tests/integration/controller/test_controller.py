@@ -143,22 +143,31 @@ def test_a_runtime_error_inside_job_submit_lua_lets_the_job_in(controller_site: 
 
 
 def test_a_gpu_freq_site_gets_the_cap_as_tres_freq(controller_site: Cluster) -> None:
+    """The window policy's 70 % cap, enacted as Slurm's GPU clock level, and the time limits
+    raised with it (docs/enactment.md, "Time limits follow the decision")."""
     c = controller_site
     window_start = time.time() + 3 * 3600
     config = write_config(write_carbon(window_start, window_start + 3600), "freq", '[gpu]\nenact = "gpu_freq"\n')
-    # bert: its model runs 1.17 x slower at 70 % on the cluster's (a40) GPUs
+    # bert: its model runs 1.17 x slower at 70 % on the cluster's (a40) GPUs. One job gives
+    # --time, the other none: the partition's DefaultTime (1 hour here) applies.
     job = c.sbatch("alice", ["--gres=gpu:1", "-t", "10", "-J", "bert", "--comment", "green:flex=6h"], "sleep 1\n")
+    untimed = c.sbatch("alice", ["--gres=gpu:1", "-J", "bert", "--comment", "green:flex=6h"], "sleep 1\n")
     assert seen_job(c, job).admin_comment.endswith(";limit=600")  # job_submit.lua kept the limit as submitted
+    assert "limit=" not in seen_job(c, untimed).admin_comment and seen_job(c, untimed).time_limit_s == 3600
     c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
     [raw] = [j for j in c.squeue("-j", str(job)) if j["job_id"] == job]
     assert raw["tres_freq"] == "gpu:medium"  # the window policy's 70 % cap, as Slurm's nearest level above
     assert "sg1." not in raw["comment"]  # no cap token: the Prolog leaves power limits alone
-    # The cap slows the job: the operator sgreen raised its limit from 10 minutes, before its start.
-    [(expected_s,)] = store_rows(c, "freq", f"SELECT expected_runtime_s FROM decisions WHERE job_id = {job}")
-    assert expected_s > 600 and seen_job(c, job).time_limit_s == math.ceil(expected_s / 60 - 1e-9) * 60, expected_s
+    # The cap slows the jobs: the operator sgreen raised their limits, from 10 minutes and from
+    # the hour the partition gave, before their start.
+    for slowed, asked in ((job, 600), (untimed, 3600)):
+        [(expected_s,)] = store_rows(c, "freq", f"SELECT expected_runtime_s FROM decisions WHERE job_id = {slowed}")
+        raised = seen_job(c, slowed).time_limit_s
+        assert 1.1 * asked < expected_s and raised == math.ceil(expected_s / 60 - 1e-9) * 60, (slowed, expected_s)
     c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
-    assert store_rows(c, "freq", "SELECT kind FROM actions WHERE ok = 1 ORDER BY id") == [
-        ["SetGpuFreq"], ["SetTimeLimit"], ["SetStartTime"]]  # once each: the second tick found them in force
+    for slowed in (job, untimed):  # once each: the second tick found them in force
+        assert store_rows(c, "freq", f"SELECT kind FROM actions WHERE ok = 1 AND job_id = {slowed} ORDER BY id") == [
+            ["SetGpuFreq"], ["SetTimeLimit"], ["SetStartTime"]]
 
 
 def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:

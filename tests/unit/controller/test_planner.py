@@ -1,5 +1,7 @@
 import dataclasses
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -316,6 +318,22 @@ def test_the_partition_max_time_bounds_the_raise():
 
 
 def test_no_limit_is_set_without_a_submitted_one_or_an_expected_runtime():
-    assert limit_actions(limited_job(marker=ALONE), 2 * 3600.0) == []  # partition default: nothing to scale
+    assert limit_actions(limited_job(marker=ALONE), 2 * 3600.0) == []  # no partition default known: nothing to scale
     assert limit_actions(limited_job(), None) == []
     assert limit_actions(limited_job(), float("inf")) == []
+
+
+@pytest.mark.parametrize(("partition", "raised"), [
+    (Partition("gpu", default_time_s=3600.0, max_time_s=4 * 3600.0), 2 * 3600.0),  # DefaultTime: scaled from it
+    (Partition("gpu", max_time_s=3600.0), 3600.0),  # no DefaultTime: the job got MaxTime, the bound too
+    (Partition("other", default_time_s=3600.0), None),  # not the job's partition: nothing known
+    (Partition("gpu"), None),  # unlimited: nothing to raise
+])
+def test_a_job_submitted_without_a_limit_is_scaled_from_its_partitions_default(partition, raised):
+    """No ``limit=`` in the marker (no --time): Slurm gave the job its partition's DefaultTime,
+    else its MaxTime, which the site sets and the controller's raises cannot move."""
+    job = limited_job(marker=ALONE)
+    plan = Plan((JobDecision(7, start_at=NOW, gpus_per_node=2, expected_runtime_s=2 * 3600.0),))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), partitions=(partition,))
+    limits = [a for a in plan_actions(snap, plan, NOW, sign, verify) if isinstance(a, SetTimeLimit)]
+    assert limits == ([] if raised is None or raised == job.time_limit_s else [SetTimeLimit(7, raised)])

@@ -164,6 +164,7 @@ def test_partitions_from_oneliner_text():
     )
     gpu, short = schema.parse_partitions_text(text)
     assert (gpu.name, gpu.default, gpu.max_time_s, gpu.state) == ("gpu", True, None, "UP")
+    assert (gpu.default_time_s, short.default_time_s) == (3600.0, None)  # what a job without --time gets
     assert gpu.nodes == ("node1", "node2", "node3", "node4")
     assert (short.default, short.max_time_s, short.state, short.nodes) == (
         False,

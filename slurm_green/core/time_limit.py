@@ -1,0 +1,38 @@
+"""The time limit a job was submitted with: what a decision that slows the job scales.
+
+Slurm stops a job at its ``TimeLimit``. A decision that makes a job slower than its user
+asked raises that limit (``actions.SetTimeLimit``, from ``controller/planner.py``), and the
+policies read the job's work from the limit as submitted. Both must start from a figure the
+controller's own raises cannot move, or each raise would be read back as a longer job and
+raised again: the marker's (job_submit.lua keeps ``--time`` there), else the partition's
+default, which the site sets.
+"""
+
+from __future__ import annotations
+
+from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.green_options import GreenOptions
+
+
+def partition_limits(snapshot: ClusterSnapshot) -> dict[str, float | None]:
+    """Per partition name (and ``""``: the default partition's), the limit a job submitted
+    without ``--time`` gets there: its ``DefaultTime``, else its ``MaxTime`` (None: unlimited)."""
+    limits: dict[str, float | None] = {}
+    for partition in snapshot.partitions:
+        limit = partition.default_time_s or partition.max_time_s
+        limits[partition.name] = limit
+        if partition.default:
+            limits[""] = limit
+    return limits
+
+
+def limit_as_submitted(job: Job, options: GreenOptions, partition_limits: dict[str, float | None]) -> float | None:
+    """The time limit the job was submitted with: the marker's (``--time``, kept by job_submit.lua
+    where users cannot change it), else its partition's default (``partition_limits``); None when
+    neither is known.
+
+    Never the job's limit now: the controller raises the limit of a job its decision slows
+    (``SetTimeLimit``), and read back as the job's work that raised limit would make the next
+    decision slower still, and the limit with it, tick after tick. A site that changes a
+    partition's ``DefaultTime`` while jobs wait changes what their limits are scaled from."""
+    return options.time_limit_s or partition_limits.get(job.partition or "")

@@ -1,0 +1,41 @@
+"""The managed pending jobs as columns: what the policies read a job's work from."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
+from slurm_green.core.decision import DecisionMemo
+from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.policy.pending import pending_jobs
+
+NOW = 1_700_000_000.0
+GPU = Partition("gpu", default=True, default_time_s=3600.0, max_time_s=86400.0)
+
+
+def job(limit_now: float, submitted: float | None) -> Job:
+    marker = format_marker(GreenOptions(max_delay_s=3600.0, time_limit_s=submitted))
+    return Job(1, partition="gpu", submit_time=NOW, time_limit_s=limit_now, gpus_per_node=2, admin_comment=marker)
+
+
+@pytest.mark.parametrize(("submitted", "partition", "work"), [
+    (5400.0, GPU, 5400.0),  # the marker's --time
+    (None, GPU, 3600.0),  # none given: the partition's DefaultTime, which Slurm gave it
+    (None, dataclasses.replace(GPU, default_time_s=None), 86400.0),  # no DefaultTime: MaxTime
+    (None, dataclasses.replace(GPU, default_time_s=None, max_time_s=None), 7200.0),  # unknown: the limit now
+])
+def test_a_raised_limit_is_never_read_as_the_jobs_work(submitted, partition, work):
+    """The controller raised the job's limit to 2 h for a slower configuration; its work stays
+    what was asked, or the next decision would be slower still and the limit raised again."""
+    snapshot = ClusterSnapshot(NOW, jobs=(job(7200.0, submitted),), partitions=(partition,))
+    assert pending_jobs(snapshot, 600.0, DecisionMemo()).runtime_s.tolist() == [work]
+
+
+def test_a_changed_partition_default_is_read_again_for_the_same_job():
+    memo, pending = DecisionMemo(), job(7200.0, None)
+    first = pending_jobs(ClusterSnapshot(NOW, jobs=(pending,), partitions=(GPU,)), 600.0, memo)
+    longer = dataclasses.replace(GPU, default_time_s=5400.0)
+    second = pending_jobs(ClusterSnapshot(NOW, jobs=(pending,), partitions=(longer,)), 600.0, memo)
+    assert (first.runtime_s.tolist(), second.runtime_s.tolist()) == ([3600.0], [5400.0])

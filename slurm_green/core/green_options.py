@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import lru_cache
 from dataclasses import dataclass, replace
 
 USER_PREFIX = "green:"
@@ -232,8 +233,12 @@ def _limit(text: str | None) -> float | None:
     return seconds if math.isfinite(seconds) and seconds > 0 else None
 
 
+@lru_cache(maxsize=1 << 17)
 def parse_marker(admin_comment: str) -> GreenOptions | None:
-    """The options job_submit.lua recorded, or ``None`` for a job it did not mark."""
+    """The options job_submit.lua recorded, or ``None`` for a job it did not mark.
+
+    Cached: a job's marker never changes and is read at every tick, by the policy and the
+    planner alike (the options are immutable, so sharing one object is safe)."""
     for word in admin_comment.split():
         if word.startswith(MARKER_PREFIX):
             break

@@ -50,9 +50,10 @@ import numpy as np
 from slurm_green.core import decision_token
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
+from slurm_green.core.green_options import parse_marker
 from slurm_green.core.models import Config, ModelRegistry
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.policy.pending import _parse_marker, pending_jobs
+from slurm_green.policy.pending import pending_jobs
 
 
 Layout = tuple[int, int]  # GPUs per node, nodes
@@ -242,7 +243,7 @@ def running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) ->
     named = {job.job_id: named_partner(job) for job in shard_jobs}
     hosts = []
     for job in shard_jobs:
-        options = _parse_marker(job.admin_comment)
+        options = parse_marker(job.admin_comment)
         layout = _layout(job)
         if options is None or not options.accept_share or layout[0] * layout[1] > max_gpus:
             continue

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from operator import itemgetter
 
 import numpy as np
@@ -21,8 +20,6 @@ from slurm_green.core.time_limit import partition_limits
 from slurm_green.policy.managed import asked_runtime_s, deadline_of
 from slurm_green.policy.placement import node_rows
 
-#: AdminComment markers are immutable per job and repeat across ticks: parse each once.
-_parse_marker = lru_cache(maxsize=1 << 17)(parse_marker)
 
 
 @dataclass(frozen=True)
@@ -67,7 +64,7 @@ class _RowsMemo:
 
 
 def _row(job: Job, default_runtime_s: float, limits: dict[str, float | None]) -> _Row | None:
-    options = _parse_marker(job.admin_comment)
+    options = parse_marker(job.admin_comment)
     if options is None or not options.managed:
         return None
     gpus = max(1, job.total_gpus)

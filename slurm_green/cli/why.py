@@ -1,4 +1,5 @@
-"""``slurm-green why JOBID``: why a job waits, what it runs under, and what it should save.
+"""``slurm-green why JOBID``: why a job waits, what it runs under (its time limit too, which a
+decision that slows it raises), and what it should save.
 
 For the job's owner: Slurm's view of the job (one ``squeue --json --jobs`` call, what
 ``squeue`` already shows them), the controller's decisions for that job only (its
@@ -137,6 +138,8 @@ def explain(config: Config, job_id: int, now: float) -> dict[str, Any]:
         "num_nodes": (last.get("num_nodes") or (job.num_nodes if job else None)),
         "cap_enacted": record.get("cap") if record.get("cap_enacted") else None,
         "cap_decided": last.get("cap_fraction"),
+        "time_limit_s": job.time_limit_s if job else None,
+        "time_limit_submitted_s": options.time_limit_s if options else None,
         "gpu_type": last.get("gpu_type"),
         "reason": last.get("reason"),
         "decided_at": last.get("decided_at"),
@@ -166,6 +169,20 @@ def _cap(out: dict[str, Any]) -> str:
     return f"{enacted} (decided: {decided}) of the GPUs' maximum power"
 
 
+def _limit(out: dict[str, Any]) -> str:
+    """The job's time limit, and the one it was submitted with where a decision raised it."""
+    def clock(seconds: float) -> str:
+        minutes = round(seconds / 60)
+        return f"{minutes // 60}:{minutes % 60:02d} h"
+
+    limit, submitted = out["time_limit_s"], out["time_limit_submitted_s"]
+    if not limit:
+        return "none"
+    raised = f" (submitted with {clock(submitted)}; raised for the slower configuration decided)" \
+        if submitted and limit >= submitted + 60 else ""
+    return clock(limit) + raised
+
+
 def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
     """The lines a person reads."""
     def at(t: float | None) -> str:
@@ -181,6 +198,7 @@ def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
             f"deadline:       {at(out['deadline'])}",
             f"GPUs:           {_gpus(out)}",
             f"power cap:      {_cap(out)}",
+            f"time limit:     {_limit(out)}",
         ]
         if "now_g_per_kwh" in out:
             lines.append(f"carbon:         {out['at_start_g_per_kwh']:.0f} gCO2eq/kWh at the decided start vs "

@@ -42,7 +42,9 @@ def site(tmp_path, *, refused: bool = False):
     store.close()
     env = fake_squeue(tmp_path, [{
         "job_id": 42, "user_name": "alice", "name": "resnet50", "job_state": ["PENDING"],
-        "comment": f"my run {token}", "admin_comment": f"sg:managed=1;flex=21600;cap=1;share=0;deadline={int(NOW + 6 * 3600)}",
+        "comment": f"my run {token}",
+        "admin_comment": f"sg:managed=1;flex=21600;cap=1;share=0;deadline={int(NOW + 6 * 3600)};limit=3600",
+        "time_limit": {"set": True, "infinite": False, "number": 84},  # minutes: raised for the 70 % cap
         "eligible_time": slurm_time(start), "submit_time": slurm_time(NOW - 120), "start_time": slurm_time(start),
         "tres_per_node": "gres/gpu:2"}, {
         "job_id": 7, "user_name": "bob", "job_state": ["PENDING"], "admin_comment": "", "comment": ""}])
@@ -59,6 +61,7 @@ def test_why_shows_start_deadline_gpus_cap_carbon_and_reason(tmp_path):
     assert "decided start:" in out and re.search(r"\(in (2\.\d|3\.0)", out)  # 2-3 h ahead, by the minute
     assert "GPUs:           2 (1 node(s) x 2), planned as h100" in out
     assert "power cap:      70% enacted (decided: 70%)" in out
+    assert "time limit:     1:24 h (submitted with 1:00 h; raised for the slower configuration decided)" in out
     assert "60 gCO2eq/kWh at the decided start vs 450 now (87% less" in out
     assert "reason:         deferred 2.9 h to a 60 g/kWh window" in out
     # read-only: no carbon cache, no new store; SQLite's own -shm/-wal of the WAL-mode store aside
@@ -73,6 +76,7 @@ def test_why_json_carries_the_same_and_a_refused_cap_is_not_claimed(tmp_path):
     assert out["cap_enacted"] is None and out["cap_decided"] == 0.7 and out["gpu_type"] == "h100"
     assert out["now_g_per_kwh"] == 450.0 and out["at_start_g_per_kwh"] == 60.0
     assert out["decided_start"].endswith("+00:00") and out["token_in_comment"] is True
+    assert (out["time_limit_s"], out["time_limit_submitted_s"]) == (84 * 60.0, 3600.0)
 
 
 def test_why_shows_the_rates_the_jobs_own_reports_gave_and_an_older_store_still_reads(tmp_path):

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import math
 import re
-from functools import lru_cache
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 USER_PREFIX = "green:"
 MARKER_PREFIX = "sg:"

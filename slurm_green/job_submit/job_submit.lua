@@ -359,7 +359,7 @@ local function on_submit(job_desc)
     settle_elastic(job_desc, options)
     -- The limit as submitted (--time, minutes; NO_VAL: none given, INFINITE: UNLIMITED), kept
     -- where users cannot change it: the controller raises the limit of a job its decision
-    -- slows from this figure, never from one it raised (green_options.on_arrival).
+    -- slows from this figure, never from one it raised (green_options.submitted_limit_s).
     local minutes = tonumber(job_desc.time_limit)
     if minutes and minutes > 0 and minutes < NO_VAL then
         options.time_limit_s = minutes * 60

@@ -21,7 +21,6 @@ from slurm_green.policy.managed import asked_runtime_s, deadline_of
 from slurm_green.policy.placement import node_rows
 
 
-
 @dataclass(frozen=True)
 class PendingJobs:
     """Columns of the managed pending jobs, in FIFO order (submit time, then job id).

@@ -89,6 +89,7 @@ from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.sim.metrics import SimRecord
 from slurm_green.sim.power_saving import PowerSaving
 from slurm_green.sim.workload import Workload
+from slurm_green.slurm import commands
 
 PARTITION = "gpu"
 _JOB_FIELDS = tuple(f.name for f in fields(Job))
@@ -583,7 +584,7 @@ class Simulator:
     def _set_time_limit(self, job: Job, action: SetTimeLimit) -> str | None:
         if not action.seconds > 0:
             return f"time limit {action.seconds} s: not a positive duration"
-        self._update(job, time_limit_s=math.ceil(action.seconds / 60.0) * 60.0)  # Slurm keeps whole minutes
+        self._update(job, time_limit_s=commands.time_limit_minutes(action.seconds) * 60.0)  # as Slurm keeps it
         self._schedule_needed = True  # backfill reserves by the limit
         return None
 

@@ -13,7 +13,8 @@ controller goes on where it was:
    is abandoned and the job runs on at its size, having lost nothing.
 3. **done**: once the job is pending, its new GPU count (``SetGpus``) and ``scontrol
    release``. The release goes even if the count was refused: the job restarts at its old
-   size from its checkpoint. Slurm delays a requeued job's start by itself (about two
+   size from its checkpoint. A shrink raises the job's time limit with it (``shrunk_limit``),
+   or Slurm could stop the smaller job at the limit its user set for the larger one. Slurm delays a requeued job's start by itself (about two
    minutes, BeginTime: seen on 24.11), so a restart never races its own old processes.
 
 From the signal until it runs again, the job belongs to its resize: the planner leaves it
@@ -35,16 +36,18 @@ at two counts is rated by how it really scaled (``measured``; ``models/measured.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from slurm_green.controller.store import Row, StateStore
-from slurm_green.core.actions import Action, ActionResult, Release, RequeueHold, SetGpus, SignalJob
+from slurm_green.core.actions import Action, ActionResult, Release, RequeueHold, SetGpus, SetTimeLimit, SignalJob
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.progress import JobProgress, MeasuredRate
+from slurm_green.core.time_limit import limit_as_submitted, partition_limits
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +100,32 @@ def _target(job: Job, decision: JobDecision) -> tuple[int, int] | None:
     return (per_node, nodes) if low <= per_node * nodes <= high else None
 
 
+def shrunk_limit(job: Job, gpus: int, limits: dict[str, float | None], max_time_s: float | None) -> list[Action]:
+    """The time limit for ``job`` restarting on ``gpus`` GPUs, fewer than it ran on, if its
+    limit now is shorter.
+
+    The restart runs the rest of its work; on fewer GPUs that takes at most (GPUs before /
+    GPUs after) as long as all of it would have, when its throughput grows no faster than
+    its GPU count (no super-linear scaling, as ``models/scaling.py`` fits it; a job that
+    really scales super-linearly could still outrun the raise). So the limit becomes the
+    limit as submitted (``time_limit.limit_as_submitted``, which no raise of the
+    controller's moves) times that ratio, whole minutes, never above the partition's
+    ``MaxTime`` and never lowered. Anchored on the limit as submitted, a
+    step sent again (a release that failed, retried next tick) asks for the same limit, not
+    a larger one. Nothing for a job without a limit, nor for a grow."""
+    options = parse_marker(job.admin_comment)
+    asked = limit_as_submitted(job, options, limits) if options is not None else None
+    if asked is None or not 0 < gpus < job.total_gpus:
+        return []
+    wanted = math.ceil(asked * job.total_gpus / gpus / 60.0 - 1e-9) * 60.0
+    if max_time_s:
+        wanted = min(wanted, max_time_s)
+    current = job.time_limit_s
+    if current is not None and current >= wanted:
+        return []
+    return [SetTimeLimit(job.job_id, wanted)]
+
+
 @dataclass
 class Resizer:
     """The three steps above, over the store's ``resizes`` table. ``plan`` reads and proposes;
@@ -123,9 +152,11 @@ class Resizer:
         notes: list[str] = []
         self._targets, self._abandoned, self._releasing = {}, {}, set()
         self._signalled = {job_id for job_id, row in rows.items() if row["phase"] == SIGNALLED}
+        limits = partition_limits(snapshot)
+        max_time = {partition.name: partition.max_time_s for partition in snapshot.partitions}
         for job_id, row in rows.items():
             job = snapshot.job(job_id)
-            step = self._next_step(job, row, now)
+            step = self._next_step(job, row, now, limits, max_time)
             if isinstance(step, str):
                 self._abandoned[job_id] = step
                 notes.append(f"job {job_id}: resize abandoned: {step}")
@@ -191,8 +222,10 @@ class Resizer:
             return True
         return row["attempts"] < self.settings.max_attempts and now - row["updated_at"] >= self.settings.min_interval_s
 
-    def _next_step(self, job: Job | None, row: Row, now: float) -> list[Action] | str | None:
-        """The actions that move ``row`` on, None to wait, or why it is abandoned."""
+    def _next_step(self, job: Job | None, row: Row, now: float, limits: dict[str, float | None],
+                   max_time: dict[str, float | None]) -> list[Action] | str | None:
+        """The actions that move ``row`` on, None to wait, or why it is abandoned (``limits``:
+        ``time_limit.partition_limits``; ``max_time``: each partition's ``MaxTime``)."""
         phase = row["phase"]
         if phase == SIGNALLED:
             if job is None or job.state is not JobState.RUNNING:
@@ -212,6 +245,8 @@ class Resizer:
             step: list[Action] = []
             if (row["gpus_per_node"], row["num_nodes"]) != (job.gpus_per_node, job.num_nodes):
                 step.append(SetGpus(job.job_id, row["gpus_per_node"], row["num_nodes"]))
+                step += shrunk_limit(job, row["gpus_per_node"] * row["num_nodes"], limits,
+                                     max_time.get(job.partition))
             return [*step, Release(job.job_id)]
         return None
 

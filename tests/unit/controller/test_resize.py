@@ -15,8 +15,8 @@ from slurm_green.controller.progress import ProgressReader
 from slurm_green.controller.resize import ABANDONED, DONE, REQUEUED, SIGNALLED, Resizer, ResizeSettings
 from slurm_green.controller.store import StateStore
 from slurm_green.controller.tick import Controller
-from slurm_green.core.actions import ActionError, ActionResult, Release, RequeueHold, SetGpus, SignalJob
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.actions import ActionError, ActionResult, Release, RequeueHold, SetGpus, SetTimeLimit, SignalJob
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Partition
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.progress import JobProgress, MeasuredRate
@@ -141,6 +141,43 @@ def test_at_most_one_shrink_is_in_flight(resizer: Resizer, tmp_path) -> None:
     pending = replace(seven, state=JobState.PENDING, held=True)
     assert step(resizer, snap(pending, eight), NOW + 240, both)[0] == [SetGpus(7, 3, 1), Release(7)]
     assert step(resizer, snap(replace(seven, gpus_per_node=3), eight), NOW + 300, both)[0] == [SignalJob(8)]
+
+
+def test_a_shrink_raises_the_time_limit_by_the_gpus_it_gives_up_and_a_grow_keeps_it(resizer, tmp_path) -> None:
+    """4 -> 3 GPUs: the rest of the work may take 4/3 as long as all of it did, so the limit as
+    submitted (the marker's 60 minutes) becomes 80, before the release; a retried step asks for
+    no more (anchored on the submitted limit, not the raised one); MaxTime bounds it."""
+    marker = format_marker(GreenOptions(gpus_min=1, gpus_max=4, elastic=True, time_limit_s=3600.0))
+    big = job(gpus=4, admin_comment=marker, time_limit_s=3600.0, partition="gpu")
+    shrink = Plan(decisions=(JobDecision(7, gpus_per_node=3, num_nodes=1),))
+    step(resizer, snap(big), NOW, shrink)
+    checkpointed(tmp_path, NOW + 10)
+    step(resizer, snap(big), NOW + 60)
+    held = replace(big, state=JobState.PENDING, held=True)
+    actions, _ = step(resizer, snap(held), NOW + 120, fail={SetGpus, Release})
+    assert actions == [SetGpus(7, 3, 1), SetTimeLimit(7, 4800.0), Release(7)]
+    # the count was refused and the release too: the retry asks for the same limit (its own
+    # raise went through), or none if it already holds
+    assert step(resizer, snap(replace(held, time_limit_s=4800.0)), NOW + 180)[0] == [SetGpus(7, 3, 1), Release(7)]
+    # a partition's MaxTime bounds the raise; a job without any limit gets none
+    resizer.store.record_resize(7, REQUEUED, NOW + 200, "test")
+    bounded = ClusterSnapshot(taken_at=NOW, jobs=(held,), partitions=(Partition("gpu", max_time_s=4200.0),))
+    assert step(resizer, bounded, NOW + 240)[0] == [SetGpus(7, 3, 1), SetTimeLimit(7, 4200.0), Release(7)]
+    resizer.store.record_resize(7, REQUEUED, NOW + 300, "test")
+    unlimited = replace(held, admin_comment=format_marker(GreenOptions(gpus_min=1, gpus_max=4, elastic=True)),
+                        time_limit_s=None)
+    assert step(resizer, snap(unlimited), NOW + 360)[0] == [SetGpus(7, 3, 1), Release(7)]
+
+
+def test_a_job_without_a_submitted_limit_is_scaled_from_its_partitions_default(resizer, tmp_path) -> None:
+    """No --time: Slurm gave it the partition's DefaultTime (30 min); halved, it gets an hour."""
+    two = job(gpus=2, time_limit_s=1800.0, partition="gpu")
+    step(resizer, snap(two), NOW, Plan(decisions=(JobDecision(7, gpus_per_node=1, num_nodes=1),)))
+    checkpointed(tmp_path, NOW + 10)
+    step(resizer, snap(two), NOW + 60)
+    held = ClusterSnapshot(taken_at=NOW, jobs=(replace(two, state=JobState.PENDING, held=True),),
+                           partitions=(Partition("gpu", default_time_s=1800.0, max_time_s=86400.0),))
+    assert step(resizer, held, NOW + 120)[0] == [SetGpus(7, 1, 1), SetTimeLimit(7, 3600.0), Release(7)]
 
 
 def test_reading_the_reports_sweeps_those_of_jobs_that_ended(resizer: Resizer, tmp_path) -> None:

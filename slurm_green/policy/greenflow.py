@@ -62,6 +62,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -500,8 +501,10 @@ class GreenFlowPolicy:
                 deferred = cost_gs[:, rows, queued_col, 1] < cost_gs[:, :, :, 0].min(axis=2)
             else:
                 deferred = np.zeros((len(chunk), len(rows)), dtype=bool)
-            wants_now = (~deferred).tolist()
-            admitted_l, spare_l = zip(*[_admit(sizes, wants, free_gpus) for wants in wants_now])
+            wants_now = [tuple(wants) for wants in (~deferred).tolist()]
+            # Most prices want the same jobs now: each distinct set is admitted once.
+            admits = {wants: _admit(sizes, wants, free_gpus) for wants in dict.fromkeys(wants_now)}
+            admitted_l, spare_l = zip(*[admits[wants] for wants in wants_now])
             admitted = np.array(admitted_l, dtype=bool).reshape(len(chunk), len(rows))
             steps = _increments(cost_gs, o, admitted, np.array(spare_l, dtype=np.int64))
             col = np.where(admitted, chain[rows, steps], queued_col)  # [P, N]
@@ -796,7 +799,10 @@ def _feasible_chain(chain: np.ndarray, feasible: np.ndarray) -> np.ndarray:
     """Each row's chain without the columns where no cap is allowed, left-aligned, -1 padded;
     a row left empty keeps its first column (its runtime is inf: it never starts now)."""
     rows = np.arange(len(chain))[:, None]
-    keep = (chain >= 0) & feasible[rows, np.maximum(chain, 0)]
+    valid = chain >= 0
+    keep = valid & feasible[rows, np.maximum(chain, 0)]
+    if np.array_equal(keep, valid):  # every column feasible (the usual case): the chain as it is
+        return chain
     keep[:, 0] |= ~keep.any(axis=1)
     order = np.argsort(~keep, axis=1, kind="stable")
     return np.where(np.take_along_axis(keep, order, axis=1), np.take_along_axis(chain, order, axis=1), -1)
@@ -808,7 +814,7 @@ def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:
         return np.where(throughput > 0, work[:, None, None] / np.where(throughput > 0, throughput, 1.0), np.inf)
 
 
-def _admit(sizes: list[int], wants_now: list[bool], free: int) -> tuple[list[bool], int]:
+def _admit(sizes: list[int], wants_now: Sequence[bool], free: int) -> tuple[list[bool], int]:
     """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free.
 
     Returns the admitted mask (a list) and the GPUs left. Once a job did not fit, admission stops as
@@ -894,12 +900,18 @@ def running_releases(snapshot: ClusterSnapshot, now: float,
     held = memo.get(_RunningMemo) if memo is not None else _RunningMemo()
     if held.last is None or held.last[0] is not snapshot.jobs:
         running = JobState.RUNNING
-        held.last = (snapshot.jobs, [(job.end_time, job.total_gpus) for job in snapshot.jobs
-                                     if job.state is running and job.total_gpus > 0])
-        shard_jobs = [job for job in snapshot.jobs
-                      if job.state is running and job.shards_per_node > 0 and not job.gpus_per_node]
+        ends: list[tuple[float | None, int]] = []
+        shard_jobs = []
+        for job in snapshot.jobs:  # one pass: a simulator's snapshot holds every active job, at every tick
+            if job.state is running:
+                gpus = job.num_nodes * job.gpus_per_node
+                if gpus > 0:
+                    ends.append((job.end_time, gpus))
+                elif job.shards_per_node > 0 and not job.gpus_per_node:
+                    shard_jobs.append(job)
         if shard_jobs:
-            held.last[1].extend(_shard_releases(shard_jobs))
+            ends.extend(_shard_releases(shard_jobs))
+        held.last = (snapshot.jobs, ends)
     out = [(max(0.0, (end if end is not None else now) - now), gpus) for end, gpus in held.last[1]]
     out.sort()
     return out

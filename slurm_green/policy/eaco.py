@@ -77,6 +77,11 @@ class Host:
     #: Whether ``cap`` is settled: a running host's is its token's; a host starting now takes
     #: its first pair's, and every later guest shares that GPU, so that cap.
     cap_settled: bool = False
+    #: A host starting now: its expected run time alone at full power, and the largest stretch
+    #: its guests put on it (co-location slowdown over the cap's rate), which its decision's
+    #: expected run time carries, so that its time limit is raised with it as a guest's is.
+    runtime_s: float = 0.0
+    stretch: float = 1.0
 
     @property
     def group(self) -> tuple[str, str | None, Layout]:
@@ -128,15 +133,17 @@ class EaCoPolicy:
                         host.cap = pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
                                              self.slowdown_bound)
                 cap = host.cap  # one GPU, one cap: a guest refusing caps only joins an uncapped one
-                decisions[job.job_id] = self._shared(job, host, slow, cap, runtime, now)
-                if not host.running:  # the host is pinned beside its guest, under the pair's cap
+                decisions[job.job_id] = self._shared(job, host, slow, cap, runtime, now, models)
+                if not host.running:  # the host is pinned beside its guest, under the pair's cap, and slowed
+                    host.stretch = max(host.stretch, slow[1] / cap_rate(models, host.job_type, host.gpu, cap))
                     decisions[host.job_id] = replace(decisions[host.job_id], nodes=host.nodes,
-                                                     power_cap_fraction=cap)
+                                                     power_cap_fraction=cap,
+                                                     expected_runtime_s=host.runtime_s * host.stretch)
                 continue
             node = _take(free, gpus, pinnable if shares else None)
             if shares and node is not None and layout[1] == 1 and self.share_limit > 1:
                 host = Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,),
-                             options.accept_cap)
+                             options.accept_cap, runtime_s=runtime)
                 hosts.setdefault(host.group, []).append(host)
             decisions[job.job_id] = JobDecision(
                 job.job_id, start_at=now, expected_runtime_s=runtime,
@@ -166,12 +173,12 @@ class EaCoPolicy:
         return best, best_slow
 
     def _shared(self, job: Job, host: Host, slow: Pair, cap: float | None, runtime: float,
-                now: float) -> JobDecision:
+                now: float, models: ModelRegistry) -> JobDecision:
         where = "running" if host.running else "starting now"
         capped = f"; both at cap {cap:g}" if cap is not None else ""
         return JobDecision(
             job.job_id, start_at=now, nodes=host.nodes, share_with=host.job_id, power_cap_fraction=cap,
-            expected_runtime_s=runtime * slow[0],
+            expected_runtime_s=runtime * slow[0] / cap_rate(models, job.name, host.gpu, cap),
             reason=(f"EaCO: share the GPU of job {host.job_id} ({where}, {self.mechanism}); predicted slowdown "
                     f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 
@@ -198,6 +205,12 @@ def pair_cap(models: ModelRegistry, type_a: str, type_b: str, gpu: str | None, m
         return None
     cap = float(caps[energy == energy.min()].max())
     return None if cap >= 1.0 else round(cap, 3)
+
+
+def cap_rate(models: ModelRegistry, job_type: str, gpu: str | None, cap: float | None) -> float:
+    """Throughput of one GPU at ``cap`` over its throughput at full power (None: 1)."""
+    model = models.for_job(job_type or None, gpu)
+    return model.throughput(Config(1, 1, cap or 1.0)) / model.throughput(Config(1))
 
 
 def _take(free: dict[str, int], gpus: int, allowed: set[str] | None = None) -> str | None:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.models import Config, ModelRegistry
 from slurm_green.core.plan import JobDecision
-from slurm_green.policy.eaco import pair_cap, running_hosts
+from slurm_green.policy.eaco import cap_rate, pair_cap, running_hosts
 
 _J_PER_KWH = 3.6e6
 
@@ -85,6 +85,7 @@ class _Pair:
     completion_s: float
     energy_kwh: float
     slow: tuple[float, float]
+    host_completion_s: float  #: the host's expected end, from now, with its guest
 
 
 def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], snapshot: ClusterSnapshot,
@@ -115,9 +116,10 @@ def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], sn
         pair, host = best
         host.taken = True
         out[i] = _guest_decision(out[i], guest, host, pair, now, carbon)
-        if not host.running:
+        if not host.running:  # starting now with its guest: the pair's cap, and slower (its time limit follows)
             h = next(k for k, p in enumerate(planned) if p.job.job_id == host.job.job_id)
-            out[h] = replace(out[h], power_cap_fraction=pair.cap if planned[h].accept_cap else None)
+            out[h] = replace(out[h], power_cap_fraction=pair.cap if planned[h].accept_cap else None,
+                             expected_runtime_s=pair.host_completion_s)
     return out
 
 
@@ -133,7 +135,7 @@ def _hosts(planned: list[Planned], snapshot: ClusterSnapshot, models: ModelRegis
             continue
         left = max(0.0, (job.end_time if job.end_time is not None else now) - now)
         # The time limit is run time at the cap in force: back to full power, as the others.
-        rate = _rate(models, job.name, gpu, host.cap)
+        rate = cap_rate(models, job.name, gpu, host.cap)
         out.append(_Host(job, host.nodes, host.accept_cap, True, host.cap, left * rate, left,
                          left * _power_w(models, job.name, gpu, host.cap) / _J_PER_KWH))
     no_shards = {node.name for node in snapshot.nodes if not node.shards_allocated}
@@ -141,12 +143,6 @@ def _hosts(planned: list[Planned], snapshot: ClusterSnapshot, models: ModelRegis
         if p.accept_share and p.one_gpu and p.starts_now and p.nodes and set(p.nodes) <= no_shards:
             out.append(_Host(p.job, p.nodes, p.accept_cap, False, None, p.solo_s, p.runtime_s, p.energy_kwh))
     return out
-
-
-def _rate(models: ModelRegistry, job_type: str, gpu: str | None, cap: float | None) -> float:
-    """Throughput at ``cap`` over throughput at full power, on one GPU."""
-    model = models.for_job(job_type or None, gpu)
-    return model.throughput(Config(1, 1, cap or 1.0)) / model.throughput(Config(1))
 
 
 def _power_w(models: ModelRegistry, job_type: str, gpu: str | None, cap: float | None) -> float:
@@ -170,8 +166,8 @@ def _price_pair(guest: Planned, host: _Host, models: ModelRegistry, gpu: str | N
         [g_type or None], [h_type or None], gpu, settings.mechanism, [p_g], [p_h]))
     if not max(slow_g, slow_h) <= settings.slowdown_bound:
         return None
-    solo_g = guest.solo_s / _rate(models, g_type, gpu, cap)
-    solo_h = host.left_s / _rate(models, h_type, gpu, cap)
+    solo_g = guest.solo_s / cap_rate(models, g_type, gpu, cap)
+    solo_h = host.left_s / cap_rate(models, h_type, gpu, cap)
     together = min(solo_g * slow_g, solo_h * slow_h)
     if solo_g * slow_g <= solo_h * slow_h:  # the guest ends first; the host finishes alone
         guest_done = together
@@ -185,7 +181,7 @@ def _price_pair(guest: Planned, host: _Host, models: ModelRegistry, gpu: str | N
     held_s = max(guest_done, host_done) - host.planned_s  # how much longer the host's GPU is held
     cost = (guest_done + (host_done - host.planned_s) + price * energy * guest.intensity
             + crowd_per_gpu_s * held_s)
-    return _Pair(cost, cap, guest_done, energy, (slow_g, slow_h))
+    return _Pair(cost, cap, guest_done, energy, (slow_g, slow_h), host_done)
 
 
 def _guest_decision(decision: JobDecision, guest: Planned, host: _Host, pair: _Pair, now: float,

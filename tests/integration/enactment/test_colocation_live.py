@@ -18,6 +18,7 @@ the only way a pair is enacted on it (docs/enactment.md, "Co-location").
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from cluster import CLUSTER_SCRIPT, NODES, Cluster
@@ -77,6 +78,12 @@ def test_the_controller_co_locates_two_jobs_that_accept_sharing_on_one_gpu_under
     cap = promised[0].get("cap")
     assert promised == [{"share": guest, "cap": cap}, {"share": host, "cap": cap}], promised
     assert isinstance(cap, float) and 0 < cap < 1, promised
+    # the host runs slower beside its guest and under the pair's cap: its time limit (3 minutes
+    # as submitted) was raised to its expected run before it started (docs/enactment.md)
+    [(expected_s,)] = store_rows(c, "eaco-coloc", f"SELECT expected_runtime_s FROM decisions WHERE job_id = {host}")
+    assert 180 < expected_s <= 1.25 * 180 and (host, "SetTimeLimit") in kinds, (expected_s, actions)
+    limit = c.exec("controller", "squeue", "-h", "-t", "all", "-j", str(host), "-O", "TimeLimit").stdout.strip()
+    assert limit == f"{math.ceil(expected_s / 60 - 1e-9)}:00", limit
 
     got = {job: job_report(c, REPORT, job, 90) for job in (host, guest)}
     assert got[host] == got[guest], got  # one node, one GPU: SLURM_JOB_GPUS, CUDA_VISIBLE_DEVICES, host

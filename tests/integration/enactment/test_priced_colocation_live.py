@@ -6,11 +6,14 @@ Unmanaged blockers hold every A40 but one (untyped and A40 jobs are planned on t
 alice that accept sharing are submitted held to their deadline: GreenFlow starts the first on
 the free GPU, and the second, which would wait for a blocker, is cheaper beside it
 (``policy/priced_sharing.py``). One `slurm-green run --once` decides and enacts; both scripts
-then report one node and one GPU. Slurm 22.05 cannot turn whole GPUs into shards (the pair
-would need ``--gres=shard``, which GreenFlow does not plan), so it runs on 24.11 and later.
+then report one node and one GPU, and the host's time limit was raised for the slowdown its
+guest brings. Slurm 22.05 cannot turn whole GPUs into shards (the pair would need
+``--gres=shard``, which GreenFlow does not plan), so it runs on 24.11 and later.
 """
 
 from __future__ import annotations
+
+import math
 
 import pytest
 from cluster import Cluster
@@ -44,6 +47,12 @@ def test_greenflow_puts_a_job_that_would_wait_on_the_gpu_of_one_it_starts_now(cl
         assert f"share the GPU of job {host} (starting now)" in reasons[guest], reasons
         actions = store_rows(c, "gf-coloc", "SELECT job_id, kind, ok, message FROM actions")
         assert all(ok for _, _, ok, _ in actions), actions
+        # the host runs slower with its guest (and under the pair's cap): its 3-minute limit was
+        # raised to its expected run before it started (docs/enactment.md)
+        [(expected_s,)] = store_rows(c, "gf-coloc", f"SELECT expected_runtime_s FROM decisions WHERE job_id = {host}")
+        assert expected_s > 180 and (host, "SetTimeLimit") in {(j, kind) for j, kind, _, _ in actions}, actions
+        limit = c.exec("controller", "squeue", "-h", "-t", "all", "-j", str(host), "-O", "TimeLimit").stdout.strip()
+        assert limit == f"{math.ceil(expected_s / 60 - 1e-9)}:00", limit
 
         got = {job: job_report(c, REPORT, job, 90) for job in (host, guest)}
         assert got[host] == got[guest] and got[host]["host"] == "node4", got  # one node, one GPU

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -9,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_literals import HOUR, NOW, context, nodes
 
+from slurm_green.controller.planner import plan_actions
 from slurm_green.core import decision_token
+from slurm_green.core.actions import SetTimeLimit
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.models import Config
@@ -197,3 +200,34 @@ def test_a_guest_of_a_running_host_takes_the_cap_its_token_carries(models):
                    comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.7}))
     plan = decide([host, job(2, LIGHT2)], models, free_nodes=0)
     assert plan[2].share_with == 1 and plan[2].power_cap_fraction == 0.7
+
+
+def test_both_jobs_of_a_pair_expect_to_run_as_long_as_sharing_and_the_cap_stretch_them(models):
+    """A pair released together: each decision's expected run time is its time limit (its run
+    alone, at full power) times its co-location slowdown over its rate at the pair's cap, so
+    the planner raises both time limits (the host's too, which alone would not be slowed)."""
+    pair = ("LM (batch size 20)", LIGHT)
+    plan = decide([job(1, pair[0]), job(2, pair[1])], models)
+    cap = plan[2].power_cap_fraction
+    assert plan[2].share_with == 1 and cap is not None
+    slow = models.colocated_slowdown(pair[1], pair[0], None, "timeslice")  # (guest, host)
+    for job_id, job_type, slowdown in ((2, pair[1], slow[0]), (1, pair[0], slow[1])):
+        model = models.for_job(job_type)
+        rate = model.throughput(Config(1, 1, cap)) / model.throughput(Config(1))
+        assert plan[job_id].expected_runtime_s == pytest.approx(HOUR * slowdown / rate)
+        assert HOUR <= plan[job_id].expected_runtime_s <= 1.25 * HOUR  # within the bound
+    assert plan[1].expected_runtime_s > HOUR  # the LM host is slowed (the light guest is not, here)
+
+
+def test_the_planner_raises_the_hosts_time_limit_with_its_guests(models):
+    """Submitted with --time 60 (the marker's limit=3600): the LM host, stretched by its light
+    guest and the pair's cap, gets its limit raised before it starts, as a capped job does."""
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=True, deadline=NOW + 6 * HOUR,
+                                        time_limit_s=HOUR))
+    jobs = [replace(job(1, "LM (batch size 20)"), admin_comment=marker), replace(job(2, LIGHT), admin_comment=marker)]
+    snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(jobs), nodes=nodes(2))
+    plan = EaCoPolicy()(context(snap, None, models))
+    limits = {a.job_id: a.seconds for a in plan_actions(snap, plan, NOW) if isinstance(a, SetTimeLimit)}
+    host = next(d for d in plan.decisions if d.job_id == 1)
+    assert limits[1] == math.ceil(host.expected_runtime_s / 60) * 60 > HOUR
+

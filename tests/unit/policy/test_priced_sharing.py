@@ -111,6 +111,9 @@ def test_a_queued_job_shares_the_gpu_of_a_job_starting_now_under_one_cap(models)
     assert plan[1].start_at == NOW and plan[1].share_with is None and plan[1].nodes == ("n0",)
     assert plan[2].share_with == 1 and plan[2].nodes == ("n0",)
     assert plan[2].power_cap_fraction == plan[1].power_cap_fraction
+    # the host, slowed by its guest, expects a longer run than alone (its time limit follows),
+    # within the pairing bound's stretch of its hour
+    assert HOUR < plan[1].expected_runtime_s <= 1.25 * HOUR
 
 
 def test_a_guest_refusing_caps_joins_no_capped_running_gpu(models):

@@ -26,7 +26,7 @@ from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
-from slurm_green.core.time_limit import limit_as_submitted, partition_limits
+from slurm_green.core.time_limit import limit_as_submitted, partition_limits, partition_max_times, whole_minutes_s
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def _limit_actions(job: Job, decision: JobDecision, limits: dict[str, float | No
     expected = decision.expected_runtime_s
     if asked is None or expected is None or not math.isfinite(expected):
         return []
-    wanted = max(asked, math.ceil(expected / 60.0 - 1e-9) * 60.0)
+    wanted = max(asked, whole_minutes_s(expected))
     if max_time_s:
         wanted = min(wanted, max(max_time_s, asked))
     current = job.time_limit_s
@@ -320,7 +320,7 @@ def plan_actions(
     """All actions the plan needs; decisions for jobs no longer pending are dropped, and
     co-locations that cannot be enacted too (``colocate``)."""
     plan, sharing = colocate(plan, snapshot, verify)
-    max_time = {partition.name: partition.max_time_s for partition in snapshot.partitions}
+    max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
     actions: list[Action] = []
     for decision in plan.decisions:

@@ -14,8 +14,9 @@ controller goes on where it was:
 3. **done**: once the job is pending, its new GPU count (``SetGpus``) and ``scontrol
    release``. The release goes even if the count was refused: the job restarts at its old
    size from its checkpoint. A shrink raises the job's time limit with it (``shrunk_limit``),
-   or Slurm could stop the smaller job at the limit its user set for the larger one. Slurm delays a requeued job's start by itself (about two
-   minutes, BeginTime: seen on 24.11), so a restart never races its own old processes.
+   or Slurm could stop the smaller job at the limit its user set for the larger one. Slurm
+   delays a requeued job's start by itself (about two minutes, BeginTime: seen on 24.11),
+   so a restart never races its own old processes.
 
 From the signal until it runs again, the job belongs to its resize: the planner leaves it
 alone, so no policy decision undoes a size in flight. The work done between the
@@ -36,7 +37,6 @@ at two counts is rated by how it really scaled (``measured``; ``models/measured.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -47,7 +47,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.progress import JobProgress, MeasuredRate
-from slurm_green.core.time_limit import limit_as_submitted, partition_limits
+from slurm_green.core.time_limit import limit_as_submitted, partition_limits, partition_max_times, whole_minutes_s
 
 log = logging.getLogger(__name__)
 
@@ -110,14 +110,14 @@ def shrunk_limit(job: Job, gpus: int, limits: dict[str, float | None], max_time_
     really scales super-linearly could still outrun the raise). So the limit becomes the
     limit as submitted (``time_limit.limit_as_submitted``, which no raise of the
     controller's moves) times that ratio, whole minutes, never above the partition's
-    ``MaxTime`` and never lowered. Anchored on the limit as submitted, a
-    step sent again (a release that failed, retried next tick) asks for the same limit, not
-    a larger one. Nothing for a job without a limit, nor for a grow."""
+    ``MaxTime`` and never lowered. Anchored on the limit as submitted, a step sent again (a
+    release that failed, retried next tick) asks for the same limit, not a larger one.
+    Nothing for a job without a limit, nor for a grow."""
     options = parse_marker(job.admin_comment)
     asked = limit_as_submitted(job, options, limits) if options is not None else None
     if asked is None or not 0 < gpus < job.total_gpus:
         return []
-    wanted = math.ceil(asked * job.total_gpus / gpus / 60.0 - 1e-9) * 60.0
+    wanted = whole_minutes_s(asked * job.total_gpus / gpus)
     if max_time_s:
         wanted = min(wanted, max_time_s)
     current = job.time_limit_s
@@ -153,7 +153,7 @@ class Resizer:
         self._targets, self._abandoned, self._releasing = {}, {}, set()
         self._signalled = {job_id for job_id, row in rows.items() if row["phase"] == SIGNALLED}
         limits = partition_limits(snapshot)
-        max_time = {partition.name: partition.max_time_s for partition in snapshot.partitions}
+        max_time = partition_max_times(snapshot)
         for job_id, row in rows.items():
             job = snapshot.job(job_id)
             step = self._next_step(job, row, now, limits, max_time)

@@ -10,6 +10,8 @@ default, which the site sets.
 
 from __future__ import annotations
 
+import math
+
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions
 
@@ -24,6 +26,17 @@ def partition_limits(snapshot: ClusterSnapshot) -> dict[str, float | None]:
         if partition.default:
             limits[""] = limit
     return limits
+
+
+def partition_max_times(snapshot: ClusterSnapshot) -> dict[str, float | None]:
+    """Per partition name, its ``MaxTime`` (None: unlimited): no raise goes past it."""
+    return {partition.name: partition.max_time_s for partition in snapshot.partitions}
+
+
+def whole_minutes_s(seconds: float) -> float:
+    """``seconds`` up to whole minutes (Slurm's resolution), in seconds; a float's
+    rounding error above a whole minute does not add one."""
+    return math.ceil(seconds / 60.0 - 1e-9) * 60.0
 
 
 def limit_as_submitted(job: Job, options: GreenOptions, partition_limits: dict[str, float | None]) -> float | None:

@@ -23,7 +23,7 @@ from slurm_green.core import decision_token, gpu_freq
 from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit,
                                       ShareGpus)
 from slurm_green.core.gpu_freq import Enactment
-from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.time_limit import limit_as_submitted, partition_limits, partition_max_times, whole_minutes_s
@@ -104,18 +104,47 @@ def _limit_actions(job: Job, decision: JobDecision, limits: dict[str, float | No
     ``time_limit.partition_limits``); nothing is done without either (an unlimited job) or
     without an expected runtime.
     """
-    options = parse_marker(job.admin_comment)
-    asked = limit_as_submitted(job, options, limits) if options is not None else None
+    asked = _asked_limit(job, limits)
     expected = decision.expected_runtime_s
     if asked is None or expected is None or not math.isfinite(expected):
         return []
-    wanted = max(asked, whole_minutes_s(expected))
-    if max_time_s:
-        wanted = min(wanted, max(max_time_s, asked))
+    wanted = _bounded_limit(asked, expected, max_time_s)
     current = job.time_limit_s
     if current is not None and (abs(current - wanted) < 60.0 or (wanted <= asked and current <= asked)):
         return []
     return [SetTimeLimit(job.job_id, wanted)]
+
+
+def _host_limit_actions(host: Job, stretch: float | None, limits: dict[str, float | None],
+                        max_time_s: float | None) -> list[Action]:
+    """The time limit a **running** job needs once a guest joins its GPU (``JobDecision.partner_stretch``).
+
+    It runs slower from then on, and Slurm would stop it at the limit set for running alone.
+    The limit becomes its limit as submitted times the stretch, as if it had shared its GPU
+    for its whole run: more than the rest of its run needs, and the same figure at every
+    tick its guest waits, so a raise is never raised again (the job's limit now, read back,
+    would be). Only ever raised (a running job's limit coming down could stop it), never above
+    the partition's ``MaxTime``, and nothing for a job without a limit.
+    """
+    asked = _asked_limit(host, limits)
+    if asked is None or host.time_limit_s is None or stretch is None or not stretch > 1.0:
+        return []
+    wanted = _bounded_limit(asked, asked * stretch, max_time_s)
+    return [SetTimeLimit(host.job_id, wanted)] if wanted >= host.time_limit_s + 60.0 else []
+
+
+def _asked_limit(job: Job, limits: dict[str, float | None]) -> float | None:
+    """The job's limit as submitted (``time_limit.limit_as_submitted``); None for a job without
+    the controller's marker or without a known limit."""
+    options = parse_marker(job.admin_comment)
+    return limit_as_submitted(job, options, limits) if options is not None else None
+
+
+def _bounded_limit(asked: float, expected_s: float, max_time_s: float | None) -> float:
+    """``expected_s`` in whole minutes, never below ``asked`` nor above ``max_time_s`` (unless
+    ``asked`` already is)."""
+    wanted = max(asked, whole_minutes_s(expected_s))
+    return min(wanted, max(max_time_s, asked)) if max_time_s else wanted
 
 
 def sharing_allowed(job: Job | None) -> bool:
@@ -327,6 +356,10 @@ def plan_actions(
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
-        actions.extend(job_actions(job, decision, now, sign, verify, enact, sharing.get(job.job_id), limits,
+        pair = sharing.get(job.job_id)
+        if pair is not None and pair.partner.state is JobState.RUNNING:  # raised before the guest starts
+            actions.extend(_host_limit_actions(pair.partner, decision.partner_stretch, limits,
+                                               max_time.get(pair.partner.partition)))
+        actions.extend(job_actions(job, decision, now, sign, verify, enact, pair, limits,
                                    max_time.get(job.partition)))
     return actions

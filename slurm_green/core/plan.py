@@ -30,6 +30,9 @@ class JobDecision:
     what the decided configuration's ``expected_energy_kwh`` saves is measured against it.
     ``gpu_type`` is the GPU type the decision was planned for (its models and caps);
     ``None``: the registry's own type, on nodes that report no type.
+    ``partner_stretch``, for a job joining the GPU of a **running** job (``share_with``): how many
+    times longer that job's run becomes beside it (its co-location slowdown over its cap's
+    rate), so that the planner raises the running job's time limit with it; None: no raise.
     """
 
     job_id: int
@@ -47,6 +50,7 @@ class JobDecision:
     model_params: str | None = None
     energy_as_asked_kwh: float | None = None
     gpu_type: str | None = None
+    partner_stretch: float | None = None
 
 
 _DECISION_FIELDS = tuple(f.name for f in fields(JobDecision))

@@ -176,9 +176,13 @@ class EaCoPolicy:
                 now: float, models: ModelRegistry) -> JobDecision:
         where = "running" if host.running else "starting now"
         capped = f"; both at cap {cap:g}" if cap is not None else ""
+        # A running host is slowed from now on under the cap in force: its time limit follows
+        # (the planner's); a host starting now carries its own expected run instead (``__call__``).
+        partner_stretch = slow[1] / cap_rate(models, host.job_type, host.gpu, cap) if host.running else None
         return JobDecision(
             job.job_id, start_at=now, nodes=host.nodes, share_with=host.job_id, power_cap_fraction=cap,
             expected_runtime_s=runtime * slow[0] / cap_rate(models, job.name, host.gpu, cap),
+            partner_stretch=partner_stretch,
             reason=(f"EaCO: share the GPU of job {host.job_id} ({where}, {self.mechanism}); predicted slowdown "
                     f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 

@@ -86,6 +86,9 @@ class _Pair:
     energy_kwh: float
     slow: tuple[float, float]
     host_completion_s: float  #: the host's expected end, from now, with its guest
+    #: How many times longer the host runs beside its guest than alone at full power (its
+    #: co-location slowdown over its rate at the pair's cap): a running host's time limit follows it.
+    host_stretch: float
 
 
 def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], snapshot: ClusterSnapshot,
@@ -167,7 +170,8 @@ def _price_pair(guest: Planned, host: _Host, models: ModelRegistry, gpu: str | N
     if not max(slow_g, slow_h) <= settings.slowdown_bound:
         return None
     solo_g = guest.solo_s / cap_rate(models, g_type, gpu, cap)
-    solo_h = host.left_s / cap_rate(models, h_type, gpu, cap)
+    rate_h = cap_rate(models, h_type, gpu, cap)
+    solo_h = host.left_s / rate_h
     together = min(solo_g * slow_g, solo_h * slow_h)
     if solo_g * slow_g <= solo_h * slow_h:  # the guest ends first; the host finishes alone
         guest_done = together
@@ -181,7 +185,7 @@ def _price_pair(guest: Planned, host: _Host, models: ModelRegistry, gpu: str | N
     held_s = max(guest_done, host_done) - host.planned_s  # how much longer the host's GPU is held
     cost = (guest_done + (host_done - host.planned_s) + price * energy * guest.intensity
             + crowd_per_gpu_s * held_s)
-    return _Pair(cost, cap, guest_done, energy, (slow_g, slow_h), host_done)
+    return _Pair(cost, cap, guest_done, energy, (slow_g, slow_h), host_done, slow_h / rate_h)
 
 
 def _guest_decision(decision: JobDecision, guest: Planned, host: _Host, pair: _Pair, now: float,
@@ -192,6 +196,7 @@ def _guest_decision(decision: JobDecision, guest: Planned, host: _Host, pair: _P
     return replace(
         decision, start_at=now, gpus_per_node=1, num_nodes=1, nodes=host.nodes, share_with=host.job.job_id,
         power_cap_fraction=cap, expected_runtime_s=pair.completion_s, expected_energy_kwh=pair.energy_kwh,
+        partner_stretch=pair.host_stretch if host.running else None,
         expected_carbon_kg=pair.energy_kwh * guest.intensity if carbon else None,
         reason=(f"share the GPU of job {host.job.job_id} ({where}): cost {pair.cost_s / 3600:.2f} h against "
                 f"{guest.cost_s / 3600:.2f} h as planned; predicted slowdown {pair.slow[0]:.2f}x, "

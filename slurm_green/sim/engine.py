@@ -42,8 +42,9 @@ Time limits: a trace job's time limit is its true runtime at the requested size
 times ``time_limit_factor`` (users overestimate), rounded up to a minute, and
 job_submit.lua records it in the marker as submitted. Limits feed backfill and the
 policies' runtime estimates; a decision that slows a job raises its limit as on Slurm
-(``SetTimeLimit``, from the planner). They are not enforced: the summary counts the jobs
-that ran past the limit in force when they started (``past_limit``), which Slurm would have stopped.
+(``SetTimeLimit``, from the planner; a running job's too, when a guest joins its GPU). They are
+not enforced: the summary counts the jobs that ran past the limit in force (``past_limit``),
+which Slurm would have stopped.
 """
 
 from __future__ import annotations
@@ -534,7 +535,7 @@ class Simulator:
         if job is None:
             return ActionResult(action, ActionError.JOB_GONE, "no such active job")
         on_running = self._RUNNING_HANDLERS.get(type(action))
-        if on_running is not None:
+        if on_running is not None and (job.state is JobState.RUNNING or type(action) not in self._HANDLERS):
             if job.state is not JobState.RUNNING:
                 return ActionResult(action, ActionError.INVALID, f"job is {job.state.value}, not running")
             error = on_running(self, job, action)
@@ -585,6 +586,21 @@ class Simulator:
         if not action.seconds > 0:
             return f"time limit {action.seconds} s: not a positive duration"
         self._update(job, time_limit_s=commands.time_limit_minutes(action.seconds) * 60.0)  # as Slurm keeps it
+        self._schedule_needed = True  # backfill reserves by the limit
+        return None
+
+    def _set_running_limit(self, job: Job, action: SetTimeLimit) -> str | None:
+        """A running job's limit, as Slurm changes it: its EndTime (start + limit) and its end in
+        backfill's profile move with it; it is the limit in force its run is judged by."""
+        if not action.seconds > 0:
+            return f"time limit {action.seconds} s: not a positive duration"
+        seconds = commands.time_limit_minutes(action.seconds) * 60.0
+        running = self._running[job.job_id]
+        del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job.job_id))]
+        running.limit_end = (job.start_time or self.clock.now()) + seconds
+        bisect.insort(self._limit_ends, running.key(job.job_id))
+        self._update(job, time_limit_s=seconds, end_time=running.limit_end)
+        self.record.time_limit[job.job_id - 1] = seconds
         self._schedule_needed = True  # backfill reserves by the limit
         return None
 
@@ -663,7 +679,7 @@ class Simulator:
         Hold: _hold, Release: _release,
         SetDecision: _set_decision, SetGpuFreq: _set_gpu_freq, SetNice: _set_nice, ShareGpus: _share_gpus}
     _RUNNING_HANDLERS: ClassVar[dict[type, Callable[[Simulator, Job, Any], str | None]]] = {
-        SignalJob: _signal, RequeueHold: _requeue_hold}
+        SignalJob: _signal, RequeueHold: _requeue_hold, SetTimeLimit: _set_running_limit}
 
     def _unbound(self, job: Job) -> Job:
         """A job bound to a partner, as it asked (its whole GPUs), to start alone."""

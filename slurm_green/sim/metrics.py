@@ -68,7 +68,8 @@ class SimRecord:
     total_gpus: int = 0
     ended_at: float = 0.0
     #: Each job's time limit: as submitted, then the one in force at its last start (a decision
-    #: that slows a job raises it, ``SetTimeLimit``). Live Slurm stops a job there; the simulator
+    #: that slows a job raises it, ``SetTimeLimit``), or raised while it ran (a guest joined its
+    #: GPU). Live Slurm stops a job there; the simulator
     #: lets it finish and counts it (``past_limit``).
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))
 

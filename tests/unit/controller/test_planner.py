@@ -337,3 +337,43 @@ def test_a_job_submitted_without_a_limit_is_scaled_from_its_partitions_default(p
     snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), partitions=(partition,))
     limits = [a for a in plan_actions(snap, plan, NOW, sign, verify) if isinstance(a, SetTimeLimit)]
     assert limits == ([] if raised is None or raised == job.time_limit_s else [SetTimeLimit(7, raised)])
+
+
+# --- a running job a guest joins ----------------------------------------------------------
+
+SHARING_LIMITED = format_marker(GreenOptions(max_delay_s=3600, accept_share=True, time_limit_s=3600.0))
+
+
+def host_limits(limit_now: float | None = 3600.0, stretch: float | None = 1.3, max_time_s: float | None = None,
+                marker: str = SHARING_LIMITED) -> list:
+    """The actions for a guest joining running job 1 (submitted with --time=60, on shards)."""
+    host = dataclasses.replace(running_on_shards(1, comment=sign(1, {"cap": 0.6}), marker=marker),
+                               time_limit_s=limit_now, partition="gpu", start_time=NOW - 600)
+    plan = Plan((JobDecision(2, start_at=NOW, power_cap_fraction=0.6, share_with=1, partner_stretch=stretch),))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(pending(2), host),
+                           partitions=(Partition("gpu", max_time_s=max_time_s),))
+    return plan_actions(snap, plan, NOW, sign, verify)
+
+
+def test_a_running_job_a_guest_joins_gets_its_limit_raised_by_its_stretch_before_the_guest_starts():
+    actions = host_limits()
+    assert actions[0] == SetTimeLimit(1, 4680.0)  # 60 min x 1.3 = 78 min, before any of the guest's
+    assert [type(a) for a in actions[1:]] == [SetDecision, ShareGpus, SetNodes, SetStartTime]
+
+
+def test_the_raise_is_read_from_the_limit_as_submitted_so_a_waiting_guest_does_not_raise_it_again():
+    assert not [a for a in host_limits(limit_now=4680.0) if isinstance(a, SetTimeLimit)]
+
+
+def test_a_running_jobs_limit_is_only_ever_raised():
+    """Already above what the stretch needs (raised for an earlier, slower partner, or by an
+    administrator): left alone, since a running job's limit coming down could stop it."""
+    assert not [a for a in host_limits(limit_now=3 * 3600.0) if isinstance(a, SetTimeLimit)]
+    assert not [a for a in host_limits(stretch=1.0) if isinstance(a, SetTimeLimit)]
+    assert not [a for a in host_limits(stretch=None) if isinstance(a, SetTimeLimit)]
+
+
+def test_a_running_jobs_raise_stops_at_the_partition_max_time_and_an_unlimited_job_gets_none():
+    assert host_limits(stretch=2.0, max_time_s=5400.0)[0] == SetTimeLimit(1, 5400.0)
+    assert not [a for a in host_limits(limit_now=None) if isinstance(a, SetTimeLimit)]
+    assert not [a for a in host_limits(marker=SHARING) if isinstance(a, SetTimeLimit)]  # no limit known to scale

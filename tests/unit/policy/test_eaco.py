@@ -231,3 +231,28 @@ def test_the_planner_raises_the_hosts_time_limit_with_its_guests(models):
     host = next(d for d in plan.decisions if d.job_id == 1)
     assert limits[1] == math.ceil(host.expected_runtime_s / 60) * 60 > HOUR
 
+
+
+def test_a_guest_of_a_running_host_carries_the_hosts_stretch_and_the_planner_raises_its_limit(models):
+    """The LM host runs on shards under its token's cap 0.7; the light guest slows it from now
+    on by its co-location slowdown, over its rate at that cap relative to its limit as submitted."""
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=True, deadline=NOW + 6 * HOUR,
+                                        time_limit_s=HOUR))
+    lm = "LM (batch size 20)"
+    host = replace(job(1, lm, state=JobState.RUNNING, node="n0", shards=2), admin_comment=marker,
+                   comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.7}))
+    snap = ClusterSnapshot(taken_at=NOW, jobs=(host, job(2, LIGHT)), nodes=nodes(0))
+    plan = EaCoPolicy()(context(snap, None, models))
+    guest = next(d for d in plan.decisions if d.job_id == 2)
+    model = models.for_job(lm)
+    rate = model.throughput(Config(1, 1, 0.7)) / model.throughput(Config(1))
+    slowed = models.colocated_slowdown(LIGHT, lm, None, "timeslice")[1]
+    assert guest.share_with == 1 and guest.partner_stretch == pytest.approx(slowed / rate) and slowed > 1
+    limits = [a for a in plan_actions(snap, plan, NOW) if isinstance(a, SetTimeLimit)]
+    assert limits == [SetTimeLimit(1, math.ceil(HOUR * guest.partner_stretch / 60) * 60)]
+
+
+def test_a_guest_of_a_host_starting_now_carries_no_stretch_the_host_decision_does(models):
+    plan = decide([job(1, "LM (batch size 20)"), job(2, LIGHT)], models)
+    assert plan[2].share_with == 1 and plan[2].partner_stretch is None
+    assert plan[1].expected_runtime_s > HOUR

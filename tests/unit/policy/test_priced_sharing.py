@@ -13,6 +13,7 @@ from policy_literals import HOUR, NOW, context, signal
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core import decision_token
 from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
 from slurm_green.policy.greenflow import GreenFlowPolicy, running_releases
 from slurm_green.policy.priced_sharing import Colocation
@@ -59,6 +60,19 @@ def test_a_queued_job_shares_a_running_shard_jobs_gpu_rather_than_wait_for_it(mo
     assert plan[2].share_with == 1
     assert plan[2].start_at == NOW and plan[2].nodes == ("n0",)
     assert "share the GPU of job 1 (running)" in plan[2].reason
+
+
+def test_a_guest_of_a_running_host_carries_how_much_longer_the_host_runs_beside_it(models):
+    """What the planner raises the running host's time limit by: its co-location slowdown over
+    its rate at the cap in force (its token's, 0.6 here)."""
+    lm = "LM (batch size 20)"
+    host = replace(job(1, lm, running_for_h=3, shards=1), comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.6}))
+    plan = decide([host, job(2, LIGHT)], models, (one_gpu_node(),))
+    assert plan[2].share_with == 1
+    model = models.for_job(lm)
+    rate = model.throughput(Config(1, 1, 0.6)) / model.throughput(Config(1))
+    slowed = models.colocated_slowdown(LIGHT, lm, None, "timeslice")[1]
+    assert plan[2].partner_stretch == pytest.approx(slowed / rate) and plan[2].partner_stretch > 1
 
 
 def test_on_typed_nodes_a_host_that_asked_for_no_type_still_hosts(models):

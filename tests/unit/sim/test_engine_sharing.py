@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from sim_literals import HOUR, T0, LinearModel, flat_signal, workload
 from slurm_green.controller.tick import Controller
 from slurm_green.core import decision_token
-from slurm_green.core.actions import ShareGpus
+from slurm_green.core.actions import SetTimeLimit, ShareGpus
+from slurm_green.core.cluster import JobState
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.baselines import FifoPolicy
@@ -114,6 +115,22 @@ def test_sharing_is_idempotent_and_a_second_guest_of_a_pair_starts_alone():
 def test_a_job_that_refuses_sharing_is_never_bound_and_runs_alone():
     _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR)), Pairing(), options=TraceOptions(flex_s=2 * HOUR))
     assert record.end.tolist() == [T0 + HOUR, T0 + HOUR] and max(record.sample_shared) == 0
+
+
+def test_a_running_jobs_time_limit_is_raised_as_on_slurm_its_end_and_backfills_view_with_it():
+    """What the planner sends a running host a guest joins: its EndTime (start + limit), the
+    end backfill reserves by and the limit its run is judged by (``past_limit``) all move."""
+    sim = Simulator(workload((0.0, 1, HOUR)), NODE, PairModels(), flat_signal(), KEY, TraceOptions(flex_s=0.0))
+    sim._arrive(0)
+    sim._schedule(T0)
+    job = sim.snapshot().jobs[0]
+    assert job.state is JobState.RUNNING and job.end_time == T0 + job.time_limit_s
+    [result] = sim.apply([SetTimeLimit(1, 2 * HOUR + 1)])  # up to whole minutes, as Slurm keeps it
+    raised = sim.snapshot().jobs[0]
+    assert result.ok and raised.time_limit_s == 2 * HOUR + 60 and raised.end_time == T0 + 2 * HOUR + 60
+    assert sim._limit_ends == [(T0 + 2 * HOUR + 60, 1, 1)] and sim.record.time_limit[0] == 2 * HOUR + 60
+    [refused] = sim.apply([SetTimeLimit(1, 0.0)])
+    assert not refused.ok and sim.snapshot().jobs[0].time_limit_s == 2 * HOUR + 60
 
 
 def test_share_gpus_names_an_active_partner():

@@ -25,7 +25,7 @@ from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, 
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
-from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.plan import JobDecision, Plan, replace_decision
 from slurm_green.core.time_limit import limit_as_submitted, partition_limits, partition_max_times, whole_minutes_s
 
 log = logging.getLogger(__name__)
@@ -230,6 +230,71 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
     return dataclasses.replace(plan, decisions=tuple(decisions)), sharing
 
 
+def enactable(plan: Plan, snapshot: ClusterSnapshot,
+              verify: Callable[[int, str], dict[str, object]] | None = None) -> tuple[Plan, dict[int, Sharing]]:
+    """The plan as it will be enacted: no job slowed past its partition's ``MaxTime``
+    (``within_max_time``), and only the co-locations that can be enacted (``colocate``)."""
+    return colocate(within_max_time(plan, snapshot), snapshot, verify)
+
+
+def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """The plan with no decision that would slow a pending job past its partition's ``MaxTime``.
+
+    A slowed job's limit is raised with its decision (``_limit_actions``), but never past
+    ``MaxTime`` (a pending job whose limit exceeds it is left pending, possibly indefinitely:
+    sbatch(1)): a job slowed further would be stopped there and its work lost, which is
+    worse than any saving. Such a decision is enacted without what slows it: its start is
+    kept, the rest is the job's request (its GPUs, no cap, no pin, no shared GPU), and a
+    share naming it is dropped too. A guest whose **running** host it would stretch past the
+    host's ``MaxTime`` (``partner_stretch``) does not join it. A guest dropped so keeps the rest
+    of its decision but not the pin to its partner's node (which was for the share). "Past" is read as the limit
+    would be set: the expected run in whole minutes above both ``MaxTime`` and the limit as
+    submitted; jobs whose partition has no ``MaxTime`` or whose limit is unknown are left alone.
+    Policies that know this plan within it (GreenFlow's guard); this keeps every policy to it.
+    """
+    max_time = partition_max_times(snapshot)
+    limits = partition_limits(snapshot)
+
+    def past(job: Job, run_s: float | None) -> bool:
+        asked, bound = _asked_limit(job, limits), max_time.get(job.partition)
+        return (asked is not None and bool(bound) and run_s is not None and math.isfinite(run_s)
+                and whole_minutes_s(run_s) > max(bound or 0.0, asked))
+
+    slowed: set[int] = set()
+    unshared: set[int] = set()
+    for decision in plan.decisions:
+        job = snapshot.job(decision.job_id)
+        if job is None or not job.is_pending:
+            continue
+        if past(job, decision.expected_runtime_s):
+            slowed.add(job.job_id)
+        partner = snapshot.job(decision.share_with) if decision.share_with is not None else None
+        if partner is not None and partner.state is JobState.RUNNING and decision.partner_stretch:
+            asked = _asked_limit(partner, limits)
+            if asked is not None and past(partner, asked * decision.partner_stretch):
+                unshared.add(job.job_id)
+    if not slowed and not unshared:
+        return plan
+    decisions = []
+    for decision in plan.decisions:
+        if decision.job_id in slowed:
+            job = snapshot.job(decision.job_id)
+            assert job is not None  # only pending jobs were found slowed
+            log.info("job %s: enacted as asked: as decided (%.0f s) it would outrun its partition's MaxTime",
+                     decision.job_id, decision.expected_runtime_s or 0.0)
+            decision = replace_decision(
+                decision, gpus_per_node=None, num_nodes=None, nodes=None, power_cap_fraction=None, share_with=None,
+                partner_stretch=None, expected_runtime_s=_asked_limit(job, limits),
+                expected_energy_kwh=decision.energy_as_asked_kwh, expected_carbon_kg=None,
+                reason=f"{decision.reason}; enacted as asked: so slowed it would outrun its partition's MaxTime")
+        elif decision.job_id in unshared or decision.share_with in slowed:
+            decision = replace_decision(decision, share_with=None, partner_stretch=None, nodes=None,
+                                        reason=f"{decision.reason}; not co-located: its partner would outrun "
+                                               f"its partition's MaxTime")
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions))
+
+
 def _free_gpu_node(snapshot: ClusterSnapshot, placed: dict[str, int]) -> tuple[str, ...]:
     """For a pending pair that no one pinned: a node with a whole GPU free and no shard in
     use, the fewest free GPUs first (best fit keeps whole nodes for whole-node jobs);
@@ -348,7 +413,7 @@ def plan_actions(
 ) -> list[Action]:
     """All actions the plan needs; decisions for jobs no longer pending are dropped, and
     co-locations that cannot be enacted too (``colocate``)."""
-    plan, sharing = colocate(plan, snapshot, verify)
+    plan, sharing = enactable(plan, snapshot, verify)
     max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
     actions: list[Action] = []

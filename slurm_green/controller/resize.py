@@ -112,18 +112,35 @@ def shrunk_limit(job: Job, gpus: int, limits: dict[str, float | None], max_time_
     controller's moves) times that ratio, whole minutes, never above the partition's
     ``MaxTime`` and never lowered. Anchored on the limit as submitted, a step sent again (a
     release that failed, retried next tick) asks for the same limit, not a larger one.
-    Nothing for a job without a limit, nor for a grow."""
-    options = parse_marker(job.admin_comment)
-    asked = limit_as_submitted(job, options, limits) if options is not None else None
-    if asked is None or not 0 < gpus < job.total_gpus:
+    Nothing for a job without a limit, nor for a grow. A shrink whose limit would pass
+    ``MaxTime`` is not started (``Resizer.plan``)."""
+    wanted = _shrunk_limit_s(job, gpus, limits)
+    if wanted is None:
         return []
-    wanted = whole_minutes_s(asked * job.total_gpus / gpus)
     if max_time_s:
         wanted = min(wanted, max_time_s)
     current = job.time_limit_s
     if current is not None and current >= wanted:
         return []
     return [SetTimeLimit(job.job_id, wanted)]
+
+
+def _shrunk_limit_s(job: Job, gpus: int, limits: dict[str, float | None]) -> float | None:
+    """The limit as submitted scaled to ``gpus`` GPUs (fewer than it runs on), whole minutes;
+    None without a known limit or for a grow (see ``shrunk_limit``)."""
+    options = parse_marker(job.admin_comment)
+    asked = limit_as_submitted(job, options, limits) if options is not None else None
+    if asked is None or not 0 < gpus < job.total_gpus:
+        return None
+    return whole_minutes_s(asked * job.total_gpus / gpus)
+
+
+def _past_max_time(job: Job, gpus: int, limits: dict[str, float | None], max_time_s: float | None) -> bool:
+    """Whether the shrink to ``gpus`` needs a limit past the partition's ``MaxTime`` (and the job's
+    limit now): the requeued job's limit cannot pass it (a pending job over it would not start),
+    so Slurm would stop it there, its work since the last checkpoint lost; no such shrink is started."""
+    wanted = _shrunk_limit_s(job, gpus, limits)
+    return bool(max_time_s) and wanted is not None and wanted > max(max_time_s or 0.0, job.time_limit_s or 0.0)
 
 
 @dataclass
@@ -180,6 +197,10 @@ class Resizer:
                 continue
             shrink = target[0] * target[1] < job.total_gpus
             if shrink and shrinking:
+                continue
+            if shrink and _past_max_time(job, target[0] * target[1], limits, max_time.get(job.partition)):
+                notes.append(f"job {job.job_id}: not shrunk to {target[0] * target[1]} GPUs: its time limit "
+                             f"would have to pass its partition's MaxTime")
                 continue
             shrinking = shrinking or shrink
             self._targets[job.job_id] = target

@@ -15,7 +15,7 @@ from typing import Protocol
 from slurm_green.carbon.failures import FailureLog
 from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.enactment import enact
-from slurm_green.controller.planner import colocate, plan_actions
+from slurm_green.controller.planner import enactable, plan_actions
 from slurm_green.controller.resize import Resizer
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
@@ -153,12 +153,13 @@ class Controller:
         snapshot = self.backend.snapshot()
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
-        # co-locations as they can be enacted, each pair under one cap: what is stored is what is sent
+        # the plan as it can be enacted (co-locations, each pair under one cap; no job slowed past its
+        # partition's MaxTime): what is stored is what is sent
         progress = self.resizer.reports(snapshot, now) if self.resizer is not None else {}
         measured = self.resizer.measured(snapshot) if self.resizer is not None else {}
         plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
                                            self._budget_scale(now, report), progress, measured))
-        report.plan, _ = colocate(stamped(plan, self.models), snapshot, self.verify)
+        report.plan, _ = enactable(stamped(plan, self.models), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         resizing: list[Action] = []
         if self.resizer is not None:  # running jobs in a resize are its own, not the planner's

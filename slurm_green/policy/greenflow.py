@@ -374,7 +374,11 @@ class GreenFlowPolicy:
         work = jobs.runtime_s * tput[np.arange(n), requested_col, full_cap]
         runtime = _runtime(work, tput)
         guard = self._guard(runtime, counts, jobs.gpus, requested_col, full_cap, self._asks_carbon(context.budget_scale))
-        ok = allowed[:, :, None] & cap_ok[:, None, :] & guard
+        # A job's limit cannot be raised past its partition's MaxTime (a pending job over it would not
+        # start), so Slurm would stop a job slowed further there: no configuration may run past it, the
+        # request at full power excepted (``planner.within_max_time`` holds every policy to it).
+        bound = np.maximum(jobs.max_runtime_s, runtime[np.arange(n), requested_col, full_cap])
+        ok = allowed[:, :, None] & cap_ok[:, None, :] & guard & ~(runtime > bound[:, None, None])
         chain = _feasible_chain(chain, ok.any(axis=2))
         energy = table.power_w[types] * runtime / _J_PER_KWH
         # Energy stays finite everywhere: the requested configuration at full power is the

@@ -7,6 +7,7 @@ one pass over the snapshot.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from operator import itemgetter
@@ -16,7 +17,7 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, parse_marker
-from slurm_green.core.time_limit import partition_limits
+from slurm_green.core.time_limit import partition_limits, partition_max_times
 from slurm_green.policy.managed import asked_runtime_s, deadline_of
 from slurm_green.policy.placement import node_rows
 
@@ -29,6 +30,8 @@ class PendingJobs:
     from its time limit as submitted (all Slurm knows; ``managed.asked_runtime_s``) or
     ``default_runtime_s`` without one.
     ``gpus_min``/``gpus_max`` are the user's allowed range, or the current count.
+    ``max_runtime_s`` is the partition's ``MaxTime`` (inf: none): no raise of a job's limit
+    passes it, so no decision may slow a job past it (``planner.within_max_time``).
     """
 
     jobs: tuple[Job, ...]
@@ -42,14 +45,15 @@ class PendingJobs:
     accept_cap: np.ndarray
     runtime_s: np.ndarray
     job_type: tuple[str, ...]
+    max_runtime_s: np.ndarray
 
     def __len__(self) -> int:
         return len(self.jobs)
 
 
 #: One managed pending job's columns: (sort key, job, options, id, submit, deadline, GPUs,
-#: lowest GPUs, highest GPUs, accepts a cap, runtime, job type).
-_Row = tuple[tuple[float, int], Job, GreenOptions, int, float, float, int, int, int, bool, float, str]
+#: lowest GPUs, highest GPUs, accepts a cap, runtime, job type, its partition's MaxTime).
+_Row = tuple[tuple[float, int], Job, GreenOptions, int, float, float, int, int, int, bool, float, str, float]
 
 
 @dataclass
@@ -59,10 +63,10 @@ class _RowsMemo:
     immutable and are replaced when they change, so a row is reused only for the very same
     object (held here, so the identity check is sound); only the last call's pending jobs are kept."""
 
-    rows: dict[int, tuple[Job, tuple[float, float | None], _Row | None]] = field(default_factory=dict)
+    rows: dict[int, tuple[Job, tuple[float, float | None, float | None], _Row | None]] = field(default_factory=dict)
 
 
-def _row(job: Job, default_runtime_s: float, limits: dict[str, float | None]) -> _Row | None:
+def _row(job: Job, default_runtime_s: float, limits: dict[str, float | None], max_time: float | None) -> _Row | None:
     options = parse_marker(job.admin_comment)
     if options is None or not options.managed:
         return None
@@ -70,31 +74,31 @@ def _row(job: Job, default_runtime_s: float, limits: dict[str, float | None]) ->
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
             gpus, options.gpus_min if options.gpus_min is not None else gpus,
             options.gpus_max if options.gpus_max is not None else gpus, options.accept_cap,
-            asked_runtime_s(job, options, limits, default_runtime_s), job.name)
+            asked_runtime_s(job, options, limits, default_runtime_s), job.name, max_time or math.inf)
 
 
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: DecisionMemo) -> PendingJobs:
     """The managed pending jobs of ``snapshot`` as columns (rows reused from ``memo``)."""
     held = memo.get(_RowsMemo)
     last = held.rows
-    kept: dict[int, tuple[Job, tuple[float, float | None], _Row | None]] = {}
+    kept: dict[int, tuple[Job, tuple[float, float | None, float | None], _Row | None]] = {}
     rows = []
     pending = JobState.PENDING
-    limits = partition_limits(snapshot)
+    limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
     for job in [job for job in snapshot.jobs if job.state is pending]:  # most active jobs run
         hit = last.get(job.job_id)
-        read_with = (default_runtime_s, limits.get(job.partition or ""))
+        read_with = (default_runtime_s, limits.get(job.partition or ""), max_times.get(job.partition))
         if hit is not None and hit[0] is job and hit[1] == read_with:
             row = hit[2]
         else:
-            row = _row(job, default_runtime_s, limits)
+            row = _row(job, default_runtime_s, limits, read_with[2])
         kept[job.job_id] = (job, read_with, row)
         if row is not None:
             rows.append(row)
     held.rows = kept
     rows.sort(key=itemgetter(0))  # FIFO: submit time, then job id (unique, so the order is total)
     n = len(rows)
-    cols = list(zip(*rows)) if n else [()] * 12
+    cols = list(zip(*rows)) if n else [()] * 13
     low = np.array(cols[7], dtype=np.int64).reshape(n)
     high = np.array(cols[8], dtype=np.int64).reshape(n)
     return PendingJobs(
@@ -109,6 +113,7 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: Deci
         accept_cap=np.array(cols[9], dtype=bool).reshape(n),
         runtime_s=np.array(cols[10], dtype=np.float64).reshape(n),
         job_type=cols[11],
+        max_runtime_s=np.array(cols[12], dtype=np.float64).reshape(n),
     )
 
 

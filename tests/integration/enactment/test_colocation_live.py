@@ -25,6 +25,7 @@ from cluster import CLUSTER_SCRIPT, NODES, Cluster
 from controller_site import DONE, job_report, prepare, run_once, state_of, store_rows
 
 from slurm_green.core import decision_token
+from slurm_green.models.registry import default_registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
@@ -122,3 +123,33 @@ def test_the_controller_co_locates_two_jobs_that_accept_sharing_on_one_gpu_under
     # the emulated counter runs on after the last Epilog's reading (its own later calls): 0.1 s at 400 W at most
     assert sum(part["energy_j"] for part in parts) == pytest.approx(counter, abs=40), (parts, counter)
     assert min(part["energy_j"] for part in parts) > 0.2 * counter, (parts, counter)  # each its part, not all of it
+
+
+def test_a_guest_joining_a_running_job_on_shards_raises_that_jobs_time_limit_first(site: bytes, cluster: Cluster) -> None:
+    """A job submitted with ``--gres=shard:2`` runs alone (first tick); a second one that
+    accepts sharing arrives and EaCO puts it on the first one's GPU (second tick). The running
+    job is slowed from then on, so its time limit (3 minutes as submitted) is raised to 3
+    minutes times its stretch beside the guest, in whole minutes, before the guest starts."""
+    c = cluster
+    shards = ["--gres=shard:2", "-t", "3", "--comment", "green:flex=20m,share=yes"]
+    host = c.sbatch("alice", [*shards, "-J", HOST], SCRIPT.replace("sleep 15", "sleep 60"))
+    run_once(c, "eaco-running-host", "eaco")
+    assert state_of(c, host, {"RUNNING"}, 60) == "RUNNING"
+    guest = c.sbatch("alice", [*shards, "-J", LIGHT], SCRIPT)
+    run_once(c, "eaco-running-host", "eaco")
+
+    decided = dict(store_rows(c, "eaco-running-host", "SELECT job_id, share_with FROM decisions"))
+    assert decided == {host: None, guest: host}, decided
+    actions = store_rows(c, "eaco-running-host", "SELECT job_id, kind, ok FROM actions ORDER BY rowid")
+    assert all(ok for _, _, ok in actions), actions
+    host_limits = [i for i, (job, kind, _) in enumerate(actions) if (job, kind) == (host, "SetTimeLimit")]
+    guest_start = [i for i, (job, kind, _) in enumerate(actions) if (job, kind) == (guest, "SetStartTime")]
+    assert len(host_limits) == 1 and guest_start and host_limits[0] < guest_start[0], actions
+    stretch = default_registry().colocated_slowdown(LIGHT, HOST, None, "timeslice")[1]  # the host's cap: none
+    limit = c.exec("controller", "squeue", "-h", "-t", "all", "-j", str(host), "-O", "TimeLimit").stdout.strip()
+    assert stretch > 1 and limit == f"{math.ceil(3 * stretch - 1e-9)}:00", (limit, stretch)
+
+    got = {job: job_report(c, REPORT, job, 90) for job in (host, guest)}
+    assert got[host] == got[guest], got  # the guest joined the running job's node and GPU
+    for job in (host, guest):
+        assert state_of(c, job, DONE, 150) == "COMPLETED"

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_green.controller.planner import START_TOLERANCE_S, colocate, plan_actions, sharing_allowed
+from slurm_green.controller.planner import START_TOLERANCE_S, colocate, enactable, plan_actions, sharing_allowed
 from slurm_green.core import decision_token as dt
 from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit, ShareGpus
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Partition
@@ -312,9 +312,24 @@ def test_a_limit_its_user_lowered_is_left_alone_unless_the_job_is_slowed():
     assert limit_actions(limited_job(limit_now=1800.0), 2 * 3600.0) == [SetTimeLimit(7, 7200.0)]
 
 
-def test_the_partition_max_time_bounds_the_raise():
-    assert limit_actions(limited_job(), 3 * 3600.0, max_time_s=2 * 3600.0) == [SetTimeLimit(7, 7200.0)]
-    assert limit_actions(limited_job(limit_now=7200.0), 3 * 3600.0, max_time_s=2 * 3600.0) == []
+def test_a_raise_within_the_partition_max_time_is_made():
+    assert limit_actions(limited_job(), 2 * 3600.0, max_time_s=2 * 3600.0) == [SetTimeLimit(7, 7200.0)]
+
+
+def test_a_decision_that_would_slow_a_job_past_its_partitions_max_time_is_enacted_as_asked():
+    """Slurm would stop it at MaxTime whatever its limit: the start is kept, the shrink and the
+    cap are not, and what is stored says why."""
+    job = limited_job()
+    plan = Plan((JobDecision(7, start_at=NOW + 600, gpus_per_node=2, power_cap_fraction=0.6, nodes=("node1",),
+                             expected_runtime_s=2 * 3600.0 + 1, energy_as_asked_kwh=3.0, expected_energy_kwh=2.0),))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,),
+                           partitions=(Partition("gpu", max_time_s=2 * 3600.0),))
+    [kept] = enactable(plan, snap, verify)[0].decisions
+    assert (kept.start_at, kept.gpus_per_node, kept.power_cap_fraction, kept.nodes) == (NOW + 600, None, None, None)
+    assert (kept.expected_runtime_s, kept.expected_energy_kwh) == (3600.0, 3.0) and "MaxTime" in kept.reason
+    assert plan_actions(snap, plan, NOW, sign, verify) == [SetStartTime(7, NOW + 600)]  # no GPUs, cap, pin, limit
+    # without a MaxTime (or within it) the decision stands
+    assert enactable(plan, snapshot(job), verify)[0] == plan
 
 
 def test_no_limit_is_set_without_a_submitted_one_or_an_expected_runtime():
@@ -373,7 +388,9 @@ def test_a_running_jobs_limit_is_only_ever_raised():
     assert not [a for a in host_limits(stretch=None) if isinstance(a, SetTimeLimit)]
 
 
-def test_a_running_jobs_raise_stops_at_the_partition_max_time_and_an_unlimited_job_gets_none():
-    assert host_limits(stretch=2.0, max_time_s=5400.0)[0] == SetTimeLimit(1, 5400.0)
+def test_a_guest_does_not_join_a_running_job_it_would_stretch_past_its_max_time_and_an_unlimited_job_gets_no_raise():
+    assert host_limits(stretch=1.5, max_time_s=5400.0)[0] == SetTimeLimit(1, 5400.0)  # just within
+    joined = host_limits(stretch=1.6, max_time_s=5400.0)
+    assert not [a for a in joined if isinstance(a, (SetTimeLimit, ShareGpus, SetNodes))], joined
     assert not [a for a in host_limits(limit_now=None) if isinstance(a, SetTimeLimit)]
     assert not [a for a in host_limits(marker=SHARING) if isinstance(a, SetTimeLimit)]  # no limit known to scale

@@ -169,6 +169,18 @@ def test_a_shrink_raises_the_time_limit_by_the_gpus_it_gives_up_and_a_grow_keeps
     assert step(resizer, snap(unlimited), NOW + 360)[0] == [SetGpus(7, 3, 1), Release(7)]
 
 
+@pytest.mark.parametrize(("max_time_s", "started"), [(None, True), (4800.0, True), (4740.0, False)])
+def test_a_shrink_whose_limit_would_pass_the_partition_max_time_is_not_started(resizer, max_time_s, started) -> None:
+    """4 -> 3 GPUs needs 80 minutes from the submitted 60: with MaxTime 79 minutes the requeued
+    job could not get them (over MaxTime it would not start), so it keeps running as it is."""
+    marker = format_marker(GreenOptions(gpus_min=1, gpus_max=4, elastic=True, time_limit_s=3600.0))
+    big = job(gpus=4, admin_comment=marker, time_limit_s=3600.0, partition="gpu")
+    bounded = ClusterSnapshot(taken_at=NOW, jobs=(big,), partitions=(Partition("gpu", max_time_s=max_time_s),))
+    actions, owned, notes = resizer.plan(bounded, Plan(decisions=(JobDecision(7, gpus_per_node=3, num_nodes=1),)), NOW)
+    assert (actions == [SignalJob(7)]) is started and (7 in owned) is started
+    assert any("MaxTime" in note for note in notes) is not started
+
+
 def test_a_job_without_a_submitted_limit_is_scaled_from_its_partitions_default(resizer, tmp_path) -> None:
     """No --time: Slurm gave it the partition's DefaultTime (30 min); halved, it gets an hour."""
     two = job(gpus=2, time_limit_s=1800.0, partition="gpu")

@@ -6,8 +6,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy_literals import HOUR, NOW, SublinearModel, context, nodes, pending, signal, snapshot
-from slurm_green.core.cluster import Job, JobState
-from slurm_green.core.green_options import parse_marker
+from slurm_green.core.cluster import Job, JobState, Partition
+from slurm_green.core.green_options import format_marker, parse_marker
 from slurm_green.core.models import Config
 from slurm_green.policy.greenflow import GreenFlowPolicy, powerflow
 from slurm_green.policy.managed import deadline_of
@@ -77,6 +77,21 @@ def test_a_budget_below_one_caps_a_fixed_size_job_rather_than_defer_it(models):
     assert got.start_at == NOW and got.gpus_per_node * got.num_nodes == 4
     assert got.expected_energy_kwh <= 0.8 * got.energy_as_asked_kwh * (1 + 1e-9)
     assert 1.1 * HOUR < got.expected_runtime_s <= 1.25 * HOUR * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(("max_time_h", "slowed"), [(None, True), (1.2, True), (1.0, False)])
+def test_no_configuration_runs_past_the_partitions_max_time(models, max_time_h, slowed):
+    """The job above, in a partition whose MaxTime is 1.2 h (room for its cap) or its own 1 h
+    limit (Slurm would stop it there slowed at all): then it runs as asked, whatever the budget."""
+    job = pending(1, gpus=4, low=4, high=4)
+    marker = format_marker(replace(parse_marker(job.admin_comment), time_limit_s=HOUR))  # submitted with --time 60
+    job = replace(job, partition="gpu", admin_comment=marker)
+    partitions = (Partition("gpu", max_time_s=max_time_h * HOUR if max_time_h else None),)
+    snap = replace(snapshot([job], nodes(1)), partitions=partitions)
+    got = by_id(GreenFlowPolicy(budget_fraction=0.8)(context(snap, signal(FLAT), models)))[1]
+    assert (got.expected_runtime_s > HOUR) is slowed
+    assert got.expected_runtime_s <= (max_time_h or 1.25) * HOUR * (1 + 1e-9)
+    assert (got.power_cap_fraction in (None, 1.0)) is not slowed
 
 
 def test_a_mixed_cluster_is_planned_per_gpu_type_on_that_type_s_nodes(models):

@@ -246,19 +246,24 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     worse than any saving. Such a decision is enacted without what slows it: its start is
     kept, the rest is the job's request (its GPUs, no cap, no pin, no shared GPU), and a
     share naming it is dropped too. A guest whose **running** host it would stretch past the
-    host's ``MaxTime`` (``partner_stretch``) does not join it. A guest dropped so keeps the rest
-    of its decision but not the pin to its partner's node (which was for the share). "Past" is read as the limit
-    would be set: the expected run in whole minutes above both ``MaxTime`` and the limit as
-    submitted; jobs whose partition has no ``MaxTime`` or whose limit is unknown are left alone.
+    host's ``MaxTime`` (``partner_stretch``) does not join it. A guest dropped so keeps the
+    rest of its decision but not the pin to its partner's node (which was for the share).
+    "Past" is read as the limit would be set: the expected run in whole minutes above both
+    ``MaxTime`` and the limit as submitted; jobs whose partition has no ``MaxTime`` or whose
+    limit is unknown are left alone.
     Policies that know this plan within it (GreenFlow's guard); this keeps every policy to it.
     """
     max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
 
-    def past(job: Job, run_s: float | None) -> bool:
-        asked, bound = _asked_limit(job, limits), max_time.get(job.partition)
-        return (asked is not None and bool(bound) and run_s is not None and math.isfinite(run_s)
-                and whole_minutes_s(run_s) > max(bound or 0.0, asked))
+    def past(job: Job, run_s: float | None = None, stretch: float | None = None) -> bool:
+        """Whether ``job`` running ``run_s`` (or its limit as submitted x ``stretch``) passes its MaxTime."""
+        bound = max_time.get(job.partition)  # read first: most partitions have none, and markers cost a parse
+        asked = _asked_limit(job, limits) if bound else None
+        if not bound or asked is None:
+            return False
+        run = asked * stretch if stretch is not None else run_s
+        return run is not None and math.isfinite(run) and whole_minutes_s(run) > max(bound, asked)
 
     slowed: set[int] = set()
     unshared: set[int] = set()
@@ -269,10 +274,9 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         if past(job, decision.expected_runtime_s):
             slowed.add(job.job_id)
         partner = snapshot.job(decision.share_with) if decision.share_with is not None else None
-        if partner is not None and partner.state is JobState.RUNNING and decision.partner_stretch:
-            asked = _asked_limit(partner, limits)
-            if asked is not None and past(partner, asked * decision.partner_stretch):
-                unshared.add(job.job_id)
+        if (partner is not None and partner.state is JobState.RUNNING and decision.partner_stretch
+                and past(partner, stretch=decision.partner_stretch)):
+            unshared.add(job.job_id)
     if not slowed and not unshared:
         return plan
     decisions = []

@@ -170,6 +170,34 @@ def test_a_gpu_freq_site_gets_the_cap_as_tres_freq(controller_site: Cluster) -> 
             ["SetGpuFreq"], ["SetTimeLimit"], ["SetStartTime"]]
 
 
+def test_no_job_is_slowed_past_its_partitions_max_time(controller_site: Cluster) -> None:
+    """The partition's MaxTime at 10 minutes: the window policy's 70 % cap (bert: 1.17 x slower)
+    would need 12 of a job submitted with ``-t 10``, and its limit cannot pass MaxTime, so that
+    job runs as asked (no cap, its limit kept, only its deferral enacted); one submitted with
+    ``-t 5`` is capped and raised to 6 (docs/enactment.md, "Never past MaxTime")."""
+    c = controller_site
+    window_start = time.time() + 3 * 3600
+    config = write_config(write_carbon(window_start, window_start + 3600), "maxtime")
+    c.exec("controller", "scontrol", "update", "PartitionName=gpu", "MaxTime=10")
+    jobs: list[int] = []
+    try:
+        for minutes in ("10", "5"):
+            jobs.append(c.sbatch("alice", ["--gres=gpu:1", "-t", minutes, "-J", "bert", "--comment", "green:flex=6h"],
+                                 "sleep 1\n"))
+        full, short = jobs
+        c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+        kinds = {job: [kind for (kind,) in store_rows(
+            c, "maxtime", f"SELECT kind FROM actions WHERE ok = 1 AND job_id = {job} ORDER BY id")] for job in jobs}
+        assert kinds == {full: ["SetStartTime"], short: ["SetDecision", "SetTimeLimit", "SetStartTime"]}, kinds
+        assert (seen_job(c, full).time_limit_s, seen_job(c, short).time_limit_s) == (600, 360)
+        [(cap, reason)] = store_rows(c, "maxtime", f"SELECT cap_fraction, reason FROM decisions WHERE job_id = {full}")
+        assert cap is None and "MaxTime" in reason, (cap, reason)
+    finally:
+        c.exec("controller", "scontrol", "update", "PartitionName=gpu", "MaxTime=INFINITE")
+        for job in jobs:
+            c.exec("controller", "scancel", str(job), check=False)
+
+
 def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:
     """Emulated GPUs (they draw exactly their limit): the Epilog leaves the job's energy in the
     shared directory, the next tick records it and corrects the models' power."""

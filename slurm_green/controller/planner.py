@@ -26,7 +26,7 @@ from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan, replace_decision
-from slurm_green.core.time_limit import limit_as_submitted, partition_limits, partition_max_times, whole_minutes_s
+from slurm_green.core.time_limit import asked_limit, partition_limits, partition_max_times, whole_minutes_s
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _limit_actions(job: Job, decision: JobDecision, limits: dict[str, float | No
     ``time_limit.partition_limits``); nothing is done without either (an unlimited job) or
     without an expected runtime.
     """
-    asked = _asked_limit(job, limits)
+    asked = asked_limit(job, limits)
     expected = decision.expected_runtime_s
     if asked is None or expected is None or not math.isfinite(expected):
         return []
@@ -126,18 +126,11 @@ def _host_limit_actions(host: Job, stretch: float | None, limits: dict[str, floa
     would be). Only ever raised (a running job's limit coming down could stop it), never above
     the partition's ``MaxTime``, and nothing for a job without a limit.
     """
-    asked = _asked_limit(host, limits)
+    asked = asked_limit(host, limits)
     if asked is None or host.time_limit_s is None or stretch is None or not stretch > 1.0:
         return []
     wanted = _bounded_limit(asked, asked * stretch, max_time_s)
     return [SetTimeLimit(host.job_id, wanted)] if wanted >= host.time_limit_s + 60.0 else []
-
-
-def _asked_limit(job: Job, limits: dict[str, float | None]) -> float | None:
-    """The job's limit as submitted (``time_limit.limit_as_submitted``); None for a job without
-    the controller's marker or without a known limit."""
-    options = parse_marker(job.admin_comment)
-    return limit_as_submitted(job, options, limits) if options is not None else None
 
 
 def _bounded_limit(asked: float, expected_s: float, max_time_s: float | None) -> float:
@@ -259,7 +252,7 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     def past(job: Job, run_s: float | None = None, stretch: float | None = None) -> bool:
         """Whether ``job`` running ``run_s`` (or its limit as submitted x ``stretch``) passes its MaxTime."""
         bound = max_time.get(job.partition)  # read first: most partitions have none, and markers cost a parse
-        asked = _asked_limit(job, limits) if bound else None
+        asked = asked_limit(job, limits) if bound else None
         if not bound or asked is None:
             return False
         run = asked * stretch if stretch is not None else run_s
@@ -288,7 +281,7 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
                      decision.job_id, decision.expected_runtime_s or 0.0)
             decision = replace_decision(
                 decision, gpus_per_node=None, num_nodes=None, nodes=None, power_cap_fraction=None, share_with=None,
-                partner_stretch=None, expected_runtime_s=_asked_limit(job, limits),
+                partner_stretch=None, expected_runtime_s=asked_limit(job, limits),
                 expected_energy_kwh=decision.energy_as_asked_kwh, expected_carbon_kg=None,
                 reason=f"{decision.reason}; enacted as asked: so slowed it would outrun its partition's MaxTime")
         elif decision.job_id in unshared or decision.share_with in slowed:

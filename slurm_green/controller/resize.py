@@ -47,7 +47,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.progress import JobProgress, MeasuredRate
-from slurm_green.core.time_limit import limit_as_submitted, partition_limits, partition_max_times, whole_minutes_s
+from slurm_green.core.time_limit import asked_limit, partition_limits, partition_max_times, whole_minutes_s
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +128,7 @@ def shrunk_limit(job: Job, gpus: int, limits: dict[str, float | None], max_time_
 def _shrunk_limit_s(job: Job, gpus: int, limits: dict[str, float | None]) -> float | None:
     """The limit as submitted scaled to ``gpus`` GPUs (fewer than it runs on), whole minutes;
     None without a known limit or for a grow (see ``shrunk_limit``)."""
-    options = parse_marker(job.admin_comment)
-    asked = limit_as_submitted(job, options, limits) if options is not None else None
+    asked = asked_limit(job, limits)
     if asked is None or not 0 < gpus < job.total_gpus:
         return None
     return whole_minutes_s(asked * job.total_gpus / gpus)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from slurm_green.core.cluster import ClusterSnapshot, Job
-from slurm_green.core.green_options import GreenOptions
+from slurm_green.core.green_options import GreenOptions, parse_marker
 
 
 def partition_limits(snapshot: ClusterSnapshot) -> dict[str, float | None]:
@@ -49,3 +49,10 @@ def limit_as_submitted(job: Job, options: GreenOptions, partition_limits: dict[s
     decision slower still, and the limit with it, tick after tick. A site that changes a
     partition's ``DefaultTime`` while jobs wait changes what their limits are scaled from."""
     return options.time_limit_s or partition_limits.get(job.partition or "")
+
+
+def asked_limit(job: Job, partition_limits: dict[str, float | None]) -> float | None:
+    """``limit_as_submitted`` for a job the controller manages; None for a job without the
+    marker (job_submit.lua never saw it, so nothing it asked is known) or without a known limit."""
+    options = parse_marker(job.admin_comment)
+    return limit_as_submitted(job, options, partition_limits) if options is not None else None

@@ -592,16 +592,17 @@ class Simulator:
     def _set_running_limit(self, job: Job, action: SetTimeLimit) -> str | None:
         """A running job's limit, as Slurm changes it: its EndTime (start + limit) and its end in
         backfill's profile move with it; it is the limit in force its run is judged by."""
-        if not action.seconds > 0:
-            return f"time limit {action.seconds} s: not a positive duration"
-        seconds = commands.time_limit_minutes(action.seconds) * 60.0
+        error = self._set_time_limit(job, action)
+        if error is not None:
+            return error
+        job = self._jobs[job.job_id]
+        seconds = job.time_limit_s or action.seconds
         running = self._running[job.job_id]
         del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job.job_id))]
         running.limit_end = (job.start_time or self.clock.now()) + seconds
         bisect.insort(self._limit_ends, running.key(job.job_id))
-        self._update(job, time_limit_s=seconds, end_time=running.limit_end)
+        self._update(job, end_time=running.limit_end)
         self.record.time_limit[job.job_id - 1] = seconds
-        self._schedule_needed = True  # backfill reserves by the limit
         return None
 
     def _hold(self, job: Job, action: Hold) -> None:

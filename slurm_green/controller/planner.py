@@ -26,7 +26,8 @@ from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan, replace_decision
-from slurm_green.core.time_limit import asked_limit, partition_limits, partition_max_times, whole_minutes_s
+from slurm_green.core.time_limit import (asked_limit, partition_limits, partition_max_times, slowed_past_max_time,
+                                         whole_minutes_s)
 
 log = logging.getLogger(__name__)
 
@@ -249,26 +250,17 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
 
-    def past(job: Job, run_s: float | None = None, stretch: float | None = None) -> bool:
-        """Whether ``job`` running ``run_s`` (or its limit as submitted x ``stretch``) passes its MaxTime."""
-        bound = max_time.get(job.partition)  # read first: most partitions have none, and markers cost a parse
-        asked = asked_limit(job, limits) if bound else None
-        if not bound or asked is None:
-            return False
-        run = asked * stretch if stretch is not None else run_s
-        return run is not None and math.isfinite(run) and whole_minutes_s(run) > max(bound, asked)
-
     slowed: set[int] = set()
     unshared: set[int] = set()
     for decision in plan.decisions:
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
-        if past(job, decision.expected_runtime_s):
+        if slowed_past_max_time(job, decision.expected_runtime_s, limits, max_time):
             slowed.add(job.job_id)
         partner = snapshot.job(decision.share_with) if decision.share_with is not None else None
         if (partner is not None and partner.state is JobState.RUNNING and decision.partner_stretch
-                and past(partner, stretch=decision.partner_stretch)):
+                and slowed_past_max_time(partner, None, limits, max_time, decision.partner_stretch)):
             unshared.add(job.job_id)
     if not slowed and not unshared:
         return plan

@@ -56,3 +56,27 @@ def asked_limit(job: Job, partition_limits: dict[str, float | None]) -> float | 
     marker (job_submit.lua never saw it, so nothing it asked is known) or without a known limit."""
     options = parse_marker(job.admin_comment)
     return limit_as_submitted(job, options, partition_limits) if options is not None else None
+
+
+def outruns_max_time(run_s: float | None, asked_s: float | None, max_time_s: float | None) -> bool:
+    """Whether a job submitted with limit ``asked_s`` and expected to run ``run_s`` would be
+    stopped at its partition's ``MaxTime``: its limit raised to the run, in whole minutes (as
+    the planner sets it), above both ``MaxTime`` and the limit it had anyway. False without a
+    ``MaxTime``, a known limit or a finite run: then nothing is known to stop it."""
+    if not max_time_s or asked_s is None or run_s is None or not math.isfinite(run_s):
+        return False
+    return whole_minutes_s(run_s) > max(max_time_s, asked_s)
+
+
+def slowed_past_max_time(job: Job, run_s: float | None, partition_limits: dict[str, float | None],
+                         max_times: dict[str, float | None], stretch: float | None = None) -> bool:
+    """Whether ``job``, expected to run ``run_s`` (or, given ``stretch``, its limit as submitted
+    times that: a running job slowed from now on), would be stopped at its partition's
+    ``MaxTime`` (``outruns_max_time``). The one rule the planner holds every decision to and
+    the policies that co-locate plan within."""
+    bound = max_times.get(job.partition)  # read first: most partitions have none, and markers cost a parse
+    if not bound:
+        return False
+    asked = asked_limit(job, partition_limits)
+    run = asked * stretch if asked is not None and stretch is not None else run_s
+    return outruns_max_time(run, asked, bound)

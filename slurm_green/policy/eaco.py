@@ -38,6 +38,10 @@ when either refuses caps. A guest of a running host takes the cap the host's tok
 (it cannot change while the host runs); with room for more than two jobs, every later guest
 of a host starting now takes its first pair's cap (one GPU runs under one cap), and a job
 refusing caps joins only a GPU with none.
+
+No pair slows either job past its partition's ``MaxTime`` (``time_limit.slowed_past_max_time``,
+the planner's rule, so the planner never has to undo a pair): Slurm would stop it there. A
+job whose best partner fails that starts alone, as asked.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.models import Config, ModelRegistry
 from slurm_green.core.plan import JobDecision, Plan
+from slurm_green.core.time_limit import partition_limits, partition_max_times, slowed_past_max_time
 from slurm_green.policy.pending import pending_jobs
 
 
@@ -119,23 +124,33 @@ class EaCoPolicy:
         pinnable = {node.name for node in snapshot.nodes if not node.shards_allocated}
         cache: dict[tuple[str, str, str | None], Pair] = {}
         decisions: dict[int, JobDecision] = {}
+        limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
         for job, options, runtime in zip(jobs.jobs, jobs.options, jobs.runtime_s.tolist()):
             layout = _layout(job)
             gpus = max(1, layout[0] * layout[1])
             shares = options.accept_share and gpus <= self.max_gpus
             host, slow = (self._partner(job, layout, hosts, models, cache, options.accept_cap) if shares
                           else (None, (1.0, 1.0)))
+            alone = "no partner within the slowdown bound"
+            if host is not None:
+                cap = host.cap  # one GPU, one cap: a guest refusing caps only joins an uncapped one
+                if not host.cap_settled and host.accept_cap and options.accept_cap:
+                    cap = pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism, self.slowdown_bound)
+                stretch = (slow[0] / cap_rate(models, job.name, host.gpu, cap),
+                           slow[1] / cap_rate(models, host.job_type, host.gpu, cap))
+                host_job = snapshot.job(host.job_id)
+                if slowed_past_max_time(job, runtime * stretch[0], limits, max_times) or (
+                        host_job is not None and slowed_past_max_time(
+                            host_job, host.runtime_s * max(host.stretch, stretch[1]), limits, max_times,
+                            stretch[1] if host.running else None)):
+                    alone = f"sharing job {host.job_id}'s GPU would slow one of them past its partition's MaxTime"
+                    host = None
             if host is not None:
                 host.slots -= 1
-                if not host.cap_settled:
-                    host.cap_settled = True
-                    if host.accept_cap and options.accept_cap:
-                        host.cap = pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism,
-                                             self.slowdown_bound)
-                cap = host.cap  # one GPU, one cap: a guest refusing caps only joins an uncapped one
-                decisions[job.job_id] = self._shared(job, host, slow, cap, runtime, now, models)
+                host.cap, host.cap_settled = cap, True
+                decisions[job.job_id] = self._shared(job, host, slow, cap, stretch, runtime, now)
                 if not host.running:  # the host is pinned beside its guest, under the pair's cap, and slowed
-                    host.stretch = max(host.stretch, slow[1] / cap_rate(models, host.job_type, host.gpu, cap))
+                    host.stretch = max(host.stretch, stretch[1])
                     decisions[host.job_id] = replace(decisions[host.job_id], nodes=host.nodes,
                                                      power_cap_fraction=cap,
                                                      expected_runtime_s=host.runtime_s * host.stretch)
@@ -143,11 +158,10 @@ class EaCoPolicy:
             node = _take(free, gpus, pinnable if shares else None)
             if shares and node is not None and layout[1] == 1 and self.share_limit > 1:
                 host = Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,),
-                             options.accept_cap, runtime_s=runtime)
+                            options.accept_cap, runtime_s=runtime)
                 hosts.setdefault(host.group, []).append(host)
-            decisions[job.job_id] = JobDecision(
-                job.job_id, start_at=now, expected_runtime_s=runtime,
-                reason="EaCO: no partner within the slowdown bound; start now, as asked")
+            decisions[job.job_id] = JobDecision(job.job_id, start_at=now, expected_runtime_s=runtime,
+                                                reason=f"EaCO: {alone}; start now, as asked")
         return Plan(decisions=tuple(decisions.values()))
 
     def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[Host]],
@@ -172,17 +186,17 @@ class EaCoPolicy:
                 best, best_slow = host, slow
         return best, best_slow
 
-    def _shared(self, job: Job, host: Host, slow: Pair, cap: float | None, runtime: float,
-                now: float, models: ModelRegistry) -> JobDecision:
+    def _shared(self, job: Job, host: Host, slow: Pair, cap: float | None, stretch: Pair, runtime: float,
+                now: float) -> JobDecision:
+        """The guest's decision; ``stretch``: how many times longer the guest and the host run
+        (co-location slowdown over the rate at ``cap``)."""
         where = "running" if host.running else "starting now"
         capped = f"; both at cap {cap:g}" if cap is not None else ""
         # A running host is slowed from now on under the cap in force: its time limit follows
         # (the planner's); a host starting now carries its own expected run instead (``__call__``).
-        partner_stretch = slow[1] / cap_rate(models, host.job_type, host.gpu, cap) if host.running else None
         return JobDecision(
             job.job_id, start_at=now, nodes=host.nodes, share_with=host.job_id, power_cap_fraction=cap,
-            expected_runtime_s=runtime * slow[0] / cap_rate(models, job.name, host.gpu, cap),
-            partner_stretch=partner_stretch,
+            expected_runtime_s=runtime * stretch[0], partner_stretch=stretch[1] if host.running else None,
             reason=(f"EaCO: share the GPU of job {host.job_id} ({where}, {self.mechanism}); predicted slowdown "
                     f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 
@@ -270,7 +284,7 @@ def running_hosts(snapshot: ClusterSnapshot, share_limit: int, max_gpus: int) ->
         if len(partners) < len(others) or len(partners) >= share_limit - 1 or not first:
             continue
         hosts.append(Host(job.job_id, job.name, job.gpu_type, layout, share_limit - 1 - len(partners), True,
-                           job.nodes, options.accept_cap, _token_cap(job), cap_settled=True))
+                          job.nodes, options.accept_cap, _token_cap(job), cap_settled=True))
     return hosts
 
 

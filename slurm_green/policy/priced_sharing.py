@@ -19,6 +19,8 @@ included), its priced carbon and its GPU-seconds. The guest shares when the firs
 lower; guests are taken oldest first, each with its cheapest host, one guest per GPU
 (Slurm's shards enact pairs).
 
+No pair slows either job past its partition's ``MaxTime`` (the planner's rule).
+
 What is not counted: the queue a guest leaves (the jobs behind it start sooner; so this
 errs towards not sharing), and a running host's true remaining time (its time limit is all
 Slurm knows, as in GreenFlow's own estimate).
@@ -31,6 +33,7 @@ from dataclasses import dataclass, replace
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.models import Config, ModelRegistry
 from slurm_green.core.plan import JobDecision
+from slurm_green.core.time_limit import partition_limits, partition_max_times, slowed_past_max_time
 from slurm_green.policy.eaco import cap_rate, pair_cap, running_hosts
 
 _J_PER_KWH = 3.6e6
@@ -105,6 +108,7 @@ def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], sn
     if not hosts:
         return decisions
     out = list(decisions)
+    limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
     for i in guests:
         guest = planned[i]
         best: tuple[_Pair, _Host] | None = None
@@ -112,7 +116,9 @@ def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], sn
             if host.taken or (not guest.accept_cap and host.cap is not None and host.running):
                 continue
             pair = _price_pair(guest, host, models, gpu, price, crowd_per_gpu_s, settings)
-            if pair is not None and (best is None or pair.cost_s < best[0].cost_s):
+            if pair is None or _past_max_time(guest.job, host, pair, limits, max_times):
+                continue
+            if best is None or pair.cost_s < best[0].cost_s:
                 best = (pair, host)
         if best is None or not best[0].cost_s < guest.cost_s:
             continue
@@ -146,6 +152,15 @@ def _hosts(planned: list[Planned], snapshot: ClusterSnapshot, models: ModelRegis
         if p.accept_share and p.one_gpu and p.starts_now and p.nodes and set(p.nodes) <= no_shards:
             out.append(_Host(p.job, p.nodes, p.accept_cap, False, None, p.solo_s, p.runtime_s, p.energy_kwh))
     return out
+
+
+def _past_max_time(guest: Job, host: _Host, pair: _Pair, limits: dict[str, float | None],
+                   max_times: dict[str, float | None]) -> bool:
+    """Whether the pair would slow either job past its partition's ``MaxTime``: Slurm would stop
+    it there (``time_limit.slowed_past_max_time``, the planner's rule), so no such pair is priced."""
+    return (slowed_past_max_time(guest, pair.completion_s, limits, max_times)
+            or slowed_past_max_time(host.job, pair.host_completion_s, limits, max_times,
+                                    pair.host_stretch if host.running else None))
 
 
 def _power_w(models: ModelRegistry, job_type: str, gpu: str | None, cap: float | None) -> float:

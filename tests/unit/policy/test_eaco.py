@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_literals import HOUR, NOW, context, nodes
 
-from slurm_green.controller.planner import plan_actions
+from slurm_green.controller.planner import plan_actions, within_max_time
 from slurm_green.core import decision_token
 from slurm_green.core.actions import SetTimeLimit
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Partition
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
@@ -256,3 +256,40 @@ def test_a_guest_of_a_host_starting_now_carries_no_stretch_the_host_decision_doe
     plan = decide([job(1, "LM (batch size 20)"), job(2, LIGHT)], models)
     assert plan[2].share_with == 1 and plan[2].partner_stretch is None
     assert plan[1].expected_runtime_s > HOUR
+
+
+# --- within the partition's MaxTime -----------------------------------------------------
+
+LIMITED = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=True, deadline=NOW + 6 * HOUR,
+                                     time_limit_s=HOUR))
+
+
+def within(jobs: list[Job], models, max_time_s: float, free_nodes: int):
+    """EaCO's plan for ``jobs`` (submitted with --time 60 to partition gpu) under ``MaxTime``,
+    and that plan as the planner would enact it."""
+    jobs = [replace(j, admin_comment=LIMITED, partition="gpu") for j in jobs]
+    snap = ClusterSnapshot(taken_at=NOW, jobs=tuple(jobs), nodes=nodes(free_nodes),
+                           partitions=(Partition("gpu", max_time_s=max_time_s),))
+    plan = EaCoPolicy()(context(snap, None, models))
+    return {d.job_id: d for d in plan.decisions}, within_max_time(plan, snap) == plan
+
+
+def test_no_pair_released_together_slows_its_host_past_max_time_and_the_planner_undoes_nothing(models):
+    """The LM host is slowed by its light guest (about 1.1x): with MaxTime equal to the 60 minutes
+    both asked for, the pair would be stopped there, so both start alone, as asked; with two
+    hours the pair forms. Either way the planner has nothing to undo."""
+    pair = [job(1, "LM (batch size 20)"), job(2, LIGHT)]
+    tight, kept = within(pair, models, HOUR, free_nodes=2)
+    assert tight[2].share_with is None and tight[1].nodes is None and kept
+    assert "MaxTime" in tight[2].reason and tight[1].expected_runtime_s == tight[2].expected_runtime_s == HOUR
+    loose, kept = within(pair, models, 2 * HOUR, free_nodes=2)
+    assert loose[2].share_with == 1 and loose[1].expected_runtime_s > HOUR and kept
+
+
+def test_a_guest_does_not_join_a_running_host_it_would_stretch_past_max_time(models):
+    host = replace(job(1, "LM (batch size 20)", state=JobState.RUNNING, node="n0", shards=2),
+                   comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.7}))
+    tight, kept = within([host, job(2, LIGHT)], models, HOUR, free_nodes=0)
+    assert tight[2].share_with is None and tight[2].partner_stretch is None and kept
+    loose, kept = within([host, job(2, LIGHT)], models, 2 * HOUR, free_nodes=0)
+    assert loose[2].share_with == 1 and loose[2].partner_stretch > 1 and kept

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from policy_literals import HOUR, NOW, context, signal
 
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Partition
 from slurm_green.core import decision_token
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.models import Config
@@ -73,6 +73,21 @@ def test_a_guest_of_a_running_host_carries_how_much_longer_the_host_runs_beside_
     rate = model.throughput(Config(1, 1, 0.6)) / model.throughput(Config(1))
     slowed = models.colocated_slowdown(LIGHT, lm, None, "timeslice")[1]
     assert plan[2].partner_stretch == pytest.approx(slowed / rate) and plan[2].partner_stretch > 1
+
+
+@pytest.mark.parametrize(("max_time_h", "shares"), [(3.0, False), (4.0, True)])
+def test_no_guest_joins_a_running_host_it_would_stretch_past_its_max_time(models, max_time_h, shares):
+    """The LM host was submitted with --time 3:00 and runs under cap 0.6: beside its guest it
+    needs over 3 h, so with MaxTime 3 h Slurm would stop it and the guest waits instead."""
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, accept_share=True, deadline=NOW + 6 * HOUR,
+                                        time_limit_s=3 * HOUR))
+    host = replace(job(1, "LM (batch size 20)", running_for_h=3, shards=1), partition="gpu", admin_comment=marker,
+                   comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.6}))
+    snap = ClusterSnapshot(taken_at=NOW, jobs=(host, replace(job(2, LIGHT), partition="gpu")), nodes=(one_gpu_node(),),
+                           partitions=(Partition("gpu", max_time_s=max_time_h * HOUR),))
+    plan = {d.job_id: d for d in GreenFlowPolicy(colocation=Colocation())(
+        context(snap, signal([300.0] * 48), models)).decisions}
+    assert (plan[2].share_with == 1) is shares
 
 
 def test_on_typed_nodes_a_host_that_asked_for_no_type_still_hosts(models):

@@ -73,11 +73,15 @@ class CarbonSignal:
     def mean_over(self, t0: float | np.ndarray, t1: float | np.ndarray) -> float | np.ndarray:
         """Time-weighted mean intensity over ``[t0, t1]`` (the value at t0 when t1 == t0)."""
         t0a, t1a = np.asarray(t0, dtype=np.float64), np.asarray(t1, dtype=np.float64)
-        if np.any(t1a < t0a):
-            raise ValueError("mean_over needs t1 >= t0")
         width = t1a - t0a
-        safe = np.where(width > 0, width, 1.0)
-        out = np.where(width > 0, (self._integral(t1a) - self._integral(t0a)) / safe, self.value_at(t0a))
+        if (width < 0).any():
+            raise ValueError("mean_over needs t1 >= t0")
+        positive = width > 0
+        if positive.all():  # the usual case: no zero-length window, no value lookup needed
+            out = (self._integral(t1a) - self._integral(t0a)) / width
+        else:
+            safe = np.where(positive, width, 1.0)
+            out = np.where(positive, (self._integral(t1a) - self._integral(t0a)) / safe, self.value_at(t0a))
         return float(out) if out.ndim == 0 else out
 
     def window_means(self, starts: np.ndarray, durations: np.ndarray) -> np.ndarray:

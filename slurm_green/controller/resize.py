@@ -10,7 +10,11 @@ controller goes on where it was:
 2. **requeued**: once the report names a checkpoint written after the signal, ``scontrol
    requeuehold``: the job stops and waits in the queue, held. No checkpoint within
    ``checkpoint_timeout_s`` (a job that ignores the signal, or runs no helper): the resize
-   is abandoned and the job runs on at its size, having lost nothing.
+   is abandoned and the job runs on at its size, having lost nothing. A requeue whose outcome
+   is unknown (a command that timed out; a controller killed before it stored the outcome)
+   is looked at again: a job found pending and held after its checkpoint was requeued by
+   this resize and goes on to step 3 (nothing else would release it); one still running is
+   sent the requeue again, until ``checkpoint_timeout_s`` after the signal.
 3. **done**: once the job is pending, its new GPU count (``SetGpus``) and ``scontrol
    release``. The release goes even if the count was refused: the job restarts at its old
    size from its checkpoint. A shrink raises the job's time limit with it (``shrunk_limit``),
@@ -42,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from slurm_green.controller.store import Row, StateStore
-from slurm_green.core.actions import Action, ActionResult, Release, RequeueHold, SetGpus, SetTimeLimit, SignalJob
+from slurm_green.core.actions import Action, ActionError, ActionResult, Release, RequeueHold, SetGpus, SetTimeLimit, SignalJob
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan
@@ -180,7 +184,7 @@ class Resizer:
                 continue
             if step is not None:
                 actions.extend(step)
-                if row["phase"] == REQUEUED:
+                if any(isinstance(action, Release) for action in step):
                     self._releasing.add(job_id)
             if row["phase"] in (SIGNALLED, REQUEUED) or (row["phase"] == DONE and job is not None and job.is_pending):
                 owned.add(job_id)
@@ -248,27 +252,37 @@ class Resizer:
         ``time_limit.partition_limits``; ``max_time``: each partition's ``MaxTime``)."""
         phase = row["phase"]
         if phase == SIGNALLED:
+            report = self.progress.read(job.job_id, job.user, now) if job is not None else None
+            checkpointed = report is not None and report.checkpoint >= row["signalled_at"]
+            if job is not None and job.is_pending and job.held and checkpointed:
+                # Requeued and held after its checkpoint: this resize's RequeueHold took effect, but
+                # its outcome was never stored (a controller killed before ``record``, or a command
+                # that timed out and still went through). Only this resize will release it.
+                log.warning("job %s: found requeued and held after its checkpoint; resuming its resize", job.job_id)
+                return self._restart(job, row, limits, max_time)
             if job is None or job.state is not JobState.RUNNING:
                 return f"the job is {job.state.value if job else 'gone'} before its checkpoint came: not requeued"
-            report = self.progress.read(job.job_id, job.user, now)
-            if report is not None and report.checkpoint >= row["signalled_at"]:
-                return [RequeueHold(job.job_id)]
-            if now - row["signalled_at"] > self.settings.checkpoint_timeout_s:
-                return (f"no checkpoint within {self.settings.checkpoint_timeout_s:.0f} s of the signal: "
-                        "the job runs on at its size, not requeued")
-            return None
+            retried = row["updated_at"] > row["signalled_at"]  # a requeue whose outcome was unknown (``record``)
+            if now - row["signalled_at"] > self.settings.checkpoint_timeout_s and (retried or not checkpointed):
+                return (f"no {'requeue' if retried else 'checkpoint'} within {self.settings.checkpoint_timeout_s:.0f}"
+                        f" s of the signal: the job runs on at its size, not requeued")
+            return [RequeueHold(job.job_id)] if checkpointed else None
         if phase == REQUEUED:
             if job is None or not job.state.is_active:
                 return f"the job is {job.state.value if job else 'gone'} after its requeue"
             if not job.is_pending:
                 return None  # still completing; a requeued job is pending once its processes are gone
-            step: list[Action] = []
-            if (row["gpus_per_node"], row["num_nodes"]) != (job.gpus_per_node, job.num_nodes):
-                step.append(SetGpus(job.job_id, row["gpus_per_node"], row["num_nodes"]))
-                step += shrunk_limit(job, row["gpus_per_node"] * row["num_nodes"], limits,
-                                     max_time.get(job.partition))
-            return [*step, Release(job.job_id)]
+            return self._restart(job, row, limits, max_time)
         return None
+
+    @staticmethod
+    def _restart(job: Job, row: Row, limits: dict[str, float | None], max_time: dict[str, float | None]) -> list[Action]:
+        """Step 3 for a requeued, pending job: its new GPU count (and a shrink's limit), then its release."""
+        step: list[Action] = []
+        if (row["gpus_per_node"], row["num_nodes"]) != (job.gpus_per_node, job.num_nodes):
+            step.append(SetGpus(job.job_id, row["gpus_per_node"], row["num_nodes"]))
+            step += shrunk_limit(job, row["gpus_per_node"] * row["num_nodes"], limits, max_time.get(job.partition))
+        return [*step, Release(job.job_id)]
 
     def record(self, now: float, actions: Sequence[Action], results: Sequence[ActionResult]) -> None:
         """Move each resize on by the outcome of its enacted step (and end those ``plan`` gave up),
@@ -289,6 +303,8 @@ class Resizer:
             elif isinstance(action, RequeueHold):
                 if result.ok:
                     self.store.record_resize(job_id, REQUEUED, now, "checkpointed; requeued, held")
+                elif result.error is ActionError.UNREACHABLE:  # it may have gone through: ``plan`` looks again
+                    self.store.record_resize(job_id, SIGNALLED, now, f"requeue outcome unknown: {result.message}")
                 else:  # the job runs on (or ended) at its size: nothing was lost
                     self.store.record_resize(job_id, ABANDONED, now, f"requeue failed: {result.message}")
             elif isinstance(action, SetGpus) and not result.ok and job_id in self._releasing:

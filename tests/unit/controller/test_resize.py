@@ -111,6 +111,52 @@ def test_a_failed_requeue_or_release_loses_no_job(resizer, tmp_path) -> None:
     assert step(resizer, held, NOW + 180)[0][-1] == Release(7) and phase(resizer) == DONE
 
 
+def test_a_requeue_that_went_through_unrecorded_is_resumed_and_the_job_released(resizer, tmp_path) -> None:
+    """The controller killed between ``scontrol requeuehold`` and storing it: the next tick
+    finds the job pending and held after its checkpoint, so the requeue was this resize's."""
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 10)
+    actions, _, _ = resizer.plan(snap(job()), Plan(), NOW + 60)
+    assert actions == [RequeueHold(7)]  # enacted, and never recorded
+    held = snap(job(JobState.PENDING, held=True))
+    assert step(resizer, held, NOW + 120) == ([SetGpus(7, 2, 1), Release(7)], {7}) and phase(resizer) == DONE
+
+
+UNREACHABLE = ActionResult(RequeueHold(7), ActionError.UNREACHABLE, "Socket timed out")
+
+
+def requeue_of_unknown_outcome(resizer: Resizer, tmp_path) -> None:
+    """Signalled at NOW, checkpointed, and the requeue sent at NOW + 60 timed out (unreachable)."""
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 10)
+    actions, _, _ = resizer.plan(snap(job()), Plan(), NOW + 60)
+    resizer.record(NOW + 60, actions, [UNREACHABLE])
+    assert actions == [RequeueHold(7)] and phase(resizer) == SIGNALLED  # it may have gone through
+
+
+def test_a_requeue_of_unknown_outcome_that_went_through_is_resumed(resizer, tmp_path) -> None:
+    requeue_of_unknown_outcome(resizer, tmp_path)
+    assert step(resizer, snap(job(JobState.PENDING, held=True)), NOW + 120)[0] == [SetGpus(7, 2, 1), Release(7)]
+    assert phase(resizer) == DONE
+
+
+def test_a_requeue_of_unknown_outcome_that_did_not_go_through_is_retried_until_the_checkpoint_timeout(
+        resizer, tmp_path) -> None:
+    requeue_of_unknown_outcome(resizer, tmp_path)
+    actions, _, _ = resizer.plan(snap(job()), Plan(), NOW + 120)
+    resizer.record(NOW + 120, actions, [UNREACHABLE])
+    assert actions == [RequeueHold(7)] and phase(resizer) == SIGNALLED
+    assert step(resizer, snap(job()), NOW + 301) == ([], set())  # 300 s after the signal: it runs on at its size
+    assert phase(resizer) == ABANDONED
+
+
+def test_a_job_held_before_its_checkpoint_is_not_released_by_the_resize(resizer) -> None:
+    """Held by someone else (an administrator) before any checkpoint: not this resize's hold."""
+    step(resizer, snap(job()), NOW, GROW)
+    assert step(resizer, snap(job(JobState.PENDING, held=True)), NOW + 60) == ([], set())
+    assert phase(resizer) == ABANDONED
+
+
 def test_only_elastic_running_jobs_within_the_users_range_are_signalled(resizer) -> None:
     assert step(resizer, snap(job(elastic=False)), NOW, GROW) == ([], set())
     assert step(resizer, snap(job(high=1)), NOW, GROW) == ([], set())                # beyond gpus=1-1

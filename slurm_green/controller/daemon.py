@@ -34,15 +34,10 @@ from slurm_green.controller.tick import Controller, TickReport
 from slurm_green.core.clock import Clock
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.decision import DecisionContext
-from slurm_green.core.decision_token import find_token
-from slurm_green.core.plan import JobDecision, Plan, Policy
-from slurm_green.policy.managed import managed_pending
+from slurm_green.core.plan import Plan, Policy
+from slurm_green.policy.managed import managed_pending, released_as_started
 
 log = logging.getLogger(__name__)
-
-#: The cap that releases a job's GPUs from an earlier capped decision: the board's maximum.
-NO_CAP = 1.0
-
 
 def pause_path(state_db: Path) -> Path:
     """Where the off switch lives for the controller of ``state_db``."""
@@ -73,10 +68,8 @@ def paused_since(path: Path) -> dict[str, object] | None:
 
 def released(snapshot: ClusterSnapshot, now: float, why: str) -> Plan:
     """The paused plan: every managed pending job starts now, uncapped (see the module docstring)."""
-    decisions = tuple(
-        JobDecision(job.job_id, start_at=now, power_cap_fraction=NO_CAP if find_token(job.comment) else None,
-                    reason=f"slurm-green paused ({why}): start now at full power")
-        for job, _ in managed_pending(snapshot))
+    decisions = tuple(released_as_started(job, now, f"slurm-green paused ({why}): start now at full power")
+                      for job, _ in managed_pending(snapshot))
     return Plan(decisions=decisions, notes=(f"paused: {why}; every managed job is released (slurm-green resume)",))
 
 

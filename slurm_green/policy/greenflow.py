@@ -77,6 +77,7 @@ from slurm_green.policy.eaco import named_partner
 from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.gpu_types import gpu_pools
+from slurm_green.policy.managed import released_as_started
 from slurm_green.policy.placement import FreeGpus, node_rows
 from slurm_green.policy.placement.network import NodeChooser
 from slurm_green.policy.placement.site import ScoredChoice
@@ -1211,8 +1212,8 @@ def _expected_completion_s(o: _Options, choice: _Choice, free_gpus: int,
 
 
 def _carbon_agnostic(jobs: PendingJobs, now: float) -> Plan:
-    decisions = tuple(JobDecision(int(j), start_at=now, reason="no carbon forecast: start now (carbon-agnostic)")
-                      for j in jobs.job_id)
+    decisions = tuple(released_as_started(job, now, "no carbon forecast: start now (carbon-agnostic)")
+                      for job in jobs.jobs)
     return Plan(decisions=decisions, notes=("carbon-agnostic: no forecast, every managed job is released",))
 
 

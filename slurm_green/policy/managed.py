@@ -5,8 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from slurm_green.core.cluster import ClusterSnapshot, Job
+from slurm_green.core.decision_token import find_token
 from slurm_green.core.green_options import GreenOptions, parse_marker
+from slurm_green.core.plan import JobDecision
 from slurm_green.core.time_limit import limit_as_submitted
+
+#: The cap that lifts an earlier capped decision: the board's maximum.
+NO_CAP = 1.0
 
 
 def managed_pending(snapshot: ClusterSnapshot) -> Iterator[tuple[Job, GreenOptions]]:
@@ -35,3 +40,13 @@ def asked_runtime_s(job: Job, options: GreenOptions, partition_limits: dict[str,
     """The job's runtime as asked (its requested GPUs at full power), as far as Slurm knows it:
     ``limit_as_submitted``, else its limit now, else ``default_s``."""
     return limit_as_submitted(job, options, partition_limits) or job.time_limit_s or default_s
+
+
+def released_as_started(job: Job, now: float, reason: str) -> JobDecision:
+    """The decision that hands a managed pending job back to Slurm: start now, at full power
+    and on any node. What an earlier tick enacted is undone, or it would outlive the decision:
+    a signed cap (replaced by ``NO_CAP``; the Prolog would still apply it) and a node list
+    (cleared: its node may have died since, and the job would wait for it). The fallbacks
+    decide it: a policy without a carbon forecast, and a paused controller."""
+    return JobDecision(job.job_id, start_at=now, power_cap_fraction=NO_CAP if find_token(job.comment) else None,
+                       nodes=() if job.nodes else None, reason=reason)

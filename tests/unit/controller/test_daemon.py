@@ -7,16 +7,19 @@ hours lie ahead (so the window policy defers), over the in-memory cluster of tes
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import replace
 
 import pytest
 from test_tick import KEY, NOW, MemoryBackend, deferred_job
 
 from slurm_green.controller.assemble import assemble
 from slurm_green.controller.config import Config
-from slurm_green.controller.daemon import NO_CAP, operated, pause, pause_path, paused_since, safe_tick
+from slurm_green.controller.daemon import operated, pause, pause_path, paused_since, released, safe_tick
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.core import decision_token
 from slurm_green.core.clock import ManualClock
+from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.policy.managed import NO_CAP
 
 LOW_AT = (NOW // 3600 + 3) * 3600
 
@@ -78,6 +81,14 @@ def test_paused_releases_every_deferred_job_uncapped_and_resume_defers_again(con
     safe_tick(parts.controller, parts.clock, metrics)
     assert {j.eligible_time for j in backend.jobs.values()} == {LOW_AT}
     assert metrics.registry.get_sample_value("slurm_green_paused") == 0
+
+
+def test_paused_a_job_pinned_by_an_earlier_tick_is_unpinned():
+    """Its node may have died since the pin: paused, the job must be free to start anywhere."""
+    pinned = replace(deferred_job(1), nodes=("gpu1",))
+    [decision] = released(ClusterSnapshot(taken_at=NOW, jobs=(pinned, deferred_job(2))), NOW, "drill").decisions[:1]
+    assert decision.nodes == () and decision.power_cap_fraction is None  # no token: nothing to lift
+    assert released(ClusterSnapshot(taken_at=NOW, jobs=(deferred_job(2),)), NOW, "drill").decisions[0].nodes is None
 
 
 def test_a_failing_tick_is_counted_and_timed(config):

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from policy_literals import HOUR, NOW, SublinearModel, context, nodes, pending, signal, snapshot
+from slurm_green.core import decision_token
 from slurm_green.core.cluster import Job, JobState, Partition
 from slurm_green.core.green_options import format_marker, parse_marker
 from slurm_green.core.models import Config
@@ -179,7 +180,16 @@ def test_a_job_that_does_not_fit_the_free_shape_queues_at_its_request_instead_of
 def test_without_a_forecast_greenflow_is_carbon_agnostic(models):
     plan = GreenFlowPolicy()(context(snapshot([pending(1)], nodes(1)), None, models))
     assert plan.decisions[0].start_at == NOW and plan.decisions[0].gpus_per_node is None
+    assert plan.decisions[0].nodes is None and plan.decisions[0].power_cap_fraction is None
     assert "carbon-agnostic" in plan.notes[0]
+
+
+def test_without_a_forecast_an_earlier_pin_and_cap_are_lifted(models):
+    """Pinned and capped by an earlier tick, then the feed fails: released as asked, the pin
+    cleared (its node may have died: the job would wait for it) and the signed cap replaced."""
+    earlier = replace(pending(1), nodes=("n0",), comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.6}))
+    [decision] = GreenFlowPolicy()(context(snapshot([earlier], nodes(1)), None, models)).decisions
+    assert (decision.start_at, decision.nodes, decision.power_cap_fraction) == (NOW, (), 1.0)
 
 
 job_specs = st.lists(st.tuples(st.sampled_from([1, 2, 4, 8, 16]), st.floats(0.1, 12), st.floats(0, 24),

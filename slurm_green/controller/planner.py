@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 
 from slurm_green.core import decision_token, gpu_freq
@@ -26,8 +26,8 @@ from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.plan import JobDecision, Plan, replace_decision
-from slurm_green.core.time_limit import (asked_limit, partition_limits, partition_max_times, slowed_past_max_time,
-                                         whole_minutes_s)
+from slurm_green.core.time_limit import (asked_limit, partition_limits, partition_max_times,
+                                         slowed_past_max_time, whole_minutes_s)
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def _size_actions(job: Job, decision: JobDecision) -> list[Action]:
     return actions
 
 
-def _limit_actions(job: Job, decision: JobDecision, limits: dict[str, float | None],
+def _limit_actions(job: Job, decision: JobDecision, limits: Mapping[str, float | None],
                    max_time_s: float | None) -> list[Action]:
     """The time limit the decision needs, as far as it differs from the job's (a minute's tolerance).
 
@@ -116,7 +116,7 @@ def _limit_actions(job: Job, decision: JobDecision, limits: dict[str, float | No
     return [SetTimeLimit(job.job_id, wanted)]
 
 
-def _host_limit_actions(host: Job, stretch: float | None, limits: dict[str, float | None],
+def _host_limit_actions(host: Job, stretch: float | None, limits: Mapping[str, float | None],
                         max_time_s: float | None) -> list[Action]:
     """The time limit a **running** job needs once a guest joins its GPU (``JobDecision.partner_stretch``).
 
@@ -371,7 +371,7 @@ def job_actions(
     verify: Callable[[int, str], dict[str, object]] | None,
     enact: Enactment = "power_cap",
     sharing: Sharing | None = None,
-    limits: dict[str, float | None] | None = None,
+    limits: Mapping[str, float | None] | None = None,
     max_time_s: float | None = None,
 ) -> list[Action]:
     """Actions for one pending job, ordered so that a job never starts before its

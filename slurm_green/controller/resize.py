@@ -41,7 +41,7 @@ at two counts is rated by how it really scaled (``measured``; ``models/measured.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -104,7 +104,7 @@ def _target(job: Job, decision: JobDecision) -> tuple[int, int] | None:
     return (per_node, nodes) if low <= per_node * nodes <= high else None
 
 
-def shrunk_limit(job: Job, gpus: int, limits: dict[str, float | None], max_time_s: float | None) -> list[Action]:
+def shrunk_limit(job: Job, gpus: int, limits: Mapping[str, float | None], max_time_s: float | None) -> list[Action]:
     """The time limit for ``job`` restarting on ``gpus`` GPUs, fewer than it ran on, if its
     limit now is shorter.
 
@@ -129,7 +129,7 @@ def shrunk_limit(job: Job, gpus: int, limits: dict[str, float | None], max_time_
     return [SetTimeLimit(job.job_id, wanted)]
 
 
-def _shrunk_limit_s(job: Job, gpus: int, limits: dict[str, float | None]) -> float | None:
+def _shrunk_limit_s(job: Job, gpus: int, limits: Mapping[str, float | None]) -> float | None:
     """The limit as submitted scaled to ``gpus`` GPUs (fewer than it runs on), whole minutes;
     None without a known limit or for a grow (see ``shrunk_limit``)."""
     asked = asked_limit(job, limits)
@@ -138,7 +138,7 @@ def _shrunk_limit_s(job: Job, gpus: int, limits: dict[str, float | None]) -> flo
     return whole_minutes_s(asked * job.total_gpus / gpus)
 
 
-def _past_max_time(job: Job, gpus: int, limits: dict[str, float | None], max_time_s: float | None) -> bool:
+def _past_max_time(job: Job, gpus: int, limits: Mapping[str, float | None], max_time_s: float | None) -> bool:
     """Whether the shrink to ``gpus`` needs a limit past the partition's ``MaxTime`` (and the job's
     limit now): the requeued job's limit cannot pass it (a pending job over it would not start),
     so Slurm would stop it there, its work since the last checkpoint lost; no such shrink is started."""
@@ -246,8 +246,8 @@ class Resizer:
             return True
         return row["attempts"] < self.settings.max_attempts and now - row["updated_at"] >= self.settings.min_interval_s
 
-    def _next_step(self, job: Job | None, row: Row, now: float, limits: dict[str, float | None],
-                   max_time: dict[str, float | None]) -> list[Action] | str | None:
+    def _next_step(self, job: Job | None, row: Row, now: float, limits: Mapping[str, float | None],
+                   max_time: Mapping[str, float | None]) -> list[Action] | str | None:
         """The actions that move ``row`` on, None to wait, or why it is abandoned (``limits``:
         ``time_limit.partition_limits``; ``max_time``: each partition's ``MaxTime``)."""
         phase = row["phase"]
@@ -276,7 +276,7 @@ class Resizer:
         return None
 
     @staticmethod
-    def _restart(job: Job, row: Row, limits: dict[str, float | None], max_time: dict[str, float | None]) -> list[Action]:
+    def _restart(job: Job, row: Row, limits: Mapping[str, float | None], max_time: Mapping[str, float | None]) -> list[Action]:
         """Step 3 for a requeued, pending job: its new GPU count (and a shrink's limit), then its release."""
         step: list[Action] = []
         if (row["gpus_per_node"], row["num_nodes"]) != (job.gpus_per_node, job.num_nodes):

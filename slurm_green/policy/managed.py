@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.decision_token import find_token
@@ -35,7 +35,7 @@ def deadline_of(job: Job, options: GreenOptions) -> float:
     return job.submit_time + options.max_delay_s
 
 
-def asked_runtime_s(job: Job, options: GreenOptions, partition_limits: dict[str, float | None],
+def asked_runtime_s(job: Job, options: GreenOptions, partition_limits: Mapping[str, float | None],
                     default_s: float) -> float:
     """The job's runtime as asked (its requested GPUs at full power), as far as Slurm knows it:
     ``limit_as_submitted``, else its limit now, else ``default_s``."""

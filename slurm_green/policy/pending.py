@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -66,7 +67,7 @@ class _RowsMemo:
     rows: dict[int, tuple[Job, tuple[float, float | None, float | None], _Row | None]] = field(default_factory=dict)
 
 
-def _row(job: Job, default_runtime_s: float, limits: dict[str, float | None], max_time: float | None) -> _Row | None:
+def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None], max_time: float | None) -> _Row | None:
     options = parse_marker(job.admin_comment)
     if options is None or not options.managed:
         return None

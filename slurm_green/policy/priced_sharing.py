@@ -28,6 +28,7 @@ Slurm knows, as in GreenFlow's own estimate).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from slurm_green.core.cluster import ClusterSnapshot, Job
@@ -154,8 +155,8 @@ def _hosts(planned: list[Planned], snapshot: ClusterSnapshot, models: ModelRegis
     return out
 
 
-def _past_max_time(guest: Job, host: _Host, pair: _Pair, limits: dict[str, float | None],
-                   max_times: dict[str, float | None]) -> bool:
+def _past_max_time(guest: Job, host: _Host, pair: _Pair, limits: Mapping[str, float | None],
+                   max_times: Mapping[str, float | None]) -> bool:
     """Whether the pair would slow either job past its partition's ``MaxTime``: Slurm would stop
     it there (``time_limit.slowed_past_max_time``, the planner's rule), so no such pair is priced."""
     return (slowed_past_max_time(guest, pair.completion_s, limits, max_times)

@@ -11,6 +11,7 @@ one it can (``allowed_caps``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from slurm_green.core.cluster import Job
@@ -59,7 +60,7 @@ class WindowPolicy:
         return min(allowed)
 
     def _run(self, job: Job, options: GreenOptions, models: ModelRegistry, now: float, gpu: str | None,
-             limits: dict[str, float | None]) -> WindowRun:
+             limits: Mapping[str, float | None]) -> WindowRun:
         """The job's cap, runtime and energy on ``gpu``: everything but its start (``limits``:
         ``partition_limits``, for a job submitted without a limit)."""
         cap = self._cap(models, gpu) if options.accept_cap else None

@@ -332,6 +332,17 @@ def test_a_decision_that_would_slow_a_job_past_its_partitions_max_time_is_enacte
     assert enactable(plan, snapshot(job), verify)[0] == plan
 
 
+def test_a_job_submitted_to_several_partitions_is_held_to_the_smallest_max_time():
+    """Its Partition reads "gpu,long" until it starts; slowed past gpu's MaxTime it is enacted
+    as asked, not raised past it (it would then wait, PartitionTimeLimit, for ever in gpu)."""
+    job = dataclasses.replace(limited_job(), partition="gpu,long")
+    plan = Plan((JobDecision(7, start_at=NOW, power_cap_fraction=0.5, expected_runtime_s=3 * 3600.0),))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,),
+                           partitions=(Partition("gpu", max_time_s=2 * 3600.0), Partition("long")))
+    assert not [a for a in plan_actions(snap, plan, NOW, sign, verify) if isinstance(a, SetTimeLimit)]
+    assert enactable(plan, snap, verify)[0].decisions[0].power_cap_fraction is None
+
+
 def test_no_limit_is_set_without_a_submitted_one_or_an_expected_runtime():
     assert limit_actions(limited_job(marker=ALONE), 2 * 3600.0) == []  # no partition default known: nothing to scale
     assert limit_actions(limited_job(), None) == []

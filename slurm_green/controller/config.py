@@ -25,7 +25,9 @@ DEFAULT_PATH = Path("/etc/slurm-green/config.toml")
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # inf and nan are refused where they are read (TOML has both): no setting means them, and
+    # each would otherwise crash the controller later, far from the key (a horizon of inf hours).
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class ControllerSettings(_Section):

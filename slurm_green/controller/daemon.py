@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import signal
 import threading
@@ -121,7 +122,7 @@ def safe_tick(controller: Controller, clock: Clock, metrics: ControllerMetrics) 
 def run_forever(controller: Controller, clock: Clock, interval_s: float, metrics: ControllerMetrics) -> None:
     scheduler = BlockingScheduler(timezone="UTC")
     scheduler.add_job(safe_tick, "interval", args=(controller, clock, metrics), seconds=interval_s,
-                      max_instances=1, coalesce=True, misfire_grace_time=int(interval_s),
+                      max_instances=1, coalesce=True, misfire_grace_time=max(1, math.ceil(interval_s)),
                       id="tick")
     stop = threading.Event()
 

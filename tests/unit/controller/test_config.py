@@ -30,6 +30,17 @@ def test_errors_name_every_bad_key(tmp_path):
     assert "policy.cap_fraction" in text
 
 
+def test_inf_and_nan_are_refused_naming_the_key(tmp_path):
+    """TOML has both; no setting means them, and each would crash the controller later
+    (``horizon_h = inf``: the forecast's window cannot be built)."""
+    path = tmp_path / "c.toml"
+    path.write_text("[carbon]\nhorizon_h = inf\n[policy]\nbudget_fraction = nan\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    text = str(info.value)
+    assert "carbon.horizon_h" in text and "policy.budget_fraction" in text and "finite" in text
+
+
 def test_an_unknown_section_lists_the_sections(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[carbn]\nsources = ['synthetic']\n")

@@ -7,11 +7,16 @@ hours lie ahead (so the window policy defers), over the in-memory cluster of tes
 from __future__ import annotations
 
 import datetime as dt
+import os
+import signal
+import threading
+import time
 from dataclasses import replace
 
 import pytest
 from test_tick import KEY, NOW, MemoryBackend, deferred_job
 
+from slurm_green.controller import daemon
 from slurm_green.controller.assemble import assemble
 from slurm_green.controller.config import Config
 from slurm_green.controller.daemon import operated, pause, pause_path, paused_since, released, safe_tick
@@ -89,6 +94,23 @@ def test_paused_a_job_pinned_by_an_earlier_tick_is_unpinned():
     [decision] = released(ClusterSnapshot(taken_at=NOW, jobs=(pinned, deferred_job(2))), NOW, "drill").decisions[:1]
     assert decision.nodes == () and decision.power_cap_fraction is None  # no token: nothing to lift
     assert released(ClusterSnapshot(taken_at=NOW, jobs=(deferred_job(2),)), NOW, "drill").decisions[0].nodes is None
+
+
+def test_a_sub_second_interval_ticks_and_sigterm_stops_it(monkeypatch):
+    """The scheduler's grace for a late tick is whole seconds, at least one: a 0.5 s interval
+    (a test site's) runs rather than failing at start."""
+    ticks = []
+    monkeypatch.setattr(daemon, "safe_tick", lambda *args: ticks.append(time.monotonic()))
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    timer = threading.Timer(1.6, os.kill, (os.getpid(), signal.SIGTERM))
+    timer.start()
+    try:
+        daemon.run_forever(None, ManualClock(NOW), 0.5, ControllerMetrics())
+    finally:
+        timer.cancel()
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert len(ticks) >= 3  # at start, then every half second until SIGTERM
 
 
 def test_a_failing_tick_is_counted_and_timed(config):

@@ -75,8 +75,15 @@ local UNICODE_SPACES = {
 }
 local ASCII_WORD = "[^%s\28-\31]+" -- Python's ASCII whitespace includes \x1c-\x1f
 
+-- Python's str.strip() of ASCII whitespace, in linear time: a trailing-space pattern
+-- ("[%s]+$") would retry at every run of spaces, quadratic in a user's comment, and this runs
+-- under slurmctld's job lock (a 128 KiB comment took minutes).
 local function strip(s)
-    return (s:gsub("^[%s\28-\31]+", ""):gsub("[%s\28-\31]+$", ""))
+    local first = s:find("[^%s\28-\31]")
+    if not first then return "" end
+    local last = #s
+    while s:find("^[%s\28-\31]", last) do last = last - 1 end
+    return s:sub(first, last)
 end
 
 local function words(text)

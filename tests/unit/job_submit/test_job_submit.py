@@ -259,6 +259,16 @@ def test_comment_without_token_is_untouched(plugin: LuaPlugin) -> None:
     assert plugin.submit(comment=comment).job["comment"] == comment
 
 
+@pytest.mark.timeout(60)  # a hang guard, not a speed target: the quadratic strip took ~9 minutes here
+def test_a_token_in_a_long_comment_of_spaces_is_stripped_in_linear_time(plugin: LuaPlugin) -> None:
+    """The plugin runs under slurmctld's job lock: a 256 KiB comment (one sbatch argument
+    holds 128 KiB) of a token, a word and a long run of spaces must not stall it."""
+    comment = _token() + " x" + " " * 256 * 1024 + "x"
+    for answer in (plugin.submit(comment=comment), plugin.modify(1000, {"job_id": 7, "admin_comment": ""},
+                                                                 comment=comment)):
+        assert answer.rc == 0
+
+
 @given(
     before=st.text(alphabet="ab sg1.-_0123456789abcdef", max_size=30),
     after=st.text(alphabet="ab sg1.-_0123456789abcdef", max_size=30),

@@ -50,6 +50,11 @@ class GreenOptions:
     time_limit_s: float | None = None
 
 
+#: The most GPUs a user may name (``gpus=MIN-MAX``): far above any job's, and far below what
+#: would overflow the policies' integer arrays (a 20-digit count stopped every tick).
+MAX_GPUS = 1_000_000
+
+
 def parse_duration(text: str) -> float:
     """``90m``, ``6h``, ``1.5d``, ``3600s``; a bare number is hours."""
     match = _DURATION.match(text.strip().lower())
@@ -75,6 +80,8 @@ def _parse_gpu_range(text: str) -> tuple[int, int]:
     high = int(match.group(2) or low)
     if low < 1 or high < low:
         raise GreenOptionError(f"gpus={text!r}: expected 1 <= MIN <= MAX")
+    if high > MAX_GPUS:
+        raise GreenOptionError(f"gpus={text!r}: at most {MAX_GPUS} GPUs")
     return low, high
 
 
@@ -249,7 +256,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
         key, _, value = item.partition("=")
         values[key] = value
     try:
-        return GreenOptions(
+        options = GreenOptions(
             managed=values.get("managed", "1") == "1",
             max_delay_s=float(values.get("flex", 0)),
             gpus_min=int(values["gmin"]) if "gmin" in values else None,
@@ -262,3 +269,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
         )
     except ValueError:
         return None
+    # Written before counts were bounded: such a job is left to Slurm rather than stop every tick.
+    if any(count is not None and not 1 <= count <= MAX_GPUS for count in (options.gpus_min, options.gpus_max)):
+        return None
+    return options

@@ -65,6 +65,8 @@ local YES = { yes = true, y = true, ["1"] = true, ["true"] = true, on = true }
 local NO = { no = true, n = true, ["0"] = true, ["false"] = true, off = true }
 -- CPython refuses int() of more digits than this (leading zeros count).
 local PY_INT_MAX_DIGITS = 4300
+-- green_options.MAX_GPUS, as a canonical digit string (compared with int_less).
+local MAX_GPUS = "1000000"
 -- The token regex of decision_token.py: sg1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}
 local TOKEN_PATTERN = "sg1%.[A-Za-z0-9_%-]+%." .. string.rep("[0-9a-f]", 64)
 -- Python's str.split() also splits on these (as UTF-8): U+0085, U+00A0, U+1680,
@@ -179,6 +181,9 @@ local function parse_gpu_range(text)
     low, high = canonical_int(low, text), canonical_int(high, text)
     if low == "0" or int_less(high, low) then
         invalid(string.format("gpus='%s': expected 1 <= MIN <= MAX", text))
+    end
+    if int_less(MAX_GPUS, high) then
+        invalid(string.format("gpus='%s': at most %s GPUs", text, MAX_GPUS))
     end
     return low, high
 end

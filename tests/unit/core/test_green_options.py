@@ -47,6 +47,7 @@ def test_off_opts_out():
     ("flex=2d", "at most 24h"),
     ("gpus=8-2", "MIN <= MAX"),
     ("gpus=0", "MIN <= MAX"),
+    ("gpus=2-1000001", "at most 1000000 GPUs"),
     ("cap=maybe", "yes or no"),
     ("colour=green", "unknown key"),
     ("flex", "KEY=VALUE"),
@@ -189,3 +190,9 @@ def test_marker_absent_or_garbled():
 
 def test_unbounded_limit():
     assert parse_user_options("flex=30d", math.inf).max_delay_s == 30 * DAY
+
+
+def test_a_marker_with_a_count_beyond_the_bound_is_no_managed_job():
+    """Written before counts were bounded: left to Slurm, not fed to the policies' int64 arrays."""
+    assert parse_marker("sg:managed=1;flex=3600;gmin=1;gmax=99999999999999999999") is None
+    assert parse_marker("sg:managed=1;flex=3600;gmin=1;gmax=1000000").gpus_max == 1_000_000

@@ -52,6 +52,8 @@ def test_existing_admin_comment_is_kept_and_an_old_marker_replaced(plugin: LuaPl
         ("flex=6x", "flex='6x'"),
         ("gpus=0", "gpus='0'"),
         ("gpus=8-2", "gpus='8-2'"),
+        ("gpus=1-1000001", "at most 1000000 GPUs"),
+        ("gpus=1-99999999999999999999", "at most 1000000 GPUs"),  # stopped every tick once marked
         ("cap=maybe", "cap='maybe'"),
         ("elastic=yes", "elastic='yes'"),
         ("elastic=bogus", "expected requeue or no"),

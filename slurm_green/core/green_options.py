@@ -48,6 +48,9 @@ class GreenOptions:
     #: partition's default applies). The job's runtime as asked: a decision that slows the job
     #: raises its limit from this, never from a limit the controller raised (``controller/planner.py``).
     time_limit_s: float | None = None
+    #: The user's own ``--begin`` (epoch seconds) when later than the submission: the job's
+    #: earliest start, which no decision moves earlier (flex counts from it). None: none given.
+    earliest: float | None = None
 
 
 #: The most GPUs a user may name (``gpus=MIN-MAX``): far above any job's, and far below what
@@ -165,8 +168,9 @@ def parse_user_options(text: str, max_delay_limit_s: float) -> GreenOptions:
 def format_marker(options: GreenOptions) -> str:
     """The trusted marker job_submit.lua writes into AdminComment (same format).
 
-    ``elastic=1`` is written only for an elastic job, and ``limit=`` only for a job submitted
-    with a time limit, so that every other marker is the same text as before the options existed."""
+    ``elastic=1`` is written only for an elastic job, ``limit=`` only for a job submitted
+    with a time limit and ``begin=`` only for one submitted with a later ``--begin``, so that
+    every other marker is the same text as before the options existed."""
     fields = [
         f"managed={int(options.managed)}",
         f"flex={int(options.max_delay_s)}",
@@ -182,6 +186,8 @@ def format_marker(options: GreenOptions) -> str:
         fields.append("elastic=1")
     if options.time_limit_s is not None:
         fields.append(f"limit={int(options.time_limit_s)}")
+    if options.earliest is not None:
+        fields.append(f"begin={int(options.earliest)}")
     return MARKER_PREFIX + ";".join(fields)
 
 
@@ -200,8 +206,9 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
     Flex counts from the user's own ``--begin`` when that is later than ``now``, else from
-    ``now``; a managed job is deferred to its deadline (whole seconds) so that it still starts
-    by then when no controller releases it. The simulator's job_submit.lua is this function,
+    ``now``, and that ``--begin`` is kept as the job's earliest start (``earliest``: the
+    policies leave the job alone until then); a managed job is deferred to its deadline
+    (whole seconds) so that it still starts by then when no controller releases it. The simulator's job_submit.lua is this function,
     and the Lua is tested against it (tests/unit/job_submit), so the two cannot drift.
 
     ``requeue`` is the job's Slurm requeue field as submitted (0: the user's ``--no-requeue``;
@@ -218,10 +225,11 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
         options = replace(options, elastic=False)
     if not options.managed:
         return options, None
-    base = begin if begin is not None and begin > now else now
+    later = begin is not None and now < begin < NO_VAL
+    base = begin if later and begin is not None else now
     deadline = base + options.max_delay_s
     defer = math.floor(deadline)
-    return replace(options, deadline=deadline), (defer if defer > base else None)
+    return replace(options, deadline=deadline, earliest=base if later else None), (defer if defer > base else None)
 
 
 NO_VAL16 = 0xFFFE  # Slurm's "unset" for a uint16 job_desc field such as requeue
@@ -266,6 +274,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
             deadline=float(values["deadline"]) if "deadline" in values else None,
             elastic=values.get("elastic", "0") == "1",
             time_limit_s=_limit(values.get("limit")),
+            earliest=float(values["begin"]) if "begin" in values else None,
         )
     except ValueError:
         return None

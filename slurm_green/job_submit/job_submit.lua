@@ -269,6 +269,9 @@ local function format_marker(options)
     if options.time_limit_s then
         fields[#fields + 1] = string.format("limit=%d", options.time_limit_s)
     end
+    if options.earliest then
+        fields[#fields + 1] = string.format("begin=%d", math.floor(options.earliest))
+    end
     return MARKER_PREFIX .. table.concat(fields, ";")
 end
 
@@ -379,8 +382,11 @@ local function on_submit(job_desc)
     if options.managed then
         local now = os.time()
         local begin = tonumber(job_desc.begin_time) or 0
-        -- A user's own --begin stays the earliest start; flex counts from there.
-        local base = (begin > now and begin < 4294967294) and begin or now
+        -- A user's own --begin stays the earliest start (the marker's begin=, before which the
+        -- controller leaves the job alone); flex counts from there.
+        local later = begin > now and begin < NO_VAL
+        local base = later and begin or now
+        if later then options.earliest = begin end
         options.deadline = base + options.flex_s
         if math.floor(options.deadline) > base and not SETTINGS.dry_run then
             job_desc.begin_time = math.floor(options.deadline)

@@ -15,7 +15,8 @@ NO_CAP = 1.0
 
 
 def managed_pending(snapshot: ClusterSnapshot) -> Iterator[tuple[Job, GreenOptions]]:
-    """Pending jobs whose trusted marker says they are managed.
+    """Pending jobs whose trusted marker says they are managed, once their user's own
+    ``--begin`` has come (``not_yet``).
 
     Only the AdminComment marker counts: users cannot write it, so a user cannot
     bring another job, or their own beyond the site's limits, under a policy.
@@ -24,8 +25,14 @@ def managed_pending(snapshot: ClusterSnapshot) -> Iterator[tuple[Job, GreenOptio
         if not job.is_pending:
             continue
         options = parse_marker(job.admin_comment)
-        if options is not None and options.managed:
+        if options is not None and options.managed and not not_yet(options, snapshot.taken_at):
             yield job, options
+
+
+def not_yet(options: GreenOptions, now: float) -> bool:
+    """Whether the job's user asked it to start later than ``now`` (``--begin``): until then no
+    policy decides for it (job_submit.lua deferred it to its deadline, counted from that begin)."""
+    return options.earliest is not None and options.earliest > now
 
 
 def deadline_of(job: Job, options: GreenOptions) -> float:

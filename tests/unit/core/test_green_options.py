@@ -89,12 +89,21 @@ def test_a_key_given_twice_is_refused_not_overwritten(text, key):
     deadline=st.one_of(st.none(), st.integers(0, 2**31)),
     elastic=st.booleans(),
     limit=st.one_of(st.none(), st.integers(60, 365 * 86400)),
+    begin=st.one_of(st.none(), st.integers(0, 2**31)),
 )
-def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic, limit):
+def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic, limit, begin):
     gmin, gmax = (None, None) if gpus is None else (gpus[0], gpus[0] + gpus[1])
     options = GreenOptions(managed, float(delay), gmin, gmax, cap, share, None if deadline is None else float(deadline),
-                           elastic, None if limit is None else float(limit))
+                           elastic, None if limit is None else float(limit), None if begin is None else float(begin))
     assert parse_marker("other words " + format_marker(options)) == options
+
+
+def test_a_later_begin_is_kept_as_the_earliest_start_and_flex_counts_from_it():
+    options, deferred = on_arrival(parse_user_options("flex=6h", DAY), 1000.0, begin=5000.0)
+    assert (options.earliest, options.deadline, deferred) == (5000.0, 5000.0 + 6 * 3600, 5000 + 6 * 3600)
+    assert "begin=5000" in format_marker(options)
+    for begin in (None, 0.0, 1000.0, float(NO_VAL)):  # none, past, now, Slurm's "unset": no earliest start
+        assert on_arrival(parse_user_options("flex=6h", DAY), 1000.0, begin=begin)[0].earliest is None
 
 
 # --- elastic ----------------------------------------------------------------------------------

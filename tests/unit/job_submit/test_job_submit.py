@@ -37,6 +37,7 @@ def test_opt_out_is_recorded_and_not_deferred(plugin: LuaPlugin) -> None:
 def test_flex_counts_from_a_later_user_begin_time(plugin: LuaPlugin) -> None:
     answer = plugin.submit(comment="green:flex=2h", begin_time=NOW + 600)
     assert answer.job["begin_time"] == NOW + 600 + 7200
+    assert f"begin={NOW + 600}" in answer.job["admin_comment"]  # the earliest start: no decision moves it earlier
 
 
 def test_existing_admin_comment_is_kept_and_an_old_marker_replaced(plugin: LuaPlugin) -> None:

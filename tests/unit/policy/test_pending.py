@@ -9,6 +9,7 @@ import pytest
 from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.policy.managed import managed_pending
 from slurm_green.policy.pending import pending_jobs
 
 NOW = 1_700_000_000.0
@@ -39,3 +40,15 @@ def test_a_changed_partition_default_is_read_again_for_the_same_job():
     longer = dataclasses.replace(GPU, default_time_s=5400.0)
     second = pending_jobs(ClusterSnapshot(NOW, jobs=(pending,), partitions=(longer,)), 600.0, memo)
     assert (first.runtime_s.tolist(), second.runtime_s.tolist()) == ([3600.0], [5400.0])
+
+
+def test_no_policy_sees_a_job_before_its_users_own_begin():
+    """``sbatch --begin=+1d``: the marker keeps that begin; before it the job is nobody's to
+    decide (it waits on job_submit.lua's deferral), from it on every policy plans it."""
+    marker = format_marker(GreenOptions(max_delay_s=3600.0, deadline=NOW + 90000.0, earliest=NOW + 86400.0))
+    later = Job(2, partition="gpu", submit_time=NOW, time_limit_s=3600.0, gpus_per_node=1, admin_comment=marker)
+    memo = DecisionMemo()
+    for at, seen in ((NOW, []), (NOW + 86399.0, []), (NOW + 86400.0, [2]), (NOW + 86400.0 + 60, [2])):
+        snapshot = ClusterSnapshot(at, jobs=(later,), partitions=(GPU,))
+        assert pending_jobs(snapshot, 600.0, memo).job_id.tolist() == seen  # the memo's row is not the answer
+        assert [j.job_id for j, _ in managed_pending(snapshot)] == seen

@@ -23,6 +23,7 @@ from controller_site import (DONE, HOST_DIR, INTERVAL_S, LOW, STATE, prepare, ru
 
 from slurm_green.core import decision_token
 from slurm_green.core.cluster import Job
+from slurm_green.core.green_options import parse_marker
 from slurm_green.slurm import schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
@@ -195,6 +196,29 @@ def test_no_job_is_slowed_past_its_partitions_max_time(controller_site: Cluster)
     finally:
         c.exec("controller", "scontrol", "update", "PartitionName=gpu", "MaxTime=INFINITE")
         for job in jobs:
+            c.exec("controller", "scancel", str(job), check=False)
+
+
+def test_a_users_own_begin_is_never_moved_earlier(controller_site: Cluster) -> None:
+    """``sbatch --begin=now+2hours``: job_submit.lua keeps that begin in the marker (``begin=``)
+    and defers the job to begin + flex; with the low-carbon window open now, the controller
+    releases the job submitted without ``--begin`` and leaves the other alone."""
+    c = controller_site
+    now = time.time()
+    config = write_config(write_carbon(now - 3600, now + 3600), "begin")
+    later = c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--begin=now+2hours", "--comment", "green:flex=6h"],
+                     "sleep 1\n")
+    control = c.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--comment", "green:flex=6h"], "sleep 1\n")
+    try:
+        c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+        acted = store_rows(c, "begin", f"SELECT job_id, kind FROM actions WHERE ok = 1 AND job_id IN ({later}, {control})")
+        assert [later, "SetStartTime"] not in acted and [control, "SetStartTime"] in acted, acted
+        seen = seen_job(c, later)
+        earliest = parse_marker(seen.admin_comment).earliest
+        assert earliest is not None and abs(earliest - (now + 7200)) < 120, (earliest, now)
+        assert seen.eligible_time is not None and seen.eligible_time >= earliest + 6 * 3600 - 1
+    finally:
+        for job in (later, control):
             c.exec("controller", "scancel", str(job), check=False)
 
 

@@ -120,7 +120,8 @@ class HttpClient:
         if status >= 500:
             raise _Transient(SourceError(f"{where}: HTTP {status}"))
         if status >= 400:
-            body = _masked(response.text[:200], headers, auth)
+            # Masked whole, then cut: cut first, a secret straddling the cut would keep its prefix.
+            body = _masked(response.text, headers, auth, response.request.headers.get("Authorization"))[:200]
             raise SourceError(f"{where}: HTTP {status}: {body}")
         try:
             return response.json()
@@ -145,10 +146,11 @@ def _failure(state: RetryCallState) -> str:
     return str(failure)
 
 
-def _masked(text: str, headers: Mapping[str, str] | None, auth: object) -> str:
-    """``text`` with every header value of the request (and each word of one, as ``Bearer TOKEN``)
-    and each basic-auth part replaced by ``***``."""
-    values = [*(headers or {}).values(), *(auth if isinstance(auth, tuple) else ())]
+def _masked(text: str, headers: Mapping[str, str] | None, auth: object, sent_auth: str | None = None) -> str:
+    """``text`` with every header value of the request (and each word of one, as ``Bearer TOKEN``),
+    each basic-auth part and the ``Authorization`` header as sent (``sent_auth``: httpx builds
+    ``Basic base64(user:password)`` from ``auth``, which a gateway may echo) replaced by ``***``."""
+    values = [*(headers or {}).values(), *(auth if isinstance(auth, tuple) else ()), *([sent_auth] if sent_auth else [])]
     for value in sorted({*values, *(word for v in values for word in v.split())}, key=len, reverse=True):
         if len(value) >= 4:
             text = text.replace(value, "***")

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import logging
 
 import pandas as pd
 import pytest
+from werkzeug import Response
 
 from slurm_green.carbon.errors import AuthError, SourceError
 from slurm_green.carbon.secrets import CarbonSecrets
@@ -48,6 +50,29 @@ def test_a_4xx_body_echoing_the_credentials_is_masked(httpserver):
     with pytest.raises(SourceError) as info:
         source.latest(pd.Timestamp.now(tz="UTC"))
     assert str(info.value).endswith("HTTP 400: bad token *** for DE")
+
+
+def test_a_4xx_body_is_masked_before_it_is_cut(httpserver):
+    """Cut to 200 characters first, a token straddling the cut would keep its prefix."""
+    source = parse_source_spec(f"electricitymaps:DE?base_url={httpserver.url_for('/v3')}",
+                               CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN": SECRET}))
+    httpserver.expect_request("/v3/carbon-intensity/latest").respond_with_data("x" * 190 + f" token={SECRET}",
+                                                                            status=422)
+    with pytest.raises(SourceError) as info:
+        source.latest(pd.Timestamp.now(tz="UTC"))
+    assert SECRET[:5] not in str(info.value) and "token=***" in str(info.value)
+
+
+def test_a_4xx_body_echoing_the_basic_authorization_header_is_masked(httpserver):
+    """A gateway echoing the request: httpx sends WattTime's login as ``Basic base64(user:password)``."""
+    secrets = CarbonSecrets.load(env={"WATTTIME_USERNAME": "site-user", "WATTTIME_PASSWORD": SECRET})
+    source = parse_source_spec(f"watttime:CAISO_NORTH?base_url={httpserver.url_for('')}", secrets)
+    httpserver.expect_request("/login").respond_with_handler(
+        lambda request: Response(f"bad request; Authorization: {request.headers['Authorization']}", status=400))
+    with pytest.raises(SourceError) as info:
+        source.forecast(pd.Timedelta(hours=1), now=pd.Timestamp.now(tz="UTC"))
+    assert base64.b64encode(f"site-user:{SECRET}".encode()).decode() not in str(info.value)
+    assert "Authorization: ***" in str(info.value)
 
 
 def test_secrets_never_appear_in_repr_str_logs_or_errors(caplog, httpserver):

@@ -129,7 +129,9 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
                 found = GpuClaim(baselines.get(minor, limits.current_w), 0)
                 baseline = (held[0] if held else mine_before or found).baseline_w
                 baselines.setdefault(minor, baseline)
-                want = cap_watts(fraction, limits) if fraction is not None else baseline
+                # A cap only ever lowers the limit the site set (the baseline): a fraction of the
+                # board's maximum above it (a board the site runs at 300 of 400 W) is no cap at all.
+                want = min(cap_watts(fraction, limits), baseline) if fraction is not None else baseline
                 claims.gpus[minor] = GpuClaim(baseline, want)
                 reading = _reading(backend, minor)
                 split_energy([r for r in others if minor in r.gpus], minor, reading)  # theirs, up to now

@@ -99,6 +99,21 @@ def test_uncapped_job_lifts_a_shared_gpu_to_its_baseline(node) -> None:
     assert backend.limits(3).current_w == 200
 
 
+def test_a_cap_never_raises_a_gpu_above_the_limit_the_site_set(node) -> None:
+    """The site runs a 400 W board at 300 W: cap 0.9 (360 W) is no cap there, and a shared GPU
+    stays at 300 W whoever asks for less or nothing; restored, it is at 300 W again."""
+    backend, store = node
+    backend.set_limit(0, 300)
+    apply_caps(backend, store, 1, [0], 0.9, print)
+    assert backend.limits(0).current_w == 300
+    apply_caps(backend, store, 2, [0], 0.5, print)
+    assert backend.limits(0).current_w == 300  # the looser wish, which is the baseline
+    restore_caps(backend, store, 1, "node1", print)
+    assert backend.limits(0).current_w == 200
+    restore_caps(backend, store, 2, "node1", print)
+    assert backend.limits(0).current_w == 300
+
+
 def test_requeued_job_replaces_its_own_record(node) -> None:
     backend, store = node
     apply_caps(backend, store, 5, [0], 0.5, print)

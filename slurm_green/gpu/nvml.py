@@ -35,17 +35,27 @@ class NvmlBackend:
         except Exception as exc:  # NVMLError, or OSError when libnvidia-ml is absent
             raise GpuError(f"NVML did not initialise: {exc}") from exc
         try:
-            handles = (nvml.nvmlDeviceGetHandleByIndex(i) for i in range(nvml.nvmlDeviceGetCount()))
-            self._by_minor = {int(nvml.nvmlDeviceGetMinorNumber(h)): h for h in handles}
+            count = nvml.nvmlDeviceGetCount()
         except Exception as exc:
             nvml.nvmlShutdown()
             raise GpuError(f"NVML could not list devices: {exc}") from exc
+        # One device NVML cannot open (a GPU fallen off the bus: GPU_IS_LOST, until a reboot) must
+        # not take the others with it, or no Epilog on the node could restore their limits.
+        self._by_minor = {}
+        self._unopened: list[str] = []
+        for index in range(count):
+            try:
+                handle = nvml.nvmlDeviceGetHandleByIndex(index)
+                self._by_minor[int(nvml.nvmlDeviceGetMinorNumber(handle))] = handle
+            except Exception as exc:
+                self._unopened.append(f"index {index}: {exc}")
 
     def _handle(self, minor: int):
         try:
             return self._by_minor[minor]
         except KeyError:
-            raise GpuError(f"no NVIDIA GPU with minor number {minor} (have {sorted(self._by_minor)})") from None
+            unopened = f"; NVML could not open {', '.join(self._unopened)}" if self._unopened else ""
+            raise GpuError(f"no NVIDIA GPU with minor number {minor} (have {sorted(self._by_minor)}{unopened})") from None
 
     def limits(self, minor: int) -> BoardLimits:
         handle = self._handle(minor)

@@ -38,6 +38,24 @@ def test_driver_errors_become_gpu_errors(fake_nvml, gpus) -> None:
         backend.limits(7)
 
 
+def test_a_gpu_nvml_cannot_open_leaves_the_others_usable(fake_nvml, gpus) -> None:
+    """A GPU fallen off the bus (NVML_ERROR_GPU_IS_LOST until a reboot): the node's other GPUs
+    are still capped and restored; the lost one's error says what NVML said."""
+    opened = fake_nvml.nvmlDeviceGetHandleByIndex
+
+    def lost(index: int):
+        if index == 0:
+            raise fake_nvml.NVMLError("GPU is lost")
+        return opened(index)
+
+    fake_nvml.nvmlDeviceGetHandleByIndex = lost
+    backend = NvmlBackend()
+    backend.set_limit(0, 200)  # minor 0 is NVML index 1
+    assert {g.minor: g for g in gpus}[0].set_calls == [200_000]
+    with pytest.raises(GpuError, match=r"minor number 2 .*could not open index 0: GPU is lost"):
+        backend.limits(gpus[0].minor)
+
+
 def test_energy_is_reported_in_joules(fake_nvml, gpus) -> None:
     gpus[2].energy_mj = 5_000_000  # minor 3
     assert NvmlBackend().energy_j(3) == 5000

@@ -321,9 +321,11 @@ def load_config(path: Path | str | None = None) -> Config:
             return Config()
         raise ConfigError(f"{path}: no such configuration file")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))  # TOML is UTF-8, whatever the locale
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 (TOML files are): byte {exc.start} cannot be read") from None
     try:
         return Config.model_validate(data)
     except ValidationError as exc:

@@ -41,6 +41,13 @@ def test_inf_and_nan_are_refused_naming_the_key(tmp_path):
     assert "carbon.horizon_h" in text and "policy.budget_fraction" in text and "finite" in text
 
 
+def test_a_file_that_is_not_utf8_is_a_config_error(tmp_path):
+    path = tmp_path / "c.toml"
+    path.write_bytes('[policy]\nname = "window"  # caf\u00e9\n'.encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"c.toml: not UTF-8 \(TOML files are\): byte 31 cannot be read"):
+        load_config(path)
+
+
 def test_an_unknown_section_lists_the_sections(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text("[carbn]\nsources = ['synthetic']\n")

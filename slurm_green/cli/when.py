@@ -86,6 +86,11 @@ def begin_value(t: float, now: float) -> str:
     return dt.datetime.fromtimestamp(round(t)).strftime("%Y-%m-%dT%H:%M:%S")
 
 
+#: The furthest ``when`` looks (a job's duration, a deadline): no forecast reaches a year, and
+#: times far beyond it do not fit the calendar (``--duration 99999999999d`` overflowed).
+MAX_AHEAD_S = 366 * 86400.0
+
+
 def _duration(text: str) -> float:
     try:
         seconds = parse_duration(text)
@@ -93,6 +98,8 @@ def _duration(text: str) -> float:
         raise click.BadParameter(str(exc), param_hint="--duration") from None
     if seconds <= 0:
         raise click.BadParameter("must be more than 0 (30m, 3h, 1d)", param_hint="--duration")
+    if seconds > MAX_AHEAD_S:
+        raise click.BadParameter("at most 366d", param_hint="--duration")
     return seconds
 
 
@@ -113,6 +120,8 @@ def when(duration: str, deadline: str, specs: tuple[str, ...], config_path: Path
     latest = parse_time(deadline, now, local=local_time, sign=+1, option="--deadline")
     if latest < now:
         raise click.BadParameter(f"{stamp(latest, local_time)} has passed", param_hint="--deadline")
+    if latest - now > MAX_AHEAD_S:
+        raise click.BadParameter("at most 366 days ahead", param_hint="--deadline")
     config = load_config(config_path) if not specs else Config()
     forecast = read_forecast(config, specs, now, (latest - now + duration_s) / 3600)
     notes = []

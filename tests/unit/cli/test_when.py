@@ -60,7 +60,9 @@ def test_a_deadline_past_the_forecast_is_cut_and_said(tmp_path):
 
 def test_bad_values_are_one_line_exit_2(tmp_path):
     for args, words in ((["--duration", "0"], "must be more than 0"), (["--duration", "x"], "--duration"),
-                        (["--duration", "1h", "--deadline", "yesterday"], "neither a duration")):
+                        (["--duration", "1h", "--deadline", "yesterday"], "neither a duration"),
+                        (["--duration", "99999999999d"], "at most 366d"),  # overflowed the calendar: exit 70
+                        (["--duration", "1h", "--deadline", "99999999999d"], "at most 366 days ahead")):
         result = when(tmp_path, *args)
         assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
 

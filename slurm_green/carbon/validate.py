@@ -109,8 +109,17 @@ def _to_utc_index(index: pd.Index, tz: str | None, label: str) -> pd.DatetimeInd
     if stamps.tz is None:
         if tz is None:
             raise TimezoneError(f"{label}: timestamps have no timezone and none was stated (use tz=...)")
+        # The hour a DST change repeats is told apart by its order only ("infer", oldest first):
+        # a newest-first file is read backwards; in any other order its two readings could be
+        # swapped without a word, so it is refused.
+        newest_first = stamps.has_duplicates and not stamps.is_monotonic_increasing and stamps.is_monotonic_decreasing
+        if stamps.has_duplicates and not (stamps.is_monotonic_increasing or newest_first):
+            raise TimezoneError(f"{label}: naive timestamps repeat a local time (a DST change?) out of time order, "
+                                f"so which is which cannot be told: sort the file or give UTC offsets")
         try:
-            stamps = stamps.tz_localize(tz, ambiguous="infer", nonexistent="raise")
+            ordered = stamps[::-1] if newest_first else stamps
+            local = ordered.tz_localize(tz, ambiguous="infer", nonexistent="raise")
+            stamps = local[::-1] if newest_first else local
         except Exception as exc:  # pytz/zoneinfo raise several types for DST problems
             raise TimezoneError(f"{label}: timestamps do not fit timezone {tz} ({exc})") from None
         log.warning("%s: naive timestamps localised as %s and converted to UTC", label, tz)

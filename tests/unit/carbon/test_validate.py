@@ -130,6 +130,22 @@ def test_naive_local_stamps_across_dst_are_converted(caplog):
     assert "localised as Europe/Berlin" in caplog.text
 
 
+def test_naive_local_stamps_across_dst_newest_first_keep_their_hours():
+    """Exports often list the newest reading first: the repeated 02:00 is read backwards."""
+    local = ["2023-10-29 00:00", "2023-10-29 01:00", "2023-10-29 02:00", "2023-10-29 02:00", "2023-10-29 03:00"]
+    raw = pd.Series([10.0, 20.0, 30.0, 40.0, 50.0], index=pd.to_datetime(local)).iloc[::-1]
+    out = validate_series(raw, tz="Europe/Berlin")
+    assert list(out.index) == list(pd.date_range("2023-10-28 22:00", periods=5, freq="h", tz="UTC"))
+    assert list(out) == [10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_naive_local_stamps_across_dst_in_no_order_are_refused():
+    local = ["2023-10-29 02:00", "2023-10-29 00:00", "2023-10-29 02:00", "2023-10-29 01:00", "2023-10-29 03:00"]
+    raw = pd.Series([30.0, 10.0, 40.0, 20.0, 50.0], index=pd.to_datetime(local))
+    with pytest.raises(TimezoneError, match="out of time order, so which is which cannot be told"):
+        validate_series(raw, tz="Europe/Berlin")
+
+
 def test_nonexistent_local_time_is_a_timezone_error():
     raw = pd.Series([1.0, 2.0, 3.0], index=pd.to_datetime(["2023-03-26 01:00", "2023-03-26 02:00", "2023-03-26 03:00"]))
     with pytest.raises(TimezoneError):

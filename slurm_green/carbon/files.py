@@ -17,6 +17,7 @@ happened); ``forecast="model"`` uses the built-in forecaster on the past only.
 from __future__ import annotations
 
 import os
+import re
 import warnings
 import zoneinfo
 from pathlib import Path
@@ -90,12 +91,24 @@ def check_file_options(*, tz: str | None, column: str, unit: str) -> None:
             raise SourceSpecError(f"tz={tz!r} is not a timezone name (e.g. Europe/Berlin, UTC)") from None
 
 
+#: A time of day followed by a UTC offset (``Z``, ``+01:00``, ``-0500``): a stamp that says which instant it is.
+_WITH_OFFSET = re.compile(r"\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?\s*(?:Z|[+-]\d{2}(?::?\d{2})?)$", re.IGNORECASE)
+
+
 def _stamps(column: pd.Series, path: Path) -> pd.DatetimeIndex:
+    """The column's instants. Stamps that all carry offsets are read as the instants they name,
+    even when the offsets differ (local time written across a DST change: +02:00, then +01:00);
+    naive ones are left naive for the stated ``tz``; a mix of both is refused."""
+    text = column.astype(str).str.strip()
+    with_offset = text.str.contains(_WITH_OFFSET)
+    if with_offset.any() and not with_offset.all():
+        raise DataValidationError(f"{path}: some timestamps carry a UTC offset and some do not "
+                                  f"(row {int((~with_offset).to_numpy().argmax()) + 2} has none)")
     try:
         with warnings.catch_warnings(action="ignore", category=UserWarning):  # "could not infer format": fine here
-            return pd.DatetimeIndex(pd.to_datetime(column, utc=False))
+            return pd.DatetimeIndex(pd.to_datetime(text, utc=bool(with_offset.all())))
     except (ValueError, TypeError, OverflowError) as exc:
-        raise DataValidationError(f"{path}: unparseable or mixed-offset timestamps ({exc})") from None
+        raise DataValidationError(f"{path}: unparseable timestamps ({exc})") from None
 
 
 def _reason(exc: Exception) -> str:

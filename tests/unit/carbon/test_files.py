@@ -52,6 +52,20 @@ def test_generic_format_with_offsets_needs_no_tz(tmp_path):
     assert read_carbon_csv(path).index[0] == pd.Timestamp("2022-12-31 23:00", tz="UTC")
 
 
+def test_offsets_that_change_with_dst_are_read_as_the_instants_they_name(tmp_path):
+    """Local time written with its offset across the October fall-back (+02:00, then +01:00)."""
+    stamps = pd.date_range("2023-10-28 00:00", periods=48, freq="h", tz="Europe/Berlin")
+    path = write(tmp_path, "timestamp,value\n" + "".join(f"{t.isoformat()},{100 + i}\n" for i, t in enumerate(stamps)))
+    series = read_carbon_csv(path)
+    assert list(series.index) == list(stamps.tz_convert("UTC")) and list(series) == list(range(100, 148))
+
+
+def test_offsets_on_some_rows_only_are_refused_naming_one_without(tmp_path):
+    path = write(tmp_path, "timestamp,value\n2023-01-01T00:00+01:00,50\n2023-01-01T01:00,60\n")
+    with pytest.raises(DataValidationError, match="some timestamps carry a UTC offset and some do not .row 3 has none"):
+        read_carbon_csv(path, tz="Europe/Berlin")
+
+
 def test_generic_units_are_converted(tmp_path):
     lbs = write(tmp_path, "timestamp,value\n2023-01-01T00:00Z,1000\n2023-01-01T01:00Z,1200\n", "lbs.csv")
     assert read_carbon_csv(lbs, unit="lbs/MWh").iloc[0] == pytest.approx(453.592)

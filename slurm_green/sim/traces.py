@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from slurm_green.carbon.datasets import shared_data_dir
+from slurm_green.core.green_options import MAX_GPUS
 from slurm_green.sim.workload import Workload
 
 #: Monday 2023-01-02 00:00 UTC: where relative traces start, inside the 2023 carbon data.
@@ -86,6 +87,8 @@ def _size_reasons(submit: np.ndarray, gpus: np.ndarray, size: np.ndarray, size_n
     return [
         ("with a missing or unreadable value", ~(np.isfinite(submit) & np.isfinite(gpus) & np.isfinite(size))),
         ("asking for no GPUs", gpus < 1),
+        # A count no int64 holds would wrap (1e30 read as one GPU), and a fraction be cut (2.7 as 2).
+        (f"asking for a fractional count of GPUs or over {MAX_GPUS}", (gpus != np.floor(gpus)) | (gpus > MAX_GPUS)),
         (f"with a {size_name} of 0 or less", size <= 0),
         ("longer than a year", size > longest),
     ]
@@ -93,7 +96,8 @@ def _size_reasons(submit: np.ndarray, gpus: np.ndarray, size: np.ndarray, size_n
 
 def load_philly(path: Path) -> Workload:
     frame = read_table(path, ("timestamp", "duration", "num_gpus"))
-    submit = pd.to_datetime(frame.timestamp, errors="coerce", format="mixed").dt.tz_localize("UTC")
+    # Naive stamps are UTC (the trace's); one written with an offset is the instant it names.
+    submit = pd.to_datetime(frame.timestamp, errors="coerce", format="mixed", utc=True)
     epoch = (submit - pd.Timestamp(0, tz="UTC")).dt.total_seconds().to_numpy()
     duration, gpus = numbers(frame, "duration"), numbers(frame, "num_gpus")
     keep = kept_rows(path, _size_reasons(epoch, gpus, duration, "duration", MAX_DURATION_S))
@@ -124,7 +128,8 @@ def pollux_samples_to_target(app: str, batch_size: int, perf_dir: Path | None = 
 def load_pollux(path: Path, origin: float = DEFAULT_ORIGIN, perf_dir: Path | None = None) -> Workload:
     frame = read_table(path, ("time", "application", "num_replicas", "batch_size"))
     time, gpus, batch = numbers(frame, "time"), numbers(frame, "num_replicas"), numbers(frame, "batch_size")
-    keep = kept_rows(path, _size_reasons(time, gpus, batch, "batch size"))
+    keep = kept_rows(path, [*_size_reasons(time, gpus, batch, "batch size"),
+                            ("with a batch size below 1 or fractional", (batch < 1) | (batch != np.floor(batch)))])
     apps = frame.application.astype(str)[keep].tolist()
     cache: dict[tuple[str, int], float] = {}
     work = [cache.setdefault((a, int(b)), pollux_samples_to_target(a, int(b), perf_dir))

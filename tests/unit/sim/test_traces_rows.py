@@ -36,6 +36,27 @@ def test_absurd_philly_rows_are_dropped_with_counts_by_reason(tmp_path):
     assert w.duration_s.tolist() == [66.0, 120.0] and w.gpus.tolist() == [1, 100000]
 
 
+def test_gpu_counts_no_job_has_are_dropped_not_changed(tmp_path):
+    """1e30 would wrap in int64 and read as one GPU, 2.7 be cut to 2: another job than the trace's."""
+    path = write(tmp_path, "philly_jobs.csv", PHILLY + "2017-10-09 07:01:55,66,1e30\n2017-10-09 07:02:55,66,2.7\n"
+                                                      "2017-10-09 07:03:55,66,4\n")
+    with pytest.warns(TraceWarning, match="dropped 2 of 3 rows: 2 asking for a fractional count of GPUs or over 1000000"):
+        assert load_trace(path).gpus.tolist() == [4]
+
+
+def test_a_philly_stamp_with_an_offset_is_the_instant_it_names(tmp_path):
+    naive = load_trace(write(tmp_path, "philly_jobs.csv", PHILLY + "2017-10-09 07:01:55,66,1\n"))
+    aware = load_trace(write(tmp_path, "philly_jobs.csv", PHILLY + "2017-10-09 09:01:55+02:00,66,1\n"))
+    assert aware.submit.tolist() == naive.submit.tolist()
+
+
+def test_a_pollux_batch_size_below_one_is_dropped(tmp_path):
+    path = write(tmp_path, "workload-9.csv", "time,application,num_replicas,batch_size\n0,cifar10,1,0.5\n"
+                                              "60,cifar10,1,128\n")
+    with pytest.warns(TraceWarning, match="1 with a batch size below 1 or fractional"):
+        assert len(load_trace(path)) == 1
+
+
 def test_a_clean_trace_warns_nothing(tmp_path, recwarn):
     load_trace(write(tmp_path, "philly_jobs.csv", PHILLY + "2017-10-09 07:01:55,66.0,1\n"))
     assert not [w for w in recwarn if issubclass(w.category, TraceWarning)]

@@ -226,9 +226,56 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
 
 def enactable(plan: Plan, snapshot: ClusterSnapshot,
               verify: Callable[[int, str], dict[str, object]] | None = None) -> tuple[Plan, dict[int, Sharing]]:
-    """The plan as it will be enacted: no job slowed past its partition's ``MaxTime``
+    """The plan as it will be enacted: only what the job's partition can hold
+    (``within_partition``), no job slowed past its partition's ``MaxTime``
     (``within_max_time``), and only the co-locations that can be enacted (``colocate``)."""
-    return colocate(within_max_time(plan, snapshot), snapshot, verify)
+    return colocate(within_max_time(within_partition(plan, snapshot), snapshot), snapshot, verify)
+
+
+def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """The plan without what Slurm would refuse for a pending job: a pin to a node outside its
+    partition(s), more GPUs per node than any node there has, or whole GPUs for a job that
+    asked for none (a CPU job, or one on shards of a GPU).
+
+    Slurm refuses such an update, and the job's start waits for its other updates
+    (``enactment``), so the job would wait until its deadline, the same update refused at
+    every tick. The decision keeps the rest: its start, its cap. A pin dropped so clears the
+    job's pin (an earlier one may be as wrong) and its share (the pin was for it). Partitions
+    whose node lists the snapshot does not give are taken as holding every node."""
+    by_name = {partition.name: partition for partition in snapshot.partitions}
+    gpus_of = {node.name: node.gpus_total for node in snapshot.nodes}
+    decisions = []
+    changed = False
+    for original in plan.decisions:
+        decision = original
+        job = snapshot.job(decision.job_id)
+        if job is None or not job.is_pending:
+            decisions.append(decision)
+            continue
+        listed = [by_name[name] for name in (job.partition or "").split(",") if name in by_name]
+        if not job.partition:
+            listed = [p for p in snapshot.partitions if p.default]
+        allowed = None if not listed or any(not p.nodes for p in listed) else {n for p in listed for n in p.nodes}
+        widest = max((gpus_of.get(n, 0) for n in allowed), default=0) if allowed is not None else None
+        why = []
+        if decision.nodes and allowed is not None and not set(decision.nodes) <= allowed:
+            why.append("its pin is outside its partition")
+            decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
+                                        partner_stretch=None)
+        if decision.gpus_per_node is not None and job.total_gpus == 0:
+            if decision.share_with is None:  # a shared decision's GPU count is its shards' (``_share_actions``)
+                why.append("it asked for no whole GPU")
+            decision = replace_decision(decision, gpus_per_node=None, num_nodes=None)
+        elif decision.gpus_per_node is not None and widest is not None and decision.gpus_per_node > widest:
+            why.append(f"no node of its partition holds {decision.gpus_per_node} GPUs")
+            decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
+                                        nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
+        changed = changed or decision is not original
+        if why:
+            log.info("job %s: decided size or pin dropped: %s", job.job_id, "; ".join(why))
+            decision = replace_decision(decision, reason=f"{decision.reason}; as asked: {'; '.join(why)}")
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 
 
 def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:

@@ -127,6 +127,46 @@ def test_an_empty_node_list_clears_a_pin_and_none_leaves_it():
     assert plan_actions(snapshot(free), Plan((JobDecision(6, nodes=()),)), NOW) == []
 
 
+# -- what the job's partition can hold ----------------------------------------------------
+
+PARTITIONED = (Node("a1", gpus_total=8), Node("b1", gpus_total=4), Node("b2", gpus_total=4))
+PARTITIONS = (Partition("a", nodes=("a1",)), Partition("b", nodes=("b1", "b2"), default=True))
+
+
+def partitioned(job: Job, decision: JobDecision) -> list:
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=PARTITIONED,
+                           partitions=PARTITIONS)
+    return plan_actions(snap, Plan((decision,)), NOW, sign, verify)
+
+
+@pytest.mark.parametrize("partition", ["b", "", "b,c"])  # by name, the default one, a list naming it
+def test_no_job_is_pinned_outside_its_partition_nor_given_more_gpus_per_node_than_it_holds(partition):
+    """Slurm refuses either update, and the job's start waits for it: until its deadline."""
+    job = Job(7, partition=partition, gpus_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)
+    assert partitioned(job, JobDecision(7, start_at=NOW, nodes=("a1",))) == [SetStartTime(7, NOW)]
+    assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=8, num_nodes=1)) == [SetStartTime(7, NOW)]
+    pinned = dataclasses.replace(job, nodes=("a1",))  # an earlier tick's wrong pin is cleared
+    assert partitioned(pinned, JobDecision(7, start_at=NOW, nodes=("a1",))) == [SetNodes(7, ()), SetStartTime(7, NOW)]
+    # within it, the decision stands
+    assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=4, nodes=("b2",))) == [
+        SetGpus(7, 4, None), SetNodes(7, ("b2",)), SetStartTime(7, NOW)]
+
+
+def test_a_job_that_asked_for_no_whole_gpu_is_given_none():
+    """A CPU job, or one on shards of a GPU, marked by job_submit.lua like any other."""
+    for job in (Job(7, partition="b", eligible_time=NOW + 3600, admin_comment=ALONE),
+                Job(7, partition="b", shards_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)):
+        assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=1, num_nodes=1)) == [SetStartTime(7, NOW)]
+
+
+def test_a_partition_without_a_node_list_holds_every_node():
+    job = Job(7, partition="c", gpus_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=PARTITIONED,
+                           partitions=(Partition("c"),))
+    plan = Plan((JobDecision(7, start_at=NOW, gpus_per_node=8, nodes=("a1",)),))
+    assert enactable(plan, snap, verify)[0] == plan
+
+
 # -- co-location (share_with) ----------------------------------------------------------
 
 def pending(job_id, marker=SHARING, **kw):

@@ -170,6 +170,38 @@ def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) 
         lua.close()
 
 
+@pytest.mark.parametrize("green", ["missing", "broken"])
+def test_the_printed_job_submit_chain_keeps_the_site_plugin_working_without_ours(tmp_path, green) -> None:
+    """Ours absent (not copied to a backup controller) or broken (a typo in its SETTINGS): the
+    site's checks still run and submissions still pass."""
+    sys.path.insert(0, str(REPO / "tests" / "unit" / "job_submit"))
+    from lua_plugin import LUA, LuaPlugin
+
+    if LUA is None:
+        pytest.skip("lua5.1 not installed")
+    ours = tmp_path / "job_submit_green.lua"
+    if green == "broken":
+        ours.write_text(plugin_path().read_text().replace("local SETTINGS = {", "local SETTINGS = {,", 1))
+    chain = section(invoke("--print"), "-- --- slurm-green: only for a site")
+    site = tmp_path / "job_submit.lua"
+    site.write_text(
+        "function slurm_job_submit(job_desc, part_list, submit_uid)\n"
+        "    if job_desc.name == 'forbidden' then return slurm.ERROR end\n"
+        "    job_desc.partition = 'site-checked'\n"
+        "    return slurm.SUCCESS\n"
+        "end\n"
+        "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end\n"
+        + chain.replace("/etc/slurm/job_submit_green.lua", str(ours))
+        + "return slurm.SUCCESS\n")
+    lua = LuaPlugin(site)
+    try:
+        assert lua.submit(name="forbidden", comment="green:flex=1h").rc != 0
+        passed = lua.submit(name="train", comment="green:flex=1h")
+        assert passed.rc == 0 and passed.job["partition"] == "site-checked" and "admin_comment" not in passed.job
+    finally:
+        lua.close()
+
+
 def test_the_printed_plugin_line_copies_the_installed_plugin(tmp_path) -> None:
     """The line names the head node's interpreter, whose install carries job_submit.lua."""
     [line] = [x for x in invoke("--print", "--python", sys.executable).splitlines()

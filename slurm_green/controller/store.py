@@ -186,7 +186,7 @@ class StateStore:
         """
         new = 0
         with self._db:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             decisions = list(decisions)
             latest = self.latest_decisions(d.job_id for d in decisions)
             for decision in decisions:
@@ -215,7 +215,7 @@ class StateStore:
         diff against Slurm shows what did take)."""
         ids: list[int] = []
         with self._db:  # one transaction
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             for action in actions:
                 cursor = self._db.execute(
                     "INSERT INTO actions (job_id, tick_at, kind, detail, ok, error, message) VALUES (?,?,?,?,?,?,?)",
@@ -228,7 +228,7 @@ class StateStore:
     def record_outcomes(self, ids: Sequence[int], results: Sequence[ActionResult]) -> None:
         """Replace the intents ``ids`` (from ``record_intents``) by what happened, atomically."""
         with self._db:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "UPDATE actions SET ok = ?, error = ?, message = ? WHERE id = ?",
                 [(int(r.ok), r.error.value if r.error else None, displayable(r.message), row_id)
@@ -260,7 +260,7 @@ class StateStore:
         slows down with it. A pending or running job is seen every tick, so it stays."""
         old = "COALESCE(end_time, last_seen) < ?"
         with self._db:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             for table in ("decisions", "actions", "resizes", "rates"):
                 self._db.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM jobs WHERE {old})",
                                  (before,))
@@ -319,7 +319,7 @@ class StateStore:
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
         """Keep what Slurm says of managed jobs (their actual start and end), for reports."""
         with self._db:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
                 "INSERT INTO jobs (job_id, user, name, submit_time, start_time, end_time, state, last_seen)"
                 " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET"
@@ -342,7 +342,7 @@ class StateStore:
         jobs = [job for job in jobs if not job.is_pending and job.start_time is not None]
         latest = self.latest_decisions(job.job_id for job in jobs)
         with self._db:
-            self._db.execute("BEGIN")
+            self._db.execute("BEGIN IMMEDIATE")
             for job in jobs:
                 decision = latest.get(job.job_id)
                 if decision is None or job.start_time is None:

@@ -1,4 +1,6 @@
 import sqlite3
+import threading
+import time
 
 import pandas as pd
 import pytest
@@ -208,3 +210,29 @@ def test_prune_forgets_the_rates_of_forgotten_jobs(tmp_path):
     store.record_rates([(1, 1, JobProgress(1, "samples", 0.0, 10.0, 0.0, NOW - 98 * 86400))])
     store.prune(NOW - 90 * 86400)
     assert store.rates([1]) == {}
+
+
+def test_a_second_writer_waits_for_a_ticks_transaction_instead_of_failing_it(tmp_path):
+    """``slurm-green run --once`` beside the daemon: its write, made while a tick's transaction
+    has read and not yet written, waits for the tick to commit (the tick takes the write lock
+    when it begins); with a plain BEGIN the tick failed at once, "database is locked"."""
+    path = tmp_path / "state.db"
+    daemon, other = StateStore(path), StateStore(path)
+    daemon.record_decisions(NOW - 60, [JobDecision(1, start_at=NOW - 600, expected_energy_kwh=1.0,
+                                                   expected_runtime_s=3600)])
+    job = Job(1, state=JobState.RUNNING, start_time=NOW - 600)
+    daemon.observe_jobs(NOW, [job])
+    writers: list[threading.Thread] = []
+
+    class Signal:  # consulted inside account_usage's transaction, between its read and its write
+        def mean_over(self, start, end):
+            writers.append(threading.Thread(target=other.record_tick, args=(NOW + 1, "window", None, [], 0, 0, [])))
+            writers[-1].start()
+            time.sleep(0.3)  # the other writer is now at its write
+            return 300.0
+
+    daemon.account_usage(NOW, [job], Signal())
+    for writer in writers:
+        writer.join(10)
+    assert daemon.jobs()[0]["energy_kwh"] > 0 and writers
+    assert len(daemon.ticks()) == 1  # the other's tick, after ours

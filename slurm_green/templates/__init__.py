@@ -6,6 +6,7 @@ them: ``sbatch`` and ``install --print`` work from any install, editable or not.
 
 from __future__ import annotations
 
+import re
 import shlex
 
 import jinja2
@@ -21,8 +22,18 @@ def environment() -> jinja2.Environment:
         autoescape=False,
     )
     env.filters["shquote"] = lambda value: shlex.quote(str(value))
+    env.filters["sdquote"] = systemd_quoted
     env.globals["version"] = __version__
     return env
+
+
+def systemd_quoted(value: object) -> str:
+    """One word of a systemd unit setting (``ExecStart``, ``ReadWritePaths``): double-quoted
+    when it holds whitespace, quotes or backslashes, ``%`` doubled (a specifier otherwise)."""
+    text = str(value).replace("%", "%%")
+    if text and not re.search(r"[\s\"'\\]", text):
+        return text
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def render(template: str, **context: object) -> str:

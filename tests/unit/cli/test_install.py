@@ -238,3 +238,19 @@ def test_the_telemetry_and_progress_directories_are_made_for_the_controllers_use
     assert "install -d -o sgreen -m 1733 /shared/sg/progress" in steps
     [paths] = lines_starting(output, "ReadWritePaths=")
     assert "-/shared/sg/progress" in paths.split()
+
+
+def test_paths_with_spaces_and_quotes_stay_one_argument_in_the_steps_and_the_unit(tmp_path) -> None:
+    """A state directory with a space, a key file with a quote: the pasted steps must not
+    `chmod 0400 /etc/slurm` (the key's path split in two), nor the unit split a path."""
+    config = tmp_path / "config.toml"
+    config.write_text('[controller]\nstate_db = "/srv/slurm green/state.db"\n'
+                      "decision_key_file = \"/etc/slurm green/it's.key\"\n")
+    output = invoke("--print", config=config)
+    [state] = [x for x in output.splitlines() if x.startswith("install -d -o sgreen -m 0750 ")]
+    assert shlex.split(state)[-2] == "/srv/slurm green"
+    [chmod] = [x for x in output.splitlines() if x.startswith("chown ")]
+    assert shlex.split(chmod.split(";")[1]) == ["chmod", "0400", "/etc/slurm green/it's.key"]
+    [paths] = lines_starting(section(output, "# --- slurm-green: /etc/systemd/system"), "ReadWritePaths=")
+    assert paths.startswith('"/srv/slurm green" ')
+    assert f'--config "{config}"' in output or f"--config {config}" in output

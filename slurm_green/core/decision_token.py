@@ -15,6 +15,7 @@ import hashlib
 import hmac
 import json
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -31,7 +32,15 @@ class InvalidToken(ValueError):
 
 
 def load_key(path: str | Path) -> bytes:
-    key = Path(path).read_bytes().strip()
+    """The site key; refused (ValueError) when every user may read or change the file: any
+    user could then sign the decisions the Prolog applies (the controller then sends no caps,
+    the Prolog applies the site default)."""
+    path = Path(path)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o007:
+        raise ValueError(f"decision key {path} is open to every user (mode {mode:04o}): "
+                         f"chmod 0400, or 0440 with the controller's group")
+    key = path.read_bytes().strip()
     if len(key) < 16:
         raise ValueError(f"decision key {path} is shorter than 16 bytes")
     return key

@@ -32,6 +32,7 @@ LOW_AT = (NOW // 3600 + 3) * 3600
 @pytest.fixture
 def config(tmp_path) -> Config:
     (tmp_path / "decision.key").write_bytes(KEY)
+    (tmp_path / "decision.key").chmod(0o600)  # a key every user could read is refused
     lines = ["timestamp,value"]
     for h in range(-2, 24):
         t = NOW // 3600 * 3600 + h * 3600

@@ -64,6 +64,7 @@ def deferred_job(job_id: int, now: float = NOW) -> Job:
 def config(tmp_path, httpserver) -> Config:
     """Two live sources, both answering garbage; the decision key in a file."""
     (tmp_path / "decision.key").write_bytes(KEY)
+    (tmp_path / "decision.key").chmod(0o600)  # a key every user could read is refused
     httpserver.expect_request("/intensity").respond_with_data("<html>maintenance</html>", status=200)
     base = httpserver.url_for("")
     return Config.model_validate({

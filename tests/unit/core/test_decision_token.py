@@ -49,5 +49,21 @@ def test_find_and_replace_keep_users_words():
 def test_short_key_is_refused(tmp_path):
     path = tmp_path / "key"
     path.write_bytes(b"short\n")
+    path.chmod(0o600)
     with pytest.raises(ValueError, match="shorter than 16"):
         dt.load_key(path)
+
+
+@pytest.mark.parametrize(("mode", "refused"), [(0o400, False), (0o440, False), (0o640, False), (0o644, True),
+                                               (0o602, True)])
+def test_a_key_every_user_may_read_or_change_is_refused(tmp_path, mode, refused):
+    """Any user could sign the caps the Prolog applies: the controller sends none, the Prolog
+    applies the site default (both catch the ValueError)."""
+    path = tmp_path / "key"
+    path.write_bytes(b"k" * 32)
+    path.chmod(mode)
+    if refused:
+        with pytest.raises(ValueError, match=f"open to every user .mode {mode:04o}."):
+            dt.load_key(path)
+    else:
+        assert dt.load_key(path) == b"k" * 32

@@ -18,6 +18,7 @@ KEY = b"site-key-of-32-bytes-for-tests!!"
 def key_file(tmp_path):
     path = tmp_path / "decision.key"
     path.write_bytes(KEY + b"\n")
+    path.chmod(0o600)  # a key every user could read is refused
     return path
 
 

@@ -15,6 +15,7 @@ from fake_pynvml import four_gpus, make_pynvml  # noqa: E402
 def node_env(tmp_path) -> dict[str, str]:
     """The environment slurmd gives the hooks, with settings pointing into ``tmp_path``."""
     (tmp_path / "decision.key").write_bytes(b"site-key-of-32-bytes-for-tests!!\n")
+    (tmp_path / "decision.key").chmod(0o600)  # a key every user could read is refused
     return {
         "SLURM_GREEN_GPU_CONF": str(tmp_path / "gpu.conf"),
         "SLURM_GREEN_STATE_DIR": str(tmp_path / "state"),

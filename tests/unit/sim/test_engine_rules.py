@@ -35,6 +35,7 @@ def _sim(options: TraceOptions = TraceOptions(), submit_s: float = 0.0) -> Simul
 def test_the_simulated_prolog_caps_a_job_as_the_prolog_does(tmp_path, payload, signed_for, tres_freq):
     key_file = tmp_path / "decision.key"
     key_file.write_bytes(KEY)
+    key_file.chmod(0o600)  # a key every user could read is refused
     comment = f"note {decision_token.sign(KEY, signed_for, payload)}"
     prolog = decided_cap(comment, 1, key_file, None, lambda line: None)
     clocks = 0.7 if tres_freq else 1.0  # what Slurm's --gpu-freq level stands for

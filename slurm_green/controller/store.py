@@ -266,7 +266,10 @@ class StateStore:
                                  (before,))
             gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
             self._db.execute("DELETE FROM ticks WHERE tick_at < ?", (before,))
-            self._db.execute("DELETE FROM usage WHERE bucket < ?", (int(before // USAGE_BUCKET_S),))
+            # A job still known keeps all its usage, however old: a period budget counts a job
+            # running since before ``before`` by what it drew in the period, all of it.
+            self._db.execute("DELETE FROM usage WHERE bucket < ? AND job_id NOT IN (SELECT job_id FROM jobs)",
+                             (int(before // USAGE_BUCKET_S),))
         return gone
 
     def resizes(self) -> dict[int, Row]:

@@ -175,8 +175,10 @@ def test_usage_is_kept_by_quarter_hour_so_any_period_sums_what_ran_in_it(tmp_pat
     store.account_usage(hour + 4600, [done], signal)
     assert store.spent(hour + 3600, hour + 7200).energy_kwh == pytest.approx(0.0, abs=1e-12)
     assert store.spent(hour, hour + 7200).energy_kwh == pytest.approx(50 / 60)
-    store.prune(hour + 3600)  # usage before the retention horizon goes with old jobs
-    assert store.spent(hour, hour + 3600).energy_kwh == 0.0
+    store.prune(hour + 4000)  # a job still known keeps its usage, however old ...
+    assert store.spent(hour, hour + 3600).energy_kwh == pytest.approx(50 / 60)
+    store.prune(hour + 7200)  # ... which goes with the job (last seen at hour + 4500)
+    assert store.spent(hour, hour + 3600).energy_kwh == 0.0 and store.jobs() == []
 
 
 def test_latest_decisions_of_the_jobs_asked_for_in_chunks_the_same_as_of_all(tmp_path):
@@ -236,3 +238,19 @@ def test_a_second_writer_waits_for_a_ticks_transaction_instead_of_failing_it(tmp
         writer.join(10)
     assert daemon.jobs()[0]["energy_kwh"] > 0 and writers
     assert len(daemon.ticks()) == 1  # the other's tick, after ours
+
+
+def test_prune_keeps_the_usage_of_a_job_still_running_however_old(tmp_path):
+    """A weekly budget with retention_days = 1: a job running since Monday keeps all its usage,
+    or on Thursday the budget would see a third of what it drew and loosen the plan."""
+    store = StateStore(tmp_path / "s.db")
+    start = NOW // 86400 * 86400
+    store.record_decisions(start, [JobDecision(1, start_at=start, expected_energy_kwh=24.0, expected_runtime_s=86400)])
+    job = Job(1, state=JobState.RUNNING, start_time=start)
+    now = start
+    for _ in range(72):  # hourly ticks for three days, at 1 kW
+        now += 3600
+        store.observe_jobs(now, [job])
+        store.account_usage(now, [job], hourly_signal([100.0] * 80))
+    store.prune(now - 86400)
+    assert store.spent(start, now).energy_kwh == pytest.approx(72.0)

@@ -240,10 +240,13 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     Slurm refuses such an update, and the job's start waits for its other updates
     (``enactment``), so the job would wait until its deadline, the same update refused at
     every tick. The decision keeps the rest: its start, its cap. A pin dropped so clears the
-    job's pin (an earlier one may be as wrong) and its share (the pin was for it). Partitions
-    whose node lists the snapshot does not give are taken as holding every node."""
+    job's pin (an earlier one may be as wrong) and its share (the pin was for it). A partition
+    whose node list the snapshot does not give, or names a node it does not have (``ALL``),
+    is taken as holding every node."""
     by_name = {partition.name: partition for partition in snapshot.partitions}
     gpus_of = {node.name: node.gpus_total for node in snapshot.nodes}
+    # A node list naming nodes the snapshot does not have (``Nodes=ALL`` as printed) is not known.
+    known = {name: bool(p.nodes) and set(p.nodes) <= gpus_of.keys() for name, p in by_name.items()}
     decisions = []
     changed = False
     for original in plan.decisions:
@@ -255,7 +258,7 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         listed = [by_name[name] for name in (job.partition or "").split(",") if name in by_name]
         if not job.partition:
             listed = [p for p in snapshot.partitions if p.default]
-        allowed = None if not listed or any(not p.nodes for p in listed) else {n for p in listed for n in p.nodes}
+        allowed = None if not listed or not all(known[p.name] for p in listed) else {n for p in listed for n in p.nodes}
         widest = max((gpus_of.get(n, 0) for n in allowed), default=0) if allowed is not None else None
         why = []
         if decision.nodes and allowed is not None and not set(decision.nodes) <= allowed:

@@ -159,10 +159,11 @@ def test_a_job_that_asked_for_no_whole_gpu_is_given_none():
         assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=1, num_nodes=1)) == [SetStartTime(7, NOW)]
 
 
-def test_a_partition_without_a_node_list_holds_every_node():
+@pytest.mark.parametrize("listed", [(), ("ALL",), ("a1", "gone")])  # none, as printed for Nodes=ALL, unknown
+def test_a_partition_whose_node_list_is_not_known_holds_every_node(listed):
     job = Job(7, partition="c", gpus_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)
     snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=PARTITIONED,
-                           partitions=(Partition("c"),))
+                           partitions=(Partition("c", nodes=listed),))
     plan = Plan((JobDecision(7, start_at=NOW, gpus_per_node=8, nodes=("a1",)),))
     assert enactable(plan, snap, verify)[0] == plan
 

@@ -141,8 +141,9 @@ def test_a_bad_gpu_type_is_refused() -> None:
     assert result.exit_code == 2 and "--gpu-type" in result.output
 
 
-def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) -> None:
-    """The Lua section, appended to a site's own job_submit.lua, in Lua 5.1 with the test harness."""
+def site_plugin_with_chain(tmp_path: Path, ours: Path):
+    """A site's own job_submit.lua (it refuses jobs named ``forbidden`` and sets the partition)
+    with the printed chain appended, loading ``ours``, behind the Lua 5.1 test harness."""
     sys.path.insert(0, str(REPO / "tests" / "unit" / "job_submit"))
     from lua_plugin import LUA, LuaPlugin
 
@@ -157,9 +158,14 @@ def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) 
         "    return slurm.SUCCESS\n"
         "end\n"
         "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end\n"
-        + chain.replace("/etc/slurm/job_submit_green.lua", str(plugin_path()))
+        + chain.replace("/etc/slurm/job_submit_green.lua", str(ours))
         + "return slurm.SUCCESS\n")
-    lua = LuaPlugin(site)
+    return LuaPlugin(site)
+
+
+def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) -> None:
+    """The Lua section, appended to a site's own job_submit.lua, in Lua 5.1 with the test harness."""
+    lua = site_plugin_with_chain(tmp_path, plugin_path())
     try:
         refused = lua.submit(name="forbidden", comment="green:flex=1h")
         assert refused.rc != 0 and "admin_comment" not in refused.job  # ours never saw it
@@ -174,26 +180,10 @@ def test_the_printed_job_submit_chain_runs_the_sites_checks_then_ours(tmp_path) 
 def test_the_printed_job_submit_chain_keeps_the_site_plugin_working_without_ours(tmp_path, green) -> None:
     """Ours absent (not copied to a backup controller) or broken (a typo in its SETTINGS): the
     site's checks still run and submissions still pass."""
-    sys.path.insert(0, str(REPO / "tests" / "unit" / "job_submit"))
-    from lua_plugin import LUA, LuaPlugin
-
-    if LUA is None:
-        pytest.skip("lua5.1 not installed")
     ours = tmp_path / "job_submit_green.lua"
     if green == "broken":
         ours.write_text(plugin_path().read_text().replace("local SETTINGS = {", "local SETTINGS = {,", 1))
-    chain = section(invoke("--print"), "-- --- slurm-green: only for a site")
-    site = tmp_path / "job_submit.lua"
-    site.write_text(
-        "function slurm_job_submit(job_desc, part_list, submit_uid)\n"
-        "    if job_desc.name == 'forbidden' then return slurm.ERROR end\n"
-        "    job_desc.partition = 'site-checked'\n"
-        "    return slurm.SUCCESS\n"
-        "end\n"
-        "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid) return slurm.SUCCESS end\n"
-        + chain.replace("/etc/slurm/job_submit_green.lua", str(ours))
-        + "return slurm.SUCCESS\n")
-    lua = LuaPlugin(site)
+    lua = site_plugin_with_chain(tmp_path, ours)
     try:
         assert lua.submit(name="forbidden", comment="green:flex=1h").rc != 0
         passed = lua.submit(name="train", comment="green:flex=1h")

@@ -43,9 +43,12 @@ def period_bounds(now: float, period: Period, zone: ZoneInfo) -> tuple[float, fl
     """The period holding ``now``: from local midnight (a week's on Monday) to the next one.
 
     Local wall-clock arithmetic, so a day of a DST change is 23 or 25 h long, as a site's
-    day is."""
+    day is. ``fold=0`` picks a repeated midnight's first instant (Cuba falls back from 01:00
+    to 00:00): ``now`` in the hour's second pass keeps ``fold=1``, which would start that
+    day an hour late and give it two different periods. A midnight that a spring-forward
+    skips (fold 0, the offset before the change) is the day's first instant, 01:00."""
     local = dt.datetime.fromtimestamp(now, zone)
-    start = local.replace(hour=0, minute=0, second=0, microsecond=0)
+    start = local.replace(hour=0, minute=0, second=0, microsecond=0, fold=0)
     if period == "week":
         start -= dt.timedelta(days=local.weekday())
     end = start + dt.timedelta(days=7 if period == "week" else 1)

@@ -26,6 +26,18 @@ def test_a_day_runs_from_local_midnight_and_a_dst_day_is_23_or_25_hours():
     assert spring[1] - spring[0] == 23 * 3600 and autumn[1] - autumn[0] == 25 * 3600
 
 
+def test_a_day_whose_midnight_repeats_or_is_skipped_is_one_period_from_its_first_instant():
+    havana = ZoneInfo("America/Havana")  # 2023-11-05: 01:00 CDT -> 00:00 CST, midnight twice
+    first = dt.datetime(2023, 11, 5, 4, 0, tzinfo=dt.timezone.utc).timestamp()  # 00:00 CDT
+    second_pass = first + 3600 + 1800  # 00:30 CST, the repeated hour's second pass
+    assert period_bounds(second_pass, "day", havana) == period_bounds(first + 60, "day", havana)
+    assert period_bounds(second_pass, "day", havana)[0] == first
+    santiago = ZoneInfo("America/Santiago")  # 2023-09-03: 00:00 -> 01:00, no midnight
+    day = period_bounds(at("2023-09-03T12:00", santiago), "day", santiago)
+    assert day[0] == dt.datetime(2023, 9, 3, 4, 0, tzinfo=dt.timezone.utc).timestamp()  # 01:00 -03
+    assert day[1] - day[0] == 23 * 3600
+
+
 def test_a_week_starts_on_monday_and_india_s_half_hour_offset_is_kept():
     start, end = period_bounds(at("2026-11-26T09:00"), "week", BERLIN)  # a Thursday
     assert (start, end) == (at("2026-11-23T00:00"), at("2026-11-30T00:00"))

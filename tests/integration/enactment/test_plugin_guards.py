@@ -33,6 +33,7 @@ CHANGES = [
     ("TresPerTask=gres/gpu:2", ["--gpus-per-task=1", "-n1"], "TresPerTask", "gpu:2"),
     ("TresPerSocket=gres/gpu:2", ["--gpus-per-socket=1", "--sockets-per-node=1"], "TresPerSocket", "gpu:2"),
     ("NumNodes=2", ["--gres=gpu:1"], "NumNodes", "2"),
+    ("NumTasks=2", ["--gpus-per-task=1", "-n1"], "NumTasks", "2"),
     ("ReqNodeList=node3", ["--gres=gpu:1"], "ReqNodeList", "node3"),
     ("ExcNodeList=node1", ["--gres=gpu:1"], "ExcNodeList", "node1"),
 ]

@@ -56,7 +56,7 @@ local NO_VAL = 4294967294
 local NO_VAL16 = 65534
 local UNSET = {
     submit = { begin_time = 0, requeue = NO_VAL16, time_limit = NO_VAL },
-    modify = { begin_time = 0, min_nodes = NO_VAL, max_nodes = NO_VAL },
+    modify = { begin_time = 0, min_nodes = NO_VAL, max_nodes = NO_VAL, num_tasks = NO_VAL },
 }
 
 local function decode(command, fields)

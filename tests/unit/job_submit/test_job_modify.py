@@ -35,6 +35,7 @@ FORBIDDEN = [
     ({"min_nodes": 2}, "NumNodes"),
     ({"max_nodes": 2}, "NumNodes"),
     ({"min_nodes": 1, "max_nodes": 3}, "NumNodes"),
+    ({"num_tasks": 4}, "NumTasks"),  # with --gpus-per-task, four tasks are four GPUs
     ({"req_nodes": "node3"}, "ReqNodeList"),
     ({"req_nodes": ""}, "ReqNodeList"),
     ({"exc_nodes": "node[1-2]"}, "ExcNodeList"),
@@ -82,7 +83,7 @@ def test_controller_root_and_slurm_user_may(guard: LuaPlugin, uid: int, update: 
 @pytest.mark.parametrize(
     "update",
     [{"time_limit": 60}, {"begin_time": 0}, {"name": "renamed"}, {"min_nodes": NO_VAL, "max_nodes": NO_VAL},
-     {"tres_freq": "gpu:low"}, {"num_tasks": 4}],
+     {"tres_freq": "gpu:low"}, {"num_tasks": NO_VAL}],
 )
 def test_other_changes_pass(guard: LuaPlugin, update: dict) -> None:
     answer = guard.modify(ALICE, MANAGED, **update)

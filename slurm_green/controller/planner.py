@@ -235,16 +235,25 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
 def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """The plan without what Slurm would refuse for a pending job: a pin to a node outside its
     partition(s), more GPUs per node than any node there has, or whole GPUs for a job that
-    asked for none (a CPU job, or one on shards of a GPU).
+    asked for none (a CPU job, or one on shards of a GPU). A job that asked for a GPU type
+    (``--gres=gpu:h100:2``) is held to its partitions' nodes of that type alone, pin and width:
+    a policy plans a type no node has as the cluster's majority (``gpu_types.gpu_pools``), and
+    where no node there has it the job gets no pin and no size change. A size change (GPUs per
+    node, or a node count at the job's own GPUs per node) must fit the widest of those nodes.
 
     Slurm refuses such an update, and the job's start waits for its other updates
     (``enactment``), so the job would wait until its deadline, the same update refused at
     every tick. The decision keeps the rest: its start, its cap. A pin dropped so clears the
     job's pin (an earlier one may be as wrong) and its share (the pin was for it). A partition
     whose node list the snapshot does not give, or names a node it does not have (``ALL``),
-    is taken as holding every node."""
+    is taken as holding every node. An untyped node (``gres/gpu``, ``Node.gpu_type`` None)
+    never has a requested type, as Slurm matches ``gpu:h100`` to no such node; but where no
+    node reports a type, the types are not known (a backend that does not read them, the
+    simulator's one-type cluster, whose jobs name that type) and the type is not checked."""
     by_name = {partition.name: partition for partition in snapshot.partitions}
     gpus_of = {node.name: node.gpus_total for node in snapshot.nodes}
+    type_of = {node.name: node.gpu_type for node in snapshot.nodes}
+    typed = any(type_of.values())
     # A node list naming nodes the snapshot does not have (``Nodes=ALL`` as printed) is not known.
     known = {name: bool(p.nodes) and set(p.nodes) <= gpus_of.keys() for name, p in by_name.items()}
     decisions = []
@@ -259,18 +268,26 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         if not job.partition:
             listed = [p for p in snapshot.partitions if p.default]
         allowed = None if not listed or not all(known[p.name] for p in listed) else {n for p in listed for n in p.nodes}
+        kind = job.gpu_type if typed else None  # Slurm's gpu:TYPE: only nodes of that type
+        if kind:
+            allowed = {n for n in (gpus_of if allowed is None else allowed) if type_of[n] == kind}
+        label = f"{kind} node" if kind else "node"
         widest = max((gpus_of.get(n, 0) for n in allowed), default=0) if allowed is not None else None
+        size = decision.gpus_per_node if decision.gpus_per_node is not None else (
+            job.gpus_per_node if decision.num_nodes is not None else None)
         why = []
         if decision.nodes and allowed is not None and not set(decision.nodes) <= allowed:
-            why.append("its pin is outside its partition")
+            why.append(f"its pin is outside its partition's {kind} nodes" if kind
+                       else "its pin is outside its partition")
             decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
                                         partner_stretch=None)
         if decision.gpus_per_node is not None and job.total_gpus == 0:
             if decision.share_with is None:  # a shared decision's GPU count is its shards' (``_share_actions``)
                 why.append("it asked for no whole GPU")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None)
-        elif decision.gpus_per_node is not None and widest is not None and decision.gpus_per_node > widest:
-            why.append(f"no node of its partition holds {decision.gpus_per_node} GPUs")
+        elif size is not None and widest is not None and size > widest:
+            why.append(f"no {label} of its partition holds {size} GPUs" if widest or not kind
+                       else f"no node of its partition has {kind} GPUs")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
                                         nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
         changed = changed or decision is not original

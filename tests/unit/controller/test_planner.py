@@ -168,6 +168,68 @@ def test_a_partition_whose_node_list_is_not_known_holds_every_node(listed):
     assert enactable(plan, snap, verify)[0] == plan
 
 
+# -- the GPU type the job asked for -------------------------------------------------------
+
+# h100 nodes 4 wide, an a40 node and an untyped one 8 wide; partition "a" has no h100 node;
+# "c" names a node the snapshot lacks (taken as every node).
+TYPED = (Node("h1", gpus_total=4, gpu_type="h100"), Node("h2", gpus_total=4, gpu_type="h100"),
+         Node("a1", gpus_total=8, gpu_type="a40"), Node("u1", gpus_total=8))
+TYPED_PARTITIONS = (Partition("gpu", nodes=("h1", "h2", "a1", "u1"), default=True), Partition("a", nodes=("a1", "u1")),
+                    Partition("c", nodes=("ALL",)))
+
+
+def typed(job: Job, decision: JobDecision, nodes: tuple[Node, ...] = TYPED) -> list:
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=nodes,
+                           partitions=TYPED_PARTITIONS)
+    return plan_actions(snap, Plan((decision,)), NOW, sign, verify)
+
+
+@pytest.mark.parametrize("partition", ["gpu", "", "c"])  # by name, the default one, one of every node
+def test_a_job_that_asked_for_a_gpu_type_is_pinned_only_to_nodes_of_that_type(partition):
+    """Slurm's gpu:h100 matches no node of another type nor an untyped one: the pin is refused."""
+    job = Job(7, partition=partition, gpus_per_node=2, gpu_type="h100", eligible_time=NOW + 3600, admin_comment=ALONE)
+    for other in (("a1",), ("u1",), ("h1", "a1")):
+        assert typed(job, JobDecision(7, start_at=NOW, nodes=other)) == [SetStartTime(7, NOW)]
+    pinned = dataclasses.replace(job, nodes=("a1",))  # an earlier tick's wrong pin is cleared
+    assert typed(pinned, JobDecision(7, start_at=NOW, nodes=("a1",))) == [SetNodes(7, ()), SetStartTime(7, NOW)]
+    assert typed(job, JobDecision(7, start_at=NOW, nodes=("h2",))) == [SetNodes(7, ("h2",)), SetStartTime(7, NOW)]
+
+
+def test_a_job_that_asked_for_a_gpu_type_gets_no_more_gpus_per_node_than_its_types_widest_node():
+    job = Job(7, partition="gpu", gpus_per_node=2, gpu_type="h100", eligible_time=NOW + 3600, admin_comment=ALONE)
+    assert typed(job, JobDecision(7, start_at=NOW, gpus_per_node=8, num_nodes=1)) == [SetStartTime(7, NOW)]
+    assert typed(job, JobDecision(7, start_at=NOW, gpus_per_node=4, nodes=("h1",))) == [
+        SetGpus(7, 4, None), SetNodes(7, ("h1",)), SetStartTime(7, NOW)]
+
+
+@pytest.mark.parametrize("partition,kind", [("gpu", "b200"), ("a", "h100")])  # in no node, in none of its partition
+def test_a_job_that_asked_for_a_type_no_node_of_its_partition_has_keeps_its_size_and_no_pin(partition, kind):
+    """A policy plans it for the cluster's majority type; it starts when decided, capped, as asked."""
+    job = Job(7, partition=partition, gpus_per_node=2, gpu_type=kind, eligible_time=NOW + 3600, admin_comment=ALONE,
+              nodes=("h1",))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=TYPED,
+                           partitions=TYPED_PARTITIONS)
+    for decided in (JobDecision(7, start_at=NOW, power_cap_fraction=0.6, gpus_per_node=1, num_nodes=2,
+                                nodes=("h1", "h2")),
+                    JobDecision(7, start_at=NOW, power_cap_fraction=0.6, num_nodes=2)):
+        decision = enactable(Plan((decided,)), snap, verify)[0].decisions[0]
+        assert (decision.gpus_per_node, decision.num_nodes, decision.nodes) == (None, None, ())  # the pin cleared
+        assert (decision.start_at, decision.power_cap_fraction) == (NOW, 0.6)
+        assert f"no node of its partition has {kind} GPUs" in decision.reason
+
+
+def test_a_job_that_asked_for_no_type_or_a_cluster_of_no_known_type_is_held_to_its_partition_alone():
+    """No type asked: any node of the partition. No node reports a type (a backend that reads
+    none, the simulator's one-type cluster, whose jobs name its type): the type is not checked."""
+    anything = Job(7, partition="gpu", gpus_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)
+    assert typed(anything, JobDecision(7, start_at=NOW, gpus_per_node=8, nodes=("a1",))) == [
+        SetGpus(7, 8, None), SetNodes(7, ("a1",)), SetStartTime(7, NOW)]
+    untyped = tuple(dataclasses.replace(node, gpu_type=None) for node in TYPED)
+    v100 = dataclasses.replace(anything, gpu_type="v100")
+    assert typed(v100, JobDecision(7, start_at=NOW, gpus_per_node=8, nodes=("a1",)), untyped) == [
+        SetGpus(7, 8, None), SetNodes(7, ("a1",)), SetStartTime(7, NOW)]
+
+
 # -- co-location (share_with) ----------------------------------------------------------
 
 def pending(job_id, marker=SHARING, **kw):

@@ -107,6 +107,12 @@ class CarbonFeed:
         return snap
 
     @property
+    def horizon_s(self) -> float:
+        """The horizon in seconds: each tick compares the forecast's end with now plus this
+        (``controller/tick.py``, which keeps to epoch seconds)."""
+        return float(self.horizon.total_seconds())
+
+    @property
     def last_error(self) -> CarbonError | None:
         """The error of the latest refresh, or ``None`` if it succeeded."""
         return self._last_error

@@ -32,6 +32,9 @@ from slurm_green.core.text import displayable
 log = logging.getLogger(__name__)
 
 PRUNE_EVERY_S = 3600.0  # pruning is a few DELETEs: hourly keeps the store bounded at no cost
+#: A forecast ending less than this short of now + the horizon gets no note: the minutes since the last
+#: refresh, or a provider ending its forecast a period early, would otherwise be noted every few ticks.
+SHORT_FORECAST_SLACK_S = 3600.0
 
 
 class CarbonReading(Protocol):
@@ -61,6 +64,9 @@ class CarbonFeed(Protocol):
     """
 
     def snapshot(self, now: float | None = None) -> CarbonReading: ...
+
+    @property
+    def horizon_s(self) -> float: ...  # how far ahead the forecast is asked for ([carbon] horizon_h)
 
 
 def stamped(plan: Plan, models: ModelRegistry) -> Plan:
@@ -145,7 +151,12 @@ class Controller:
             return None
         self._carbon_log.answered("carbon")
         report.carbon_source = reading.source
-        return reading.signal
+        signal, horizon_s = reading.signal, self.carbon.horizon_s
+        if signal.end < now + horizon_s - SHORT_FORECAST_SLACK_S:  # the signal holds its last value after its end
+            report.notes.append(f"carbon forecast covers {max(signal.end - now, 0.0) / 3600:.1f} h of the "
+                                f"{horizon_s / 3600:g} h horizon: the last value "
+                                f"({float(signal.value_at(signal.end)):.0f} g/kWh) is held beyond it")
+        return signal
 
     def decide(self, now: float) -> tuple[TickReport, ClusterSnapshot]:
         """Snapshot, forecast, policy and planning, without changing anything."""

@@ -26,6 +26,12 @@ class CarbonForecast(Protocol):
         ...
 
     @property
+    def end(self) -> float:
+        """End of the last period: later times read the last value (the controller's tick says
+        so when this falls short of its horizon)."""
+        ...
+
+    @property
     def step(self) -> float:
         """Period length in seconds."""
         ...

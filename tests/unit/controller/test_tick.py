@@ -8,6 +8,7 @@ a local HTTP server.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -129,6 +130,41 @@ def test_with_every_carbon_source_failing_deferred_jobs_are_released_and_the_tic
     assert metrics.registry.get_sample_value("slurm_green_carbon_available") == 0
     [tick] = parts.controller.store.ticks()
     assert "carbon data unavailable" in tick["notes"] and tick["carbon_source"] is None
+
+
+def ukgrid_forecast(httpserver, values: Sequence[float]) -> None:
+    """The national ESO forecast from the half hour holding NOW, one value per half hour."""
+    def stamp(t: float) -> str:
+        return time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime(t))
+
+    first = NOW // 1800 * 1800
+    points = [{"from": stamp(first + 1800 * i), "intensity": {"forecast": value, "actual": None, "index": "moderate"}}
+              for i, value in enumerate(values)]
+    httpserver.expect_request(f"/intensity/{stamp(first)}/fw48h").respond_with_json({"data": points})
+
+
+def test_a_forecast_short_of_the_horizon_is_noted_with_the_value_held_beyond_it(config: Config, httpserver) -> None:
+    ukgrid_forecast(httpserver, [200.0] * 11 + [123.0])  # 6 h from 22:00, 13 min 20 s before NOW
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.feed.refresh()
+    parts.controller.backend = MemoryBackend([deferred_job(1)])
+    report = parts.controller.tick(NOW)
+    assert report.carbon_source == "ukgrid"
+    held = [note for note in report.notes if note.startswith("carbon forecast")]
+    assert held == ["carbon forecast covers 5.8 h of the 48 h horizon: the last value (123 g/kWh) is held beyond it"]
+    [tick] = parts.controller.store.ticks()
+    assert held[0] in tick["notes"]
+
+
+def test_a_forecast_covering_the_horizon_gets_no_note(config: Config, httpserver) -> None:
+    ukgrid_forecast(httpserver, [200.0] * 97)  # 48.5 h from 22:00: past NOW + 48 h
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.feed.refresh()
+    parts.controller.backend = MemoryBackend([deferred_job(1)])
+    for now in (NOW, NOW + 1800):  # a tick before the next refresh: minutes short, no note
+        report = parts.controller.tick(now)
+        assert report.carbon_source == "ukgrid"
+        assert not [note for note in report.notes if note.startswith("carbon forecast")]
 
 
 class KilledAfterEnacting(MemoryBackend):

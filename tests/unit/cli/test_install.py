@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -228,6 +229,24 @@ def test_the_telemetry_and_progress_directories_are_made_for_the_controllers_use
     assert "install -d -o sgreen -m 1733 /shared/sg/progress" in steps
     [paths] = lines_starting(output, "ReadWritePaths=")
     assert "-/shared/sg/progress" in paths.split()
+
+
+def test_the_printed_steps_never_leave_the_key_readable_by_others(tmp_path) -> None:
+    """Pasted one by one under the usual umask 022, no step leaves the decision key readable
+    by group or others: a user who opened it in between keeps the key that signs the caps."""
+    key = tmp_path / "decision.key"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[controller]\nstate_db = "{tmp_path}/state.db"\ndecision_key_file = "{key}"\n')
+    steps = section(invoke("--print", config=config), "# --- slurm-green: installation steps")
+    pasted = [line for line in steps.splitlines() if str(key) in line and not line.startswith("#")
+              and "/path/to/" not in line]
+    modes = []
+    for line in pasted:
+        subprocess.run(["bash", "-c", f"umask 022; {line}"], capture_output=True)  # chown to sgreen may fail here
+        if key.exists():
+            modes.append((line, stat.S_IMODE(key.stat().st_mode)))
+    assert modes and len(key.read_bytes()) > 32
+    assert [(line, oct(mode)) for line, mode in modes if mode & 0o077] == []
 
 
 def test_paths_with_spaces_and_quotes_stay_one_argument_in_the_steps_and_the_unit(tmp_path) -> None:

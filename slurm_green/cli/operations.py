@@ -8,12 +8,12 @@ the controller is stopped too: the switch is read at every tick, the first one i
 
 from __future__ import annotations
 
-import getpass
 import time
 from pathlib import Path
 
 import click
 
+from slurm_green.cli.caller import caller
 from slurm_green.cli.controller import EXIT_ACTIONS_FAILED, config_option, failed_actions
 from slurm_green.cli.errors import CliError
 from slurm_green.controller.config import Config, load_config
@@ -38,7 +38,7 @@ def pause(config_path: Path, reason: str) -> None:
 
     path, config = _switch(config_path)
     now = time.time()
-    daemon.pause(path, getpass.getuser(), reason, now)
+    daemon.pause(path, caller(), reason, now)
     parts = assemble(config, with_store=False)
     daemon.operated(parts.controller, config.controller.state_db)
     report = parts.controller.tick(now)

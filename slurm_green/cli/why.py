@@ -16,7 +16,6 @@ the store holds every user's jobs, and ``why`` must not show more than ``squeue`
 
 from __future__ import annotations
 
-import getpass
 import json
 import os
 import sqlite3
@@ -27,6 +26,7 @@ from typing import Any
 import click
 
 from slurm_green.carbon.errors import CarbonError
+from slurm_green.cli.caller import caller
 from slurm_green.cli.errors import CliError
 from slurm_green.cli.timefmt import iso, local_time_option, relative, stamp
 from slurm_green.cli.when import mean_intensity, read_forecast, saving
@@ -93,7 +93,7 @@ def _measured(store: StateStore, job_id: int) -> list[dict[str, Any]]:
 
 def _may_see(record: dict[str, Any]) -> bool:
     """A job Slurm no longer shows: only its owner (as the store recorded it) or root may read it."""
-    return os.geteuid() == 0 or (record.get("seen") or {}).get("user") == getpass.getuser()
+    return os.geteuid() == 0 or (record.get("seen") or {}).get("user") == caller()
 
 
 def _carbon(config: Config, start: float | None, runtime_s: float, now: float) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from slurm_green.cli import main
 from slurm_green.controller.store import StateStore
 from slurm_green.core import decision_token
 from slurm_green.core.actions import ActionError, ActionResult, SetDecision
+from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.plan import JobDecision
 from slurm_green.core.progress import JobProgress
 
@@ -130,3 +131,19 @@ def test_local_time_shows_the_machines_zone(tmp_path, monkeypatch):
         time.tzset()
     assert result.exit_code == 0, result.output
     assert " JST (in " in result.output and " UTC" not in result.output.split("carbon:")[0]
+
+
+def test_an_ended_job_is_shown_by_the_callers_uid_not_by_user_in_the_environment(tmp_path, monkeypatch):
+    """`USER=alice slurm-green why 42` run by another user must not show alice's ended job."""
+    config = write_config(tmp_path, sources="[]")
+    store = StateStore(tmp_path / "state.db")
+    store.record_decisions(NOW - 600, [JobDecision(42, start_at=NOW - 300, gpus_per_node=2, num_nodes=1,
+                                                   reason="alice's window", expected_runtime_s=60)])
+    store.observe_jobs(NOW - 600, [Job(42, name="alice-secret-model", user="alice", state=JobState.PENDING,
+                                       submit_time=NOW - 900)])
+    store.close()
+    env = fake_squeue(tmp_path, [])  # Slurm no longer shows job 42
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)  # nobody: neither root nor alice
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)],
+                                env={**env, "USER": "alice", "LOGNAME": "alice"})
+    assert result.exit_code == 1 and "alice-secret-model" not in result.output, result.output

@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from slurm_green.cli.errors import CliError
 from slurm_green.cli.plot_extra import needs_plots
@@ -27,6 +28,7 @@ from slurm_green.cli.timefmt import iso, local_time_option, parse_time, stamp
 from slurm_green.controller.config import DEFAULT_PATH, load_config
 from slurm_green.controller.report import energy_kwh, in_period, job_report, summary, totals
 from slurm_green.controller.store import Row
+from slurm_green.core.text import terminal_safe
 from slurm_green.slurm.commands import SCONTROL_ENV
 from slurm_green.slurm.runner import CommandRunner, CommandTimeout, CommandUnavailable, LocalRunner
 
@@ -100,17 +102,21 @@ def _plot(by_user: list[Row], path: Path, title: str) -> None:
 
 def _table(rows: list[Row], groups: dict[str, list[Row]], local: bool,
            title: str) -> None:
+    """The per-job and per-group tables. Users (as the store recorded them), accounts (from sacct) and the
+    title (which holds --user/--account as given) go in as literal, ``terminal_safe`` ``Text``: never rich
+    markup (a ``[...]`` would vanish or fail the command), never a control character reaching the terminal."""
     console = Console()
-    table = Table(title=title)
+    table = Table(title=Text(terminal_safe(title)))
     for column in ("job", "user", "account", "submit", "decided start", "actual start", "GPU", "cap", "kWh",
                    "kgCO2 (run)",
                    "kgCO2 (decided)", "kgCO2 (at once)"):
         table.add_column(column)
     for row in rows:
         kwh = "-" if row["energy_kwh"] is None else f"{row['energy_kwh']:.4f} {row['energy_method']}"
-        table.add_row(str(row["job_id"]), str(row["user"] or "-"), str(row["account"] or "unknown"),
+        table.add_row(str(row["job_id"]), Text(terminal_safe(str(row["user"] or "-"))),
+                      Text(terminal_safe(str(row["account"] or "unknown"))),
                       stamp(row["submit_time"], local), stamp(row["decided_start"], local),
-                      stamp(row["actual_start"], local), str(row.get("gpu_type") or "-"),
+                      stamp(row["actual_start"], local), Text(terminal_safe(str(row.get("gpu_type") or "-"))),
                       "-" if row["cap_fraction"] is None else f"{row['cap_fraction']:.0%}", kwh,
                       _amount(row["run_carbon_kg"]), _amount(row["expected_carbon_kg"]),
                       _amount(row["carbon_if_now_kg"]))
@@ -120,8 +126,8 @@ def _table(rows: list[Row], groups: dict[str, list[Row]], local: bool,
         for column in (key, "jobs", "kWh", "metered jobs", "kgCO2 (run)", "kgCO2 saved (estimate)"):
             group.add_column(column)
         for g in summed:
-            group.add_row(str(g[key]), str(g["jobs"]), f"{g['energy_kwh']:.4f}", str(g["metered_jobs"]),
-                          f"{g['run_carbon_kg']:.4f}", f"{g['saved_kg']:.4f}")
+            group.add_row(Text(terminal_safe(str(g[key]))), str(g["jobs"]), f"{g['energy_kwh']:.4f}",
+                          str(g["metered_jobs"]), f"{g['run_carbon_kg']:.4f}", f"{g['saved_kg']:.4f}")
         console.print(group)
 
 
@@ -175,6 +181,6 @@ def report(config_path: Path, user: str | None, account: str | None, since: str 
     click.echo(f"estimated carbon saved: {summed['saved_kg']:.4f} kg ({summed['saved_fraction']:.1%}) over "
                f"{summed['jobs']} jobs")
     for note in notes:
-        click.echo(f"note: {note}")
+        click.echo(f"note: {terminal_safe(note)}")
     if plot is not None:
         click.echo(f"plot written to {plot}")

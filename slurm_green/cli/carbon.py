@@ -8,7 +8,9 @@ from pathlib import Path
 import click
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from slurm_green.carbon.errors import CarbonError
 from slurm_green.carbon.secrets import CarbonSecrets
@@ -17,6 +19,7 @@ from slurm_green.carbon.timebase import utc_now
 from slurm_green.carbon.windows import low_carbon_windows
 from slurm_green.cli.plot_extra import needs_plots
 from slurm_green.controller.config import DEFAULT_PATH, load_config
+from slurm_green.core.text import terminal_safe
 
 SOURCE_HELP = "Source spec (repeat or comma-separate for a fallback chain), e.g. ukgrid, csv:PATH?replay=1, synthetic."
 
@@ -61,8 +64,9 @@ def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, a
         return
     console = Console()
     for name, reason in answer.failures.items():
-        console.print(f"[yellow]skipped {name}: {reason}[/]")
-    table = Table(title=f"Carbon intensity from {label}, gCO2eq/kWh")
+        # a source's error text (a provider's HTTP answer too) is literal, never markup
+        console.print(f"[yellow]skipped {escape(terminal_safe(f'{name}: {reason}'))}[/]")
+    table = Table(title=Text(terminal_safe(f"Carbon intensity from {label}, gCO2eq/kWh")))
     table.add_column("time (UTC)")
     table.add_column("gCO2eq/kWh", justify="right")
     table.add_column("")
@@ -73,7 +77,7 @@ def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, a
         table.add_row(when.strftime("%a %Y-%m-%d %H:%M"), f"{value:.0f}", f"[green]{bar} low[/]" if low else bar)
     console.print(table)
     if plot:
-        console.print(f"plot written to {plot}")
+        console.print(Text(terminal_safe(f"plot written to {plot}")))
 
 
 def ahead(series: pd.Series, now: pd.Timestamp, span: pd.Timedelta) -> pd.Series:
@@ -101,6 +105,8 @@ def configured_sources(path: Path) -> list[str]:
 @click.option("--at", help="Check at this UTC time instead of now.")
 def check(specs: tuple[str, ...], config_path: Path, at: str | None) -> None:
     """Check which sources answer and how fresh their data is (exit 1 if none does)."""
+    # Specs, source names and error texts (a provider's HTTP answer, a file's path) go in as literal,
+    # terminal_safe Text: as rich markup, a "[/...]" in one would fail the command, a "[word]" would vanish.
     specs = specs or tuple(configured_sources(config_path))
     now = _now(at)
     secrets = CarbonSecrets.load()
@@ -114,12 +120,13 @@ def check(specs: tuple[str, ...], config_path: Path, at: str | None) -> None:
             series = source.forecast(pd.Timedelta(hours=24), now=now)
             reading = source.latest(now)
         except CarbonError as exc:
-            table.add_row(spec, "[red]FAIL[/]", "", "", "", f"{type(exc).__name__}: {exc}")
+            table.add_row(Text(terminal_safe(spec)), "[red]FAIL[/]", "", "", "",
+                          Text(terminal_safe(f"{type(exc).__name__}: {exc}")))
             continue
         healthy += 1
         age = now - reading.time
         table.add_row(
-            source.name,
+            Text(terminal_safe(source.name)),
             "[green]OK[/]",
             f"{reading.time:%Y-%m-%d %H:%M}",
             f"{age.total_seconds() / 60:.0f} min",

@@ -18,6 +18,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from slurm_green.cli.errors import CliError
 from slurm_green.controller.config import DEFAULT_PATH, Config, load_config
@@ -25,6 +26,7 @@ from slurm_green.controller.daemon import operated, run_forever
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.controller.tick import TickReport
 from slurm_green.core.actions import ActionError
+from slurm_green.core.text import terminal_safe
 
 config_option = click.option("--config", "config_path", type=click.Path(path_type=Path), default=DEFAULT_PATH,
                              show_default=True, help="Controller configuration (TOML).")
@@ -141,14 +143,17 @@ def plan(config_path: Path, as_json: bool) -> None:
             } for d in report.plan.decisions],
         }, indent=2))
         return
-    table = Table(title=f"slurm-green plan ({parts.controller.policy.name}, carbon: {report.carbon_source or 'none'})")
+    # reasons and notes can quote Slurm's and the sources' text: literal, terminal_safe Text, never rich markup
+    table = Table(title=Text(terminal_safe(
+        f"slurm-green plan ({parts.controller.policy.name}, carbon: {report.carbon_source or 'none'})")))
     for column in ("job", "start", "GPUs/node", "cap", "reason", "actions"):
         table.add_column(column)
     for d in report.plan.decisions:
         table.add_row(str(d.job_id), _when(d.start_at, now), str(d.gpus_per_node or "as asked"),
-                      "-" if d.power_cap_fraction is None else f"{d.power_cap_fraction:.0%}", d.reason,
+                      "-" if d.power_cap_fraction is None else f"{d.power_cap_fraction:.0%}",
+                      Text(terminal_safe(d.reason)),
                       ", ".join(actions.get(d.job_id, [])) or "none (in force)")
     console = Console()
     console.print(table)
     for note in report.notes:
-        console.print(f"note: {note}")
+        console.print(Text(terminal_safe(f"note: {note}")))

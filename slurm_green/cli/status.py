@@ -13,9 +13,11 @@ from typing import Any
 import click
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from slurm_green.cli.timefmt import local_time_option, stamp
 from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.text import terminal_safe
 from slurm_green.slurm import DockerExecRunner, make_backend
 
 
@@ -68,20 +70,26 @@ def snapshot_to_dict(snapshot: ClusterSnapshot) -> dict[str, Any]:
 
 
 def render(snapshot: ClusterSnapshot, console: Console, local: bool = False) -> None:
-    """Rich tables of nodes and jobs (times in UTC, or this machine's zone with ``local``)."""
-    nodes = Table(title=f"Nodes (Slurm {snapshot.slurm_version}, {stamp(snapshot.taken_at or None, local)})")
+    """Rich tables of nodes and jobs (times in UTC, or this machine's zone with ``local``).
+
+    Slurm's text (node names and reasons, users, job reasons: free text admins, health checks and
+    users write) goes in as literal ``Text``, made ``terminal_safe``: as rich markup, a reason
+    holding ``[/dev/nvidia2]`` would fail the command and one holding ``[jdoe]`` would lose that word.
+    """
+    nodes = Table(title=Text(terminal_safe(
+        f"Nodes (Slurm {snapshot.slurm_version}, {stamp(snapshot.taken_at or None, local)})")))
     for column in ("Node", "State", "GPUs used", "GPU indices", "Shards used", "Reason"):
         nodes.add_column(column)
     for node in snapshot.nodes:
         state = "+".join([node.state.value, *sorted(node.flags)])
         style = None if node.available else "red"
         nodes.add_row(
-            node.name,
-            state,
+            Text(terminal_safe(node.name)),
+            Text(terminal_safe(state)),
             f"{node.gpus_allocated}/{node.gpus_total}",
             ",".join(map(str, node.gpu_indices_allocated)) or "-",
             f"{node.shards_allocated}/{node.shards_total}",
-            node.reason or "",
+            Text(terminal_safe(node.reason or "")),
             style=style,
         )
     console.print(nodes)
@@ -100,12 +108,12 @@ def render(snapshot: ClusterSnapshot, console: Console, local: bool = False) -> 
         state = f"{job.state.value} (held)" if job.held else job.state.value
         jobs.add_row(
             str(job.job_id),
-            job.user,
+            Text(terminal_safe(job.user)),
             state,
             gpus,
             str(job.num_nodes),
             stamp(job.start_time or None, local),
-            where,
+            Text(terminal_safe(where)),
         )
     console.print(jobs)
 

@@ -37,6 +37,7 @@ from slurm_green.core.actions import ActionError
 from slurm_green.core.cluster import Job
 from slurm_green.core.decision_token import find_token
 from slurm_green.core.green_options import GreenOptions, parse_marker
+from slurm_green.core.text import terminal_safe
 from slurm_green.slurm import schema
 from slurm_green.slurm.commands import SCONTROL_ENV
 from slurm_green.slurm.errors import SlurmError, classify
@@ -184,7 +185,9 @@ def _limit(out: dict[str, Any]) -> str:
 
 
 def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
-    """The lines a person reads."""
+    """The lines a person reads, each made ``terminal_safe`` whole: the job's name, user and comment-derived
+    fields, the reason, the rates' units (the job's own reports) and the notes are untrusted text, and a newline
+    or escape sequence in any of them must not forge a line or reach the reader's terminal."""
     def at(t: float | None) -> str:
         return "-" if t is None else f"{stamp(t, local)} ({relative(float(t), now)})"
 
@@ -216,7 +219,7 @@ def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
     if "forecast_error" in out:
         lines.append(f"note: no forecast now ({out['forecast_error']})")
     lines += [f"note: {note}" for note in out["notes"]]
-    return lines
+    return [terminal_safe(line) for line in lines]
 
 
 @click.command("why")

@@ -67,3 +67,12 @@ def test_show_table_has_one_row_per_hour():
                                        "--at", "2025-03-03T00:00Z"], env=WIDE)
     assert result.exit_code == 0, result.output
     assert sum(" 2025-03-03 0" in line for line in result.output.splitlines()) == 4
+
+
+def test_a_failing_sources_spec_and_error_are_shown_as_written(tmp_path):
+    """A path or a provider's answer holding "[/...]" was rich markup: MarkupError, exit 70."""
+    spec = f"csv:{tmp_path}/[/x]/[jdoe]\x1b[2J.csv"
+    result = CliRunner().invoke(main, ["carbon", "check", "--source", spec], env=WIDE)
+    assert result.exit_code == 1, result.output
+    [row] = [line for line in result.output.splitlines() if "FAIL" in line]
+    assert row.count("/[/x]/[jdoe]\\x1b[2J.csv") == 2 and "\x1b" not in result.output, row

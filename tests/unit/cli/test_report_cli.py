@@ -99,3 +99,19 @@ def test_bad_period_and_options_are_refused_in_one_line(tmp_path):
                         (["--plot", "/nonexistent/x.png"], "is not a directory")):
         result = CliRunner().invoke(main, ["report", "--config", str(write_config(tmp_path)), *args])
         assert result.exit_code == 2 and words in result.output, (args, result.output)
+
+
+def test_the_table_shows_users_as_written_and_inert(tmp_path):
+    """A user (as the store recorded it) or account holding "[...]" or a newline is neither markup nor a new row."""
+    store_with_jobs(tmp_path)
+    store = StateStore(tmp_path / "state.db")
+    t = T0 + 20 * DAY
+    store.record_decisions(t, [JobDecision(4, start_at=t, reason="deferred", expected_runtime_s=3600)])
+    job = Job(4, user="[/x][mallory]\nforged", submit_time=t, start_time=t, end_time=t + 60, state=JobState.COMPLETED)
+    store.observe_jobs(t + 100, [job])
+    store.close()
+    config = write_config(tmp_path)
+    sacct = sacct_path(tmp_path, 'printf "4|[bold]phys\\n"\n')
+    result = CliRunner().invoke(main, ["report", "--config", str(config)], env={**sacct, "COLUMNS": "300"})
+    assert result.exit_code == 0, result.output
+    assert result.output.count("[/x][mallory]\\nforged") == 2 and result.output.count("[bold]phys") == 2

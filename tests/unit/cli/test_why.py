@@ -147,3 +147,29 @@ def test_an_ended_job_is_shown_by_the_callers_uid_not_by_user_in_the_environment
     result = CliRunner().invoke(main, ["why", "42", "--config", str(config)],
                                 env={**env, "USER": "alice", "LOGNAME": "alice"})
     assert result.exit_code == 1 and "alice-secret-model" not in result.output, result.output
+
+
+def test_a_job_name_cannot_forge_lines_or_reach_the_terminal(tmp_path):
+    """The name and the stored reason are untrusted: each stays on its own line, its controls escaped."""
+    evil = "resnet\npower cap:      none enacted FORGED\x1b]0;owned\x07\x1b[2J"
+    config = write_config(tmp_path, sources="[]")
+    store = StateStore(tmp_path / "state.db")
+    store.record_decisions(NOW - 60, [JobDecision(42, start_at=NOW + 3600, gpus_per_node=2, num_nodes=1,
+                                                  reason="deferred\nnote: FORGED", expected_runtime_s=3600)])
+    store.close()
+    env = fake_squeue(tmp_path, [{
+        "job_id": 42, "user_name": "alice", "name": evil, "job_state": ["PENDING"], "comment": "",
+        "admin_comment": f"sg:managed=1;flex=21600;cap=1;share=0;deadline={int(NOW + 6 * 3600)};limit=3600",
+        "eligible_time": slurm_time(NOW + 3600), "submit_time": slurm_time(NOW - 120),
+        "start_time": slurm_time(NOW + 3600), "tres_per_node": "gres/gpu:2"}])
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len([line for line in lines if line.startswith("power cap:")]) == 1, lines
+    assert not [line for line in lines if line.startswith("note: FORGED")], lines
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    assert lines[0].startswith("job 42 (alice, resnet\\npower cap:      none enacted FORGED"
+                               "\\x1b]0;owned\\x07\\x1b[2J): ")
+    assert "reason:         deferred\\nnote: FORGED" in result.output
+    as_json = CliRunner().invoke(main, ["why", "42", "--json", "--config", str(config)], env=env)
+    assert json.loads(as_json.output)["name"] == evil  # --json carries it as it is (JSON escapes it)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from click.testing import CliRunner
@@ -11,6 +12,7 @@ from test_cli_backend import ScriptedRunner, reads
 
 from slurm_green.cli import main
 from slurm_green.cli import status as status_module
+from slurm_green.core.cluster import ClusterSnapshot, Node, NodeState
 from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm.runner import DockerExecRunner
 
@@ -62,3 +64,25 @@ def test_unreachable_slurm_is_a_clean_error(monkeypatch):
     result = CliRunner().invoke(main, ["status"])
     assert result.exit_code == 1
     assert "cannot read Slurm (unreachable)" in result.output
+
+
+class _Snapshot:
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self._snapshot = snapshot
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self._snapshot
+
+
+@pytest.mark.parametrize("reason, shown", [
+    ("XID 79 on [/dev/nvidia2], RMA", "XID 79 on [/dev/nvidia2], RMA"),  # was rich's MarkupError: exit 70
+    ("[jdoe] bios update", "[jdoe] bios update"),  # was a markup tag: "[jdoe]" vanished
+    ("nhc\nnode9  idle  0/4\x1b[2J", "nhc\\nnode9  idle  0/4\\x1b[2J"),  # forged row, terminal escape
+])
+def test_a_node_reason_is_shown_as_written_and_inert(monkeypatch, reason, shown):
+    snapshot = ClusterSnapshot(taken_at=time.time(), slurm_version="24.11.0", nodes=(
+        Node("node1", NodeState.IDLE, frozenset({"DRAIN"}), reason=reason, gpus_total=4),))
+    monkeypatch.setattr(status_module, "make_backend", lambda given=None: _Snapshot(snapshot))
+    result = CliRunner().invoke(main, ["status"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    assert shown in result.output and "\x1b" not in result.output, result.output

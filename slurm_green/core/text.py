@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import re
 
-#: C0 controls, DEL, C1 controls, and the Unicode line and paragraph separators.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+#: C0 controls, DEL, C1 controls, the Unicode line and paragraph separators, and the bidi
+#: embeddings, overrides and isolates (U+202E shows a name, and what follows it on the line,
+#: reversed: "Trojan Source").
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -31,7 +33,7 @@ def displayable(text: str) -> str:
 
 def terminal_safe(text: str) -> str:
     """``text`` as one inert line for a terminal: ``displayable``, and every control character
-    (C0, DEL, C1, U+2028/U+2029) shown as an escape (``\\n``, ``\\x1b``) instead of acting.
+    (C0, DEL, C1, U+2028/U+2029, bidi overrides) shown as an escape (``\\n``, ``\\x1b``) instead of acting.
 
     For every piece of untrusted text (job names, users, reasons, Slurm's free text) in the
     CLI's text output: a raw newline would forge whole output lines, and ESC/CSI/OSC sequences

@@ -18,3 +18,4 @@ def test_terminal_safe_escapes_every_control_character():
         "\\x1b]0;owned\\x07\\x1b[2J\\x00\\x7f\\x9b\\u2028"
     assert terminal_safe(b"caf\xe9\n".decode("utf-8", "surrogateescape")) == "caf\\xe9\\n"
     assert terminal_safe("green:flex=6h naïve [jdoe] \\") == "green:flex=6h naïve [jdoe] \\"
+    assert terminal_safe("job\u202egpj.exe\u2066") == "job\\u202egpj.exe\\u2066"  # no reversed text

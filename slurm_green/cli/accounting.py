@@ -37,6 +37,10 @@ SACCT_CHUNK = 500
 CSV_COLUMNS = ("job_id", "user", "account", "name", "state", "submit_time", "actual_start", "end_time",
                "decided_start", "gpu_type", "cap_fraction", "energy_kwh", "energy_method", "run_carbon_kg",
                "expected_carbon_kg", "carbon_if_now_kg", "reason")
+#: The CSV columns of free text (the job's name is the user's, the reason the policy's words, ...).
+CSV_TEXT_COLUMNS = frozenset({"user", "account", "name", "state", "gpu_type", "energy_method", "reason"})
+#: What makes a spreadsheet read a cell as a formula (OWASP, CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def accounts(job_ids: list[int], runner: CommandRunner | None = None, timeout_s: float = 30.0) -> tuple[dict[int, str], str | None]:
@@ -73,12 +77,21 @@ def _rows(config_path: Path, user: str | None, account: str | None, since: float
     return rows, [f"accounts unknown ({problem})"] if problem else []
 
 
+def _text_cell(value: object) -> object:
+    """A text cell a spreadsheet shows as text: a job name such as ``=HYPERLINK(...)`` (any user
+    chooses it) would be a live formula when the admin opens the export, so text starting as a
+    formula gets a leading ``'`` (OWASP's CSV injection advice). Only text columns pass here:
+    a negative number in a numeric column must stay a number."""
+    return f"'{value}" if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def _csv(rows: list[Row], local: bool) -> None:
     times = {"submit_time", "actual_start", "end_time", "decided_start"}
     writer = csv.DictWriter(sys.stdout, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     for row in rows:
-        writer.writerow({k: iso(row[k], local) if k in times else row.get(k) for k in CSV_COLUMNS})
+        cells = {k: iso(row[k], local) if k in times else row.get(k) for k in CSV_COLUMNS}
+        writer.writerow({k: _text_cell(v) if k in CSV_TEXT_COLUMNS else v for k, v in cells.items()})
 
 
 def _plot(by_user: list[Row], path: Path, title: str) -> None:

@@ -18,6 +18,7 @@ from slurm_green.carbon.spec import parse_source_spec, parse_sources
 from slurm_green.carbon.timebase import utc_now
 from slurm_green.carbon.windows import low_carbon_windows
 from slurm_green.cli.plot_extra import needs_plots
+from slurm_green.cli.timefmt import MAX_SPAN_S
 from slurm_green.controller.config import DEFAULT_PATH, load_config
 from slurm_green.core.text import terminal_safe
 
@@ -25,14 +26,24 @@ SOURCE_HELP = "Source spec (repeat or comma-separate for a fallback chain), e.g.
 
 
 def _now(at: str | None) -> pd.Timestamp:
-    """``--at`` as UTC (naive values are read as UTC), or now."""
+    """``--at`` as UTC (naive values are read as UTC), or now.
+
+    pandas reads ``""`` (an empty shell variable), ``NaT`` and ``nan`` as NaT rather than
+    refusing them; NaT then failed deep in the sources as an internal error (exit 70), so
+    it is refused here as the usage error it is (exit 2)."""
     if at is None:
         return utc_now()
     try:
         stamp = pd.Timestamp(at)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--at") from None
-    return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    if pd.isna(stamp):
+        raise click.BadParameter(f"{at!r} is not a time: expected an ISO time such as 2026-11-23T14:00 (UTC unless "
+                                 "it names a zone)", param_hint="--at")
+    stamp = stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
+    if not abs(stamp.timestamp() - utc_now().timestamp()) <= MAX_SPAN_S:  # 3000-01-01 overflowed pandas' ns range
+        raise click.BadParameter(f"{at!r} is more than 100 years from now", param_hint="--at")
+    return stamp
 
 
 @click.group()

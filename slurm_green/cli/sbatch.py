@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import subprocess
 import sys
 from typing import Any
@@ -26,8 +27,27 @@ def _gpu_range(text: str | None) -> tuple[int | None, int | None]:
         raise click.BadParameter(f"{text!r}: expected MIN-MAX, e.g. 2-8", param_hint="--gpus-range") from None
 
 
+def _script_not_an_option(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """SCRIPT as typed, unless it starts with ``-``.
+
+    ``ignore_unknown_options`` lets the options after SCRIPT reach it as its own
+    (``train.py --lr 0.1``), but it also turns a mistyped option before SCRIPT into SCRIPT:
+    ``--gpu 4 train.py`` rendered a 1-GPU job running ``--gpu``, which failed only when the
+    job started, possibly hours later after a green deferral. No script is named like an
+    option (``./-name`` reaches one that is), so such a SCRIPT is a usage error (exit 2)."""
+    if not value.startswith("-"):
+        return value
+    names = sorted(name for p in ctx.command.params for name in (*p.opts, *p.secondary_opts) if name.startswith("--"))
+    close = difflib.get_close_matches(value.partition("=")[0], names, n=1)
+    raise click.UsageError(
+        f"SCRIPT {value!r} looks like an option, not a script"
+        + (f" (did you mean {close[0]}?)" if close else "")
+        + f"; options of slurm-green sbatch: {', '.join(names)}; the script's own options go after SCRIPT "
+          "(or after --, for one named like ours), and a script whose name starts with '-' as ./NAME", ctx)
+
+
 @click.command("sbatch", context_settings={"ignore_unknown_options": True})
-@click.argument("script")
+@click.argument("script", callback=_script_not_an_option)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--name", default="train", show_default=True, help="Slurm job name (also the model type hint).")
 @click.option("--gpus", "gpus_per_node", type=click.IntRange(min=1), default=1, show_default=True, help="GPUs per node requested.")

@@ -20,6 +20,11 @@ local_time_option = click.option(
     "--local-time", is_flag=True, envvar="SLURM_GREEN_LOCAL_TIME",
     help="Show (and read) times in this machine's time zone instead of UTC [env SLURM_GREEN_LOCAL_TIME=1].")
 
+#: How far from now a typed time may lie. ``stamp``/``iso`` go through ``datetime``, which
+#: ends at years 1 and 9999 (less in a local zone): ``--since 1000000d`` parses, and then
+#: showing it was an internal error. A century either way holds every real period and deadline.
+MAX_SPAN_S = 100 * 365.25 * 86400
+
 
 def _zone(local: bool) -> dt.tzinfo | None:
     """``None`` is Python's "this machine's zone" for ``astimezone``."""
@@ -58,7 +63,7 @@ def parse_time(text: str, now: float, *, local: bool, sign: int, option: str) ->
     if text == "now":
         return now
     try:
-        return now + sign * parse_duration(text)
+        return _within_span(now + sign * parse_duration(text), now, text, option)
     except GreenOptionError:
         pass
     try:
@@ -67,6 +72,18 @@ def parse_time(text: str, now: float, *, local: bool, sign: int, option: str) ->
         raise click.BadParameter(f"{text!r} is neither a duration (30m, 12h, 7d) nor an ISO time "
                                  "(2026-11-23 or 2026-11-23T14:00, UTC unless it names a zone or --local-time)",
                                  param_hint=option) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.timezone.utc) if not local else when.astimezone()
-    return when.timestamp()
+    try:
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=dt.timezone.utc) if not local else when.astimezone()
+        t = when.timestamp()
+    except (OverflowError, ValueError, OSError):  # year 1 or 9999 moved to or from a local zone
+        t = float("inf")
+    return _within_span(t, now, text, option)
+
+
+def _within_span(t: float, now: float, text: str, option: str) -> float:
+    """``t`` if it lies within ``MAX_SPAN_S`` of ``now``, else click's usage error (exit 2):
+    a time the commands could not show is the user's typo, not slurm-green's bug (exit 70)."""
+    if not abs(t - now) <= MAX_SPAN_S:  # also refuses inf (a duration of 400 digits)
+        raise click.BadParameter(f"{text!r} is more than 100 years from now", param_hint=option)
+    return t

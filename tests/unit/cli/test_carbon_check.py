@@ -76,3 +76,12 @@ def test_a_failing_sources_spec_and_error_are_shown_as_written(tmp_path):
     assert result.exit_code == 1, result.output
     [row] = [line for line in result.output.splitlines() if "FAIL" in line]
     assert row.count("/[/x]/[jdoe]\\x1b[2J.csv") == 2 and "\x1b" not in result.output, row
+
+
+@pytest.mark.parametrize("at, said", [("", "'' is not a time"), ("NaT", "'NaT' is not a time"),
+                                      ("3000-01-01", "more than 100 years from now"),
+                                      ("1677-09-21T00:13Z", "more than 100 years from now")])
+def test_show_at_that_is_no_usable_time_is_a_usage_error(at, said):
+    """pandas reads "" (an empty shell variable) as NaT, and 3000-01-01 overflowed later: both were exit 70."""
+    result = CliRunner().invoke(main, ["carbon", "show", "--source", "synthetic", "--at", at])
+    assert result.exit_code == 2 and "Invalid value for --at" in result.output and said in result.output, result.output

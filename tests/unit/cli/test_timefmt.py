@@ -40,6 +40,16 @@ def test_typed_times_follow_the_same_choice(tokyo):
         parse_time("soon", T, local=False, sign=1, option="--x")
 
 
+@pytest.mark.parametrize("text, sign", [("1000000d", -1), ("1000000d", 1), ("9" * 400 + "d", -1),
+                                        ("0001-01-01", -1), ("9999-12-31T23:59", 1), ("2127-01-01", 1)])
+@pytest.mark.parametrize("local", [False, True])
+def test_a_time_more_than_a_century_away_is_a_usage_error(tokyo, text, sign, local):
+    """``stamp`` could not show 1000000d ago (before year 1): that was an internal error, exit 70."""
+    with pytest.raises(click.BadParameter, match="more than 100 years from now"):
+        parse_time(text, T, local=local, sign=sign, option="--x")
+    assert parse_time("36500d", T, local=local, sign=sign, option="--x") == T + sign * 36500 * 86400
+
+
 def test_relative():
     assert relative(T + 9000, T) == "in 2.5 h" and relative(T - 180, T) == "3 min ago" and relative(T + 5, T) == "now"
 

@@ -62,7 +62,8 @@ def test_bad_values_are_one_line_exit_2(tmp_path):
     for args, words in ((["--duration", "0"], "must be more than 0"), (["--duration", "x"], "--duration"),
                         (["--duration", "1h", "--deadline", "yesterday"], "neither a duration"),
                         (["--duration", "99999999999d"], "at most 366d"),  # overflowed the calendar: exit 70
-                        (["--duration", "1h", "--deadline", "99999999999d"], "at most 366 days ahead")):
+                        (["--duration", "1h", "--deadline", "400d"], "at most 366 days ahead"),
+                        (["--duration", "1h", "--deadline", "99999999999d"], "more than 100 years from now")):
         result = when(tmp_path, *args)
         assert result.exit_code == 2 and words in result.output and "Traceback" not in result.output
 

@@ -87,7 +87,9 @@ def _text_cell(value: object) -> object:
 
 def _csv(rows: list[Row], local: bool) -> None:
     times = {"submit_time", "actual_start", "end_time", "decided_start"}
-    writer = csv.DictWriter(sys.stdout, CSV_COLUMNS, extrasaction="ignore", lineterminator="\n")
+    # RFC 4180's CRLF: the writer quotes a field holding any character of its line terminator,
+    # so a bare carriage return in a job name (with "\n" it went unquoted) makes no row of its own.
+    writer = csv.DictWriter(sys.stdout, CSV_COLUMNS, extrasaction="ignore", lineterminator="\r\n")
     writer.writeheader()
     for row in rows:
         cells = {k: iso(row[k], local) if k in times else row.get(k) for k in CSV_COLUMNS}

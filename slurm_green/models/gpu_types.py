@@ -15,6 +15,10 @@ without fitted parameters still gets a model, built from what its board reports
   the caps) and so kept 4.7 of the 21.3 % of energy a cap saves there
   (``benchmarks/unseen_board.py``, docs/models.md);
 * caps: from the board's own minimum to its maximum.
+
+A fitted type whose nodes report a board more than 5 % off the fitted one keeps its own
+shape scaled to that board (``rescaled_type``), and its speed follows the first rule: scaled
+down by the board's power when the board is smaller, never up.
 """
 
 from __future__ import annotations
@@ -91,6 +95,22 @@ def conservative_type(name: str, board: Board, primary: GpuTypeParams, response:
 
     return GpuTypeParams(gpu, {t: job(p, response.jobs.get(t, response.default).cap) for t, p in primary.jobs.items()},
                          job(primary.default, response.default.cap))
+
+
+def rescaled_type(name: str, fitted: GpuTypeParams, board: Board, note: str) -> GpuTypeParams:
+    """A fitted type on a board other than the one it was measured on (an H100 PCIe, 350 W,
+    against the fitted 700 W SXM): its shape scaled to ``board`` (``scaled_to_board``) and, as
+    for a type nobody profiled, its speed scaled down by the board's power when the board is
+    smaller, never up: half the power at the same speed would credit the unmeasured board with
+    half the energy per unit of work."""
+    speed = min(1.0, board.max_w / fitted.gpu.tdp_w)
+    gpu = scaled_to_board(fitted.gpu, name, board.max_w, board.min_w)
+
+    def job(params: JobParams) -> JobParams:
+        return replace(params, base_throughput=params.base_throughput * speed,
+                       source=f"{params.source}; ASSUMED on {name}: {note}")
+
+    return GpuTypeParams(gpu, {t: job(p) for t, p in fitted.jobs.items()}, job(fitted.default))
 
 
 def least_energy_ratio(fitted: GpuTypeParams, primary: GpuTypeParams, board: Board) -> float:

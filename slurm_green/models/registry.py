@@ -23,10 +23,11 @@ import numpy as np
 
 from slurm_green.core.models import Config, Observation
 from slurm_green.models.colocation import MECHANISMS, heaviness, pair_power_w
-from slurm_green.models.gpu_types import Board, board_of, canonical_gpu, conservative_type, weakest_cap_response
+from slurm_green.models.gpu_types import (Board, board_of, canonical_gpu, conservative_type, rescaled_type,
+                                          weakest_cap_response)
 from slurm_green.models.names import NameResolver, normalise
 from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
-from slurm_green.models.power_cap import GpuPowerParams, scaled_to_board
+from slurm_green.models.power_cap import GpuPowerParams
 from slurm_green.models.refine import Corrections, type_key
 
 PARAMS_ENV = "SLURM_GREEN_MODEL_PARAMS"
@@ -232,9 +233,9 @@ class FittedRegistry:
         if fitted is not None:
             if board is None or abs(board.max_w / fitted.gpu.tdp_w - 1.0) <= BOARD_TOLERANCE:
                 return fitted, ""
-            scaled = scaled_to_board(fitted.gpu, name, board.max_w, board.min_w)
-            return GpuTypeParams(scaled, fitted.jobs, fitted.default), (
-                f"fitted on a {fitted.gpu.tdp_w:g} W board, this one reports {board.max_w:g} W: shape scaled to it")
+            note = (f"fitted on a {fitted.gpu.tdp_w:g} W board, this one reports {board.max_w:g} W: shape scaled "
+                    f"to it, speed scaled down by the board's power when smaller")
+            return rescaled_type(name, fitted, board, note), note
         primary = self.params.types[self.gpu]
         if board is not None:
             note = f"not profiled; conservative model from its board ({board.min_w:g}-{board.max_w:g} W)"

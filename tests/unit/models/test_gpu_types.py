@@ -121,6 +121,26 @@ def test_a_profiled_type_on_another_board_is_scaled_to_it(registry: FittedRegist
     assert model.power_w(Config(1)) <= 350.0
 
 
+def test_a_profiled_type_on_a_smaller_board_is_slowed_by_the_board_never_credited_less_energy(
+        perf) -> None:  # noqa: ANN001
+    """An H100 PCIe (350 W) reported for the fitted 700 W H100: half the power at the same speed
+    would be half the energy per unit of work, a saving nobody measured. Like an unprofiled type,
+    its speed scales down with the board (and a larger board is never faster)."""
+    measured = FittedRegistry(fitted_params(perf))
+    smaller, larger = FittedRegistry(fitted_params(perf)), FittedRegistry(fitted_params(perf))
+    smaller.observe_board("NVIDIA H100 PCIe", 200.0, 350.0, 350.0)
+    larger.observe_board("h100", 200.0, 800.0, 800.0)
+    for job in (*measured.job_types, None):
+        fitted = measured.for_job(job, "h100")
+        for cap in (1.0, 0.6):
+            cfg = Config(1, 1, cap)
+            scaled = smaller.for_job(job, "h100")
+            assert scaled.gpu_assumed
+            assert scaled.throughput(Config(1)) == pytest.approx(fitted.throughput(Config(1)) * 0.5)
+            assert energy_per_work_j(scaled, cfg) >= energy_per_work_j(fitted, cfg) * (1 - 1e-9), (job, cap)
+        assert larger.for_job(job, "h100").throughput(Config(1)) == pytest.approx(fitted.throughput(Config(1)))
+
+
 def test_board_limits_persist_with_the_corrections(perf, tmp_path) -> None:
     path = tmp_path / "corr.json"
     FittedRegistry(fitted_params(perf), Corrections(path)).observe_board("h200", 150.0, 600.0, 600.0)

@@ -70,15 +70,17 @@ class ModelRegistry(Protocol):
 
     def colocation(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
                    mechanism: str = "timeslice", power_a_w: float | None = None,
-                   power_b_w: float | None = None) -> tuple[float, float, float]:
+                   power_b_w: float | None = None, cap_fraction: float | None = None) -> tuple[float, float, float]:
         """``(slow_a, slow_b, power_w)``: both slowdowns and the shared GPU's power (W) under
         ``mechanism`` (``timeslice`` = gres/shard, ``mps`` = gres/mps); ``power_x_w`` a job's
-        measured power alone on one GPU (telemetry), the proxy for a type no table covers."""
+        measured power alone on one GPU (telemetry), the proxy for a type no table covers;
+        ``cap_fraction`` the cap the shared GPU runs under (None: uncapped), which bounds its power."""
         ...
 
     def colocation_arrays(self, types_a: Sequence[str | None], types_b: Sequence[str | None], gpu: str | None = None,
                           mechanism: str = "timeslice", power_a_w: Sequence[float] | np.ndarray | None = None,
-                          power_b_w: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+                          power_b_w: Sequence[float] | np.ndarray | None = None,
+                          cap_fraction: float | Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """``colocation`` over sequences of pairs: arrays ``slow_a, slow_b, power_w``."""
         ...
 

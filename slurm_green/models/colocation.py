@@ -51,7 +51,8 @@ class LoadModel:
     the measured pairs, so it over-states more often than it under-states; the job's own
     heaviness is left out on purpose (a light job beside a heavy one is then over-stated).
     The pair's power is ``idle + power_scale * (dyn_a / slow_a + dyn_b / slow_b)``, at most
-    the board's maximum: each job draws its dynamic power for the share of time it progresses.
+    the board's maximum (under a cap, what the capped board draws): each job draws its dynamic
+    power for the share of time it progresses.
     """
 
     k: float
@@ -68,8 +69,9 @@ def heaviness(power_w: np.ndarray | float, idle_w: float, max_w: float) -> np.nd
 
 
 def pair_power_w(power_a: np.ndarray | float, power_b: np.ndarray | float, slow_a: np.ndarray | float,
-                 slow_b: np.ndarray | float, idle_w: float, max_w: float, scale: float) -> np.ndarray:
-    """One shared GPU's power (W) from each job's power alone on it and their slowdowns."""
+                 slow_b: np.ndarray | float, idle_w: float, max_w: np.ndarray | float, scale: float) -> np.ndarray:
+    """One shared GPU's power (W) from each job's power alone on it and their slowdowns, at most
+    ``max_w``: the board's maximum, or what it draws under the cap it runs at (``capped_board_w``)."""
     dyn = (np.maximum(np.asarray(power_a, dtype=float) - idle_w, 0.0) / np.asarray(slow_a, dtype=float)
            + np.maximum(np.asarray(power_b, dtype=float) - idle_w, 0.0) / np.asarray(slow_b, dtype=float))
     return np.clip(idle_w + scale * dyn, idle_w, max_w)

@@ -55,6 +55,18 @@ def busy_power_w(gpu: GpuPowerParams, cap: CapParams, cap_fraction: float) -> fl
     return max(gpu.idle_w, gpu.tdp_w * cap.natural_power_fraction * bite(gpu, cap, cap_fraction))
 
 
+def capped_board_w(gpu: GpuPowerParams,
+                   cap_fraction: float | Sequence[float] | np.ndarray | None) -> np.ndarray | float:
+    """The most a board of ``gpu`` draws, whatever runs on it, under ``cap_fraction`` (None: no
+    cap, its maximum): the firmware holds the average at ``draw_ratio`` of the limit, never
+    under idle, as ``busy_power_w`` does for one job; caps outside the settable range are
+    taken as its ends. What bounds two jobs sharing the GPU (``colocation.pair_power_w``)."""
+    if cap_fraction is None:
+        return gpu.tdp_w
+    c = np.clip(np.asarray(cap_fraction, dtype=float), gpu.cap_min, 1.0)
+    return np.minimum(gpu.tdp_w, np.maximum(gpu.idle_w, gpu.tdp_w * gpu.draw_ratio * c))
+
+
 def natural_fraction(rows: Sequence[CapRow], tdp_w: float) -> float:
     """Uncapped draw: the power at the highest limit, which is where the cap binds least."""
     return min(1.0, rows[-1].power_w / tdp_w)

@@ -27,7 +27,7 @@ from slurm_green.models.gpu_types import (Board, board_of, canonical_gpu, conser
                                           weakest_cap_response)
 from slurm_green.models.names import NameResolver, normalise
 from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
-from slurm_green.models.power_cap import GpuPowerParams
+from slurm_green.models.power_cap import GpuPowerParams, capped_board_w
 from slurm_green.models.refine import Corrections, type_key
 
 PARAMS_ENV = "SLURM_GREEN_MODEL_PARAMS"
@@ -297,7 +297,7 @@ class FittedRegistry:
 
     def colocation(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
                    mechanism: str = "timeslice", power_a_w: float | None = None,
-                   power_b_w: float | None = None) -> tuple[float, float, float]:
+                   power_b_w: float | None = None, cap_fraction: float | None = None) -> tuple[float, float, float]:
         """``(slow_a, slow_b, power_w)`` of two jobs sharing one GPU of type ``gpu`` under
         ``mechanism`` (``timeslice``: gres/shard; ``mps``: gres/mps).
 
@@ -307,18 +307,21 @@ class FittedRegistry:
         covers comes from the load model: each job's heaviness from its power alone on one GPU
         (``power_x_w``, e.g. measured by telemetry; else its model's, or the board's maximum for
         an unknown job: the most conservative). ``power_w``: the shared GPU's power from the
-        load model, each job's power alone as above.
+        load model, each job's power alone as above, at most what the board draws under
+        ``cap_fraction`` (the cap the shared GPU runs under; None: none, the board's maximum).
         """
         slow_a, slow_b, power_w = self.colocation_arrays([type_a], [type_b], gpu, mechanism,
                                                          None if power_a_w is None else [power_a_w],
-                                                         None if power_b_w is None else [power_b_w])
+                                                         None if power_b_w is None else [power_b_w], cap_fraction)
         return float(slow_a[0]), float(slow_b[0]), float(power_w[0])
 
     def colocation_arrays(self, types_a: Sequence[str | None], types_b: Sequence[str | None], gpu: str | None = None,
                           mechanism: str = "timeslice", power_a_w: Sequence[float] | np.ndarray | None = None,
-                          power_b_w: Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+                          power_b_w: Sequence[float] | np.ndarray | None = None,
+                          cap_fraction: float | Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """``colocation`` over sequences of pairs (one GPU type and mechanism): arrays
-        ``slow_a, slow_b, power_w``; ``power_x_w`` entries that are NaN count as unknown."""
+        ``slow_a, slow_b, power_w``; ``power_x_w`` entries that are NaN count as unknown;
+        ``cap_fraction`` one cap for all the pairs or one per pair (None: uncapped)."""
         if mechanism not in MECHANISMS:
             raise ValueError(f"unknown sharing mechanism {mechanism!r}; choose from {', '.join(MECHANISMS)}")
         name = self.gpu_type(gpu)
@@ -335,7 +338,8 @@ class FittedRegistry:
         # A measured speed-up when shared (the H100's resnet18 under MPS, 0.96) is run-to-run noise.
         slow_a = np.maximum(np.where(np.isnan(slow_a), load.slowdown(h_b), slow_a), 1.0)
         slow_b = np.maximum(np.where(np.isnan(slow_b), load.slowdown(h_a), slow_b), 1.0)
-        power = pair_power_w(power_a, power_b, slow_a, slow_b, board.idle_w, board.tdp_w, load.power_scale)
+        power = pair_power_w(power_a, power_b, slow_a, slow_b, board.idle_w, capped_board_w(board, cap_fraction),
+                             load.power_scale)
         return slow_a, slow_b, power
 
     def _pair_table(self, name: str, mechanism: str) -> dict[tuple[str, str], tuple[float, float]]:

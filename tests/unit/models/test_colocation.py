@@ -127,3 +127,31 @@ def test_an_unknown_jobs_power_measured_by_telemetry_replaces_the_board_maximum(
     after = registry.colocation("my-train.sh", "ResNet-50 (batch size 64)", "v100")
     assert after[1] < before[1]  # its partner is slowed less
     assert after[2] < before[2]  # and the pair draws less
+
+
+@pytest.mark.parametrize(("gpu", "mechanism", "a", "b", "cap"), [
+    ("h100", "mps", "ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)", 0.55),  # EaCO's H100 pair
+    ("v100", "timeslice", "Transformer (batch size 64)", "LM (batch size 20)", 0.5),
+])
+def test_a_capped_pair_draws_no_more_than_its_cap_allows(registry: FittedRegistry, gpu: str, mechanism: str,
+                                                         a: str, b: str, cap: float) -> None:
+    """Each job's power alone under the cap respects it; the pair's sum did not (440 W on an H100
+    capped at 385 W): under ``cap_fraction`` it is bounded as one job is, at ``draw_ratio`` of the
+    limit. The slowdowns do not change (the measured capped H100 pairs stretched no more than
+    predicted without it: docs/models.md), and without a cap nothing does."""
+    from slurm_green.core.models import Config
+
+    board = registry.type_params(gpu)[0].gpu
+    solo = [registry.for_job(t, gpu).power_w(Config(1, 1, cap)) for t in (a, b)]
+    free = registry.colocation(a, b, gpu, mechanism, *solo)
+    capped = registry.colocation(a, b, gpu, mechanism, *solo, cap_fraction=cap)
+    assert free[2] > cap * board.tdp_w  # the clip binds on this pair
+    assert capped[2] == pytest.approx(board.draw_ratio * cap * board.tdp_w) and capped[2] <= cap * board.tdp_w
+    assert capped[:2] == free[:2]
+    assert registry.colocation(a, b, gpu, mechanism, *solo, cap_fraction=None) == free
+    # Below the lowest settable cap the board holds that cap; arrays take one cap per pair.
+    lowest = registry.colocation(a, b, gpu, mechanism, *solo, cap_fraction=board.cap_min / 2)
+    assert lowest[2] == pytest.approx(max(board.idle_w, board.draw_ratio * board.cap_min * board.tdp_w))
+    arrays = registry.colocation_arrays([a, a], [b, b], gpu, mechanism, [solo[0]] * 2, [solo[1]] * 2, [cap, 1.0])
+    assert arrays[2][0] == pytest.approx(capped[2])
+    assert arrays[2][1] == pytest.approx(min(free[2], board.draw_ratio * board.tdp_w))

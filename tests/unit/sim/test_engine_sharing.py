@@ -3,6 +3,7 @@ rates and power, and returns to its solo rate when the partner ends (through the
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 
@@ -17,12 +18,15 @@ from slurm_green.core import decision_token
 from slurm_green.core.actions import SetTimeLimit, ShareGpus
 from slurm_green.core.cluster import JobState
 from slurm_green.core.cluster import ClusterSnapshot
+from slurm_green.core.models import Config
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.baselines import FifoPolicy
 from slurm_green.policy.eaco import EaCoPolicy
 from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
+from slurm_green.models.registry import default_registry
 from slurm_green.sim.engine import Simulator, TraceOptions
+from slurm_green.sim.workload import Workload
 
 KEY = b"0123456789abcdef-sim-test-key"
 NODE = ClusterSpec(nodes=1, gpus_per_node=4, idle_w_per_gpu=20.0)
@@ -184,3 +188,60 @@ def test_a_two_gpu_pair_shares_both_gpus_of_its_host_and_shows_its_whole_gpus():
     assert max(record.sample_busy) == 3 and max(record.sample_shared) == 2  # the pair's 2 GPUs and job 3's
     assert record.end.tolist()[:2] == pytest.approx([T0 + HOUR * HOST_SLOW, T0 + HOUR * HOST_SLOW + 2 * HOUR
                                                      - HOUR * HOST_SLOW / GUEST_SLOW])
+
+
+class CappedPairs(PairModels):
+    """``PairModels`` on a board that takes caps: records the cap each pair is asked under."""
+
+    def __init__(self) -> None:
+        self.asked: list[float | None] = []
+
+    def allowed_caps(self, gpu=None, *, accept_cap=True, floor=0.0, step=0.05):
+        return (0.4, 0.55, 0.6, 1.0)
+
+    def colocation(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None, cap_fraction=None):
+        self.asked.append(cap_fraction)
+        return (*self.slowdown, PAIR_W)
+
+
+@dataclass
+class CappedPairing(Pairing):
+    """``Pairing`` with a cap per job (by job id, from 1)."""
+
+    caps: tuple[float, ...] = ()
+
+    def __call__(self, context):
+        plan = super().__call__(context)
+        return Plan(tuple(dataclasses.replace(d, power_cap_fraction=self.caps[d.job_id - 1]) for d in plan.decisions))
+
+
+def test_a_pair_is_asked_of_the_models_under_the_loosest_cap_of_its_two_jobs():
+    """The shared GPU runs at the loosest limit its jobs ask for (``gpu/enact.py``; the planner
+    gives both jobs of a pair that one): that cap bounds the pair's power; an uncapped pair is
+    asked without one (as before)."""
+    for caps, asked in (((0.4, 0.4), 0.4), ((0.4, 0.6), 0.6), ((0.6, 0.4), 0.6), ((1.0, 0.4), None)):
+        models = CappedPairs()
+        _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR)), CappedPairing(caps=caps), models=models)
+        assert max(record.sample_shared) == 1 and record.cap.tolist() == [asked or 1.0] * 2, (caps, record.cap)
+        assert models.asked == [asked], (caps, models.asked)
+
+
+def test_a_capped_h100_pair_is_charged_no_more_than_its_cap_allows():
+    """resnet50 and resnet18 under MPS on one H100 capped at 0.55 (385 W), EaCO's pair: the model
+    put the pair at 440 W, over the limit the Prolog set; the simulator charges what the cap allows."""
+    cap, types = 0.55, ["ResNet-50 (batch size 64)", "ResNet-18 (batch size 64)"]
+    models = default_registry("h100")
+    spec = ClusterSpec(nodes=1, gpus_per_node=2, gpu_type="h100", share_mechanism="mps", idle_w_per_gpu=87.0)
+    wl = Workload.from_columns("test", np.array([T0, T0]), np.array([1, 1]), types,
+                               duration_s=np.array([2 * HOUR, 2 * HOUR]))
+    solo = [models.for_job(t, "h100").power_w(Config(1, 1, cap)) for t in types]
+    assert models.colocation(*types, "h100", "mps", *solo)[2] > cap * 700.0  # uncapped, the pair is over it
+    sim = Simulator(wl, spec, models, flat_signal(), KEY, SHARING)
+    controller = Controller(sim, CappedPairing(caps=(cap, cap)), SimCarbonFeed(flat_signal(), "flat"), models,
+                            sign=functools.partial(decision_token.sign, KEY),
+                            verify=functools.partial(decision_token.verify, KEY))
+    record = sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
+    assert max(record.sample_shared) == 1 and record.cap.tolist() == [cap, cap]
+    shared_w = max(p for p, s in zip(record.sample_power_w, record.sample_shared, strict=True) if s)
+    assert shared_w <= cap * 700.0, f"pair charged {shared_w:.0f} W under a {cap * 700:.0f} W cap"
+    assert shared_w == pytest.approx(models.colocation(*types, "h100", "mps", *solo, cap_fraction=cap)[2])

@@ -52,6 +52,13 @@ class GreenOptions:
     #: earliest start, which no decision moves earlier (flex counts from it). None: none given.
     earliest: float | None = None
 
+    def gpu_bounds(self, requested: int) -> tuple[int, int]:
+        """The GPU counts the user allows: ``gpus=MIN-MAX``, and where a bound was not given,
+        the job's own ``requested`` count. One rule for every policy and the resizer: a job
+        that gave no range is never resized, neither grown nor shrunk."""
+        return (self.gpus_min if self.gpus_min is not None else requested,
+                self.gpus_max if self.gpus_max is not None else requested)
+
 
 #: The most GPUs a user may name (``gpus=MIN-MAX``): far above any job's, and far below what
 #: would overflow the policies' integer arrays (a 20-digit count stopped every tick).

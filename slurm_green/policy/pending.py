@@ -73,8 +73,7 @@ def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None],
         return None
     gpus = max(1, job.total_gpus)
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
-            gpus, options.gpus_min if options.gpus_min is not None else gpus,
-            options.gpus_max if options.gpus_max is not None else gpus, options.accept_cap,
+            gpus, *options.gpu_bounds(gpus), options.accept_cap,
             asked_runtime_s(job, options, limits, default_runtime_s), job.name, max_time or math.inf)
 
 

@@ -317,3 +317,17 @@ def test_resizing_shrinks_for_carbon_only_when_asked() -> None:
     assert isinstance(resizing(Nothing(), when_dear=True), ShrinkWhenDear)
     assert isinstance(resizing(Nothing(), shrink=True, when_dear=True).inner, ShrinkRunning)
     assert not isinstance(resizing(Nothing(), shrink=True), ShrinkWhenDear)
+
+
+def without_range(job_id: int = 1, node: str = "n0"):
+    """Elastic (``green:elastic=requeue``) with no ``gpus=`` range: its own 4 GPUs only."""
+    return replace(running(job_id, gpus=4, node=node), admin_comment=format_marker(GreenOptions(elastic=True)))
+
+
+def test_a_job_that_gave_no_gpu_range_is_never_shrunk_and_the_one_shrink_goes_to_one_that_did(models) -> None:
+    assert shrink([without_range(), eligible(gpus=1)], models=models).decisions == ()
+    assert dear([without_range()], PRICE, [500.0] * 72, models=models).decisions == ()
+    # the one shrink a tick makes goes to job 3 (range 1-4), not to job 1, which the resizer would refuse
+    both = [without_range(), running(3, gpus=4, node="n1"), eligible(gpus=1)]
+    decided = shrink(both, node_count=2, models=models, used={0: (0, 1, 2, 3), 1: (0, 1, 2, 3)}).decisions
+    assert [(d.job_id, d.gpus_per_node) for d in decided] == [(3, 3)]

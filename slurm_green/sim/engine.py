@@ -1032,10 +1032,13 @@ class Simulator:
         only the first, up to ``BACKFILL_DEPTH``). A later job starts now only on nodes no
         reservation holds during its own time limit. Reservations are made lazily, when a
         later job could start now: until then nothing started, so they come out the same.
+        A bound job whose partner starts in the pass joins it in the same pass, as Slurm starts
+        a shard job, even when the partner took the last free GPU (a guest needs none).
         """
         self._schedule_needed = False
         if self._share:
             self._join(now)
+        hosts_started = False
         free = self._free_total
         held: _Held | None = None  # the pass's reservations, from its first (most passes make none)
         blocked: list[Job] = []  # passed over, not yet reserved for
@@ -1066,6 +1069,7 @@ class Simulator:
                                        held.free_during(now, now + (job.time_limit_s or 0.0)))
                 if alloc is not None:
                     self._start(job, alloc, now)
+                    hosts_started = True
                     profile = None  # it holds GPUs until its own time limit
                     del self._queue[i]
                     removed += 1
@@ -1078,6 +1082,8 @@ class Simulator:
                         return
             blocked.append(job)
             i += 1
+        if hosts_started and self._share:
+            self._join(now)  # guests of partners that just started (the pass may end with no GPU free)
 
     def _backfill_closed(self, held: _Held, now: float, shortest_limit_s: float) -> bool:
         """Whether no job still queued can start in this pass: every node with a free GPU is

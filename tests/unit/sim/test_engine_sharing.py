@@ -72,9 +72,9 @@ class Pairing:
                           for j in snapshot.jobs if j.is_pending))
 
 
-def run(wl, policy, options=SHARING, models=None):
+def run(wl, policy, options=SHARING, models=None, spec=NODE):
     models = models or PairModels()
-    sim = Simulator(wl, NODE, models, flat_signal(), KEY, options)
+    sim = Simulator(wl, spec, models, flat_signal(), KEY, options)
     controller = Controller(sim, policy, SimCarbonFeed(flat_signal(), "flat"), models,
                             sign=functools.partial(decision_token.sign, KEY),
                             verify=functools.partial(decision_token.verify, KEY))
@@ -107,6 +107,16 @@ def test_the_guest_ending_first_returns_the_host_to_its_solo_rate():
     guest_end = T0 + HOUR * GUEST_SLOW
     host_left = 4 * HOUR - HOUR * GUEST_SLOW / HOST_SLOW
     assert record.end.tolist() == pytest.approx([guest_end + host_left, guest_end])
+
+
+@pytest.mark.parametrize("gpus_per_node", [2, 1])
+def test_a_guest_starts_with_its_host_in_the_same_pass_even_when_the_host_takes_the_last_gpu(gpus_per_node):
+    """Slurm starts the shard job in the pass that starts its partner: on a full node (1 GPU)
+    too, where the pass ends with no GPU free (the guest needs none)."""
+    spec = ClusterSpec(nodes=1, gpus_per_node=gpus_per_node, idle_w_per_gpu=20.0)
+    _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR)), Pairing(), spec=spec)
+    assert record.start.tolist() == [T0, T0]
+    assert max(record.sample_shared) == 1
 
 
 def test_sharing_is_idempotent_and_a_second_guest_of_a_pair_starts_alone():

@@ -816,7 +816,7 @@ class Simulator:
         config = self._config(gpus, len(alloc), cap)
         gpu = self._runs_on(alloc)
         model = self._model(job.name, gpu)
-        work = self._restart_work.pop(job.job_id, float(self.work[index]))
+        work = self._work_to_start(job.job_id)
         frozen, step = self._freezing(index, work)
         throughput = float(effective_rate(model, config, frozen, self.options.freeze_penalty))
         if self._resuming:  # a node it landed on resumes first: its GPUs are held meanwhile
@@ -843,6 +843,11 @@ class Simulator:
             nodes=tuple(self.spec.node_name(i) for i, _ in alloc), **(_shared_fields(bound[1]) if bound else {})))
         heapq.heappush(self._completions, (end, job.job_id))
         self._snapshot = None
+
+    def _work_to_start(self, job_id: int) -> float:
+        """The work a job starting now has to do, alone or as a guest: a requeued job's from its
+        checkpoint with the reload (taken), else all of it."""
+        return self._restart_work.pop(job_id, float(self.work[job_id - 1]))
 
     def _complete(self, job_id: int) -> None:
         running = self._running.pop(job_id)
@@ -963,7 +968,8 @@ class Simulator:
         config = self._config(host.gpus, count, cap)
         gpu = self._runs_on(host.alloc)
         model = self._model(job.name, gpu)
-        frozen, step = self._freezing(index, float(self.work[index]))
+        work = self._work_to_start(job.job_id)
+        frozen, step = self._freezing(index, work)
         solo_tput = float(effective_rate(model, config, frozen, self.options.freeze_penalty))
         solo_power = float(frozen_power_w(model, config, frozen))
         slow, slow_host, pair_w = self.models.colocation(
@@ -972,12 +978,12 @@ class Simulator:
         pair_total = pair_w * host.gpus
         power = pair_total * solo_power / (solo_power + host.solo_power_w)
         throughput = solo_tput / slow
-        end = now + float(self.work[index]) / throughput
+        end = now + work / throughput
         self.record.started(index, now, end, host.gpus, tuple(i for i, _ in host.alloc), cap, power * (end - now),
                             job.time_limit_s)
         running = self._running[job.job_id] = _Running(host.gpus, [], now + (job.time_limit_s or end - now), None,
                                                        throughput, power, solo_tput, solo_power, now, end,
-                                                       float(self.work[index]), partner=host_id, frozen=frozen,
+                                                       work, partner=host_id, frozen=frozen,
                                                        freeze_step=step, model=model, config=config)
         self._plan_freeze(job.job_id, running)
         bisect.insort(self._limit_ends, running.key(job.job_id))

@@ -12,9 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_literals import HOUR, T0, LinearModels, flat_signal, workload
+from test_engine_sharing import GUEST_SLOW, PairModels
 
 from slurm_green.controller.resize import ResizeSettings
-from slurm_green.core.actions import ActionError, Release, RequeueHold, SetGpus, SignalJob
+from slurm_green.core.actions import ActionError, Release, RequeueHold, SetGpus, ShareGpus, SignalJob
 from slurm_green.core.cluster import JobState
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.models import Config
@@ -133,6 +134,28 @@ def test_a_running_elastic_job_shrinks_so_the_blocked_job_behind_it_starts():
     assert record.end[0] == pytest.approx(T0 + 4200.0 + (left + ELASTIC.restore_s * 4) / 3)
     plain = simulate(jobs, NODE, FifoPolicy(), flat_signal(), LinearModels(), options=options)
     assert plain.record.start[1] == T0 + 10 * HOUR  # job 2 waited for job 1's end
+
+
+def test_a_requeued_job_restarting_on_a_partners_gpu_resumes_from_its_checkpoint():
+    """Restarted as a guest (``ShareGpus`` while held), a job does the work left at its
+    checkpoint plus the reload, at the pair's rate, not all its work again."""
+    options = TraceOptions(managed=False, accept_requeue=1.0, accept_share=1.0)
+    sim = Simulator(workload((0.0, 1, 10 * HOUR), (0.0, 1, 2 * HOUR)), NODE, PairModels(), flat_signal(), KEY, options)
+    sim._arrive(0)
+    sim._arrive(1)
+    sim._schedule(T0)
+    sim.clock.set(T0 + HOUR)
+    sim.apply([SignalJob(2)])
+    sim.clock.set(T0 + HOUR + 60.0)  # the checkpoint is whole
+    assert sim.apply([RequeueHold(2)])[0].ok
+    restart = T0 + HOUR + 60.0 + options.restart_delay_s
+    sim.clock.set(restart)
+    assert all(r.ok for r in sim.apply([ShareGpus(2, 1), Release(2)]))
+    sim._schedule(restart)
+    assert sim._running[2].partner == 1 and sim._running[1].partner == 2  # restarted as a guest
+    left = 2 * HOUR - (HOUR + 60.0) + options.restore_s
+    assert sim.record.end[1] == pytest.approx(restart + left * GUEST_SLOW)
+    assert not sim._restart_work  # taken by the restart
 
 
 class Scripted:

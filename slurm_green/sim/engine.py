@@ -393,7 +393,7 @@ class Simulator:
                             for t in spec.gpus_of_type()}
         capacity = spec.gpus_of_type()
         self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
-        #: Each job's work, and its true runtime at the requested size at full power.
+        #: Each job's work, and its true runtime at the requested size at full power (on its requested type).
         self.work, self.full_runtime = self._resolve_work()
         derived = np.ceil(self.full_runtime * options.time_limit_factor / 60.0) * 60.0
         given = workload.time_limit_s
@@ -465,17 +465,25 @@ class Simulator:
         return max(1, math.ceil(gpus / self.spec.gpus_per_node))
 
     def _resolve_work(self) -> tuple[np.ndarray, np.ndarray]:
-        """Work of every job, and its runtime at the requested size at full power."""
+        """Work of every job (a trace duration is on the registry's own type), and its runtime at
+        the requested size at full power on the type it requested, the only one it runs on."""
         w = self.workload
-        tput = np.empty(len(w))
-        cache: dict[tuple[str, int], float] = {}
-        for i, (t, g) in enumerate(zip(w.job_type, self.requested.tolist())):
-            key = (t, g)
+        tput = np.empty(len(w))  # on the registry's own type: what defines the work
+        runs = np.empty(len(w))  # on the requested type (the same on a cluster of one type)
+        cache: dict[tuple[str, int, str | None], float] = {}
+
+        def throughput(t: str, g: int, gpu: str | None) -> float:
+            key = (t, g, gpu)
             if key not in cache:
-                cache[key] = self._model(t).throughput(self._config(g, self._packed_nodes(g)))
-            tput[i] = cache[key]
+                cache[key] = self._model(t, gpu).throughput(self._config(g, self._packed_nodes(g)))
+            return cache[key]
+
+        typed = self.spec.typed
+        for i, (t, g, gpu) in enumerate(zip(w.job_type, self.requested.tolist(), self.requested_type)):
+            tput[i] = throughput(t, g, None)
+            runs[i] = throughput(t, g, gpu) if typed else tput[i]
         work = np.where(np.isfinite(w.work), w.work, w.duration_s * tput)
-        return work, work / tput
+        return work, work / runs
 
     def submitted_layout(self, index: int) -> tuple[int, int]:
         """(GPUs per node, nodes) trace job ``index`` is submitted with: its request packed onto whole nodes."""

@@ -67,3 +67,25 @@ def test_on_one_gpu_type_the_nodes_name_none_and_the_controller_asks_for_the_typ
                     KEY, TraceOptions(flex_s=0.0))
     assert [n.gpu_type for n in sim.snapshot().nodes] == [None]
     assert sim._runs_on([(0, np.arange(1))]) is None
+
+
+def test_each_jobs_time_limit_is_its_runtime_on_the_type_it_asked_for_and_fifo_keeps_to_it():
+    """Time limit = runtime at full power on the requested type (the only one the job runs on)
+    x 1.5, not the runtime on the registry's own type: a K80 job would outrun that, an H100
+    job get about 4x its runtime."""
+    registry = default_registry()
+    spec = ClusterSpec.mixed(2, 1, ("h100", "k80"))
+    jobs = 6
+    wl = Workload.from_columns("mixed", T0 + 60.0 * np.arange(jobs), np.ones(jobs, dtype=np.int64),
+                               ["resnet50"] * jobs, duration_s=np.full(jobs, 3600.0))
+    sim = Simulator(wl, spec, registry, flat_signal(), KEY, TraceOptions(managed=False))
+    assert set(sim.requested_type) == {"h100", "k80"}
+    for i, gpu in enumerate(sim.requested_type):
+        runtime = sim.work[i] / registry.for_job("resnet50", gpu).throughput(Config(1, 1, 1.0))
+        assert sim.full_runtime[i] == pytest.approx(runtime)
+        assert sim.time_limit[i] == pytest.approx(np.ceil(runtime * 1.5 / 60.0) * 60.0)
+    controller = Controller(sim, FifoPolicy(), SimCarbonFeed(flat_signal(), "flat"), registry,
+                            sign=functools.partial(decision_token.sign, KEY),
+                            verify=functools.partial(decision_token.verify, KEY))
+    summary = sim.run(controller, min_tick_s=60.0, max_tick_s=600.0).summary(wl.submit)
+    assert summary["finished"] == jobs and summary["past_limit"] == 0

@@ -680,7 +680,7 @@ class Simulator:
         index = job.job_id - 1
         assert self.signal is not None  # only a running simulation has running jobs
         self.record.stopped(index, running.power_w * (running.end - now),
-                            float(self.signal.mean_over(float(self.record.start[index]), now)))
+                            float(self.signal.mean_over(float(self.record.since[index]), now)))
         self._running.pop(job.job_id)
         self._release_gpus(job.job_id, running)
         self._update(job, state=JobState.PENDING, start_time=None, end_time=None, nodes=(), held=True,
@@ -895,11 +895,16 @@ class Simulator:
         return False
 
     def _set_rate(self, job_id: int, now: float, throughput: float, power_w: float) -> None:
-        """A running job's rate changes at ``now``: its work left, end, energy and completion follow."""
+        """A running job's rate changes at ``now``: its work left, end, energy and completion follow;
+        the stretch it drew its old power over is charged the intensity then."""
         r = self._running[job_id]
         r.work_left -= (now - r.since) * r.throughput
         remaining = max(0.0, r.work_left) / throughput
         index = job_id - 1
+        if power_w != r.power_w:
+            assert self.signal is not None  # only a running simulation has running jobs
+            since = float(self.record.since[index])
+            self.record.power_changed(index, now, r.power_w, float(self.signal.mean_over(since, now)))
         self.record.energy_j[index] += power_w * remaining - r.power_w * (r.end - now)
         self._power_w += power_w - r.power_w
         r.since, r.throughput, r.power_w, r.end = now, throughput, power_w, now + remaining

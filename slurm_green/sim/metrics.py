@@ -6,7 +6,10 @@ power split between its two jobs by their power alone); unallocated GPUs draw
 run that ends later pays for more idle time). Both are reported apart and summed in
 ``total_energy_kwh`` / ``total_carbon_kg``: a GPU that co-location leaves free still
 draws idle power, and a run that packs work onto fewer GPUs saves the difference.
-Carbon is energy times the true intensity over exactly when it was drawn.
+Carbon is energy times the true intensity over exactly when it was drawn: a job's power
+changes mid-run (a guest joins or leaves its GPU, a freezing step), so each stretch at one
+power is charged its own intensity (``power_changed``), and ``intensity`` is the mean its
+energy was drawn at.
 A job requeued to change its size (checkpoint-and-requeue) runs more than once: each
 run's energy and carbon are its own (``stopped``), ``start`` is its last run's and
 ``first_start`` its first, which the wait counts from. JCT is completion minus submission. Fragmentation is the time-weighted share of
@@ -41,7 +44,7 @@ class SimRecord:
     nodes: np.ndarray
     cap: np.ndarray
     energy_j: np.ndarray
-    intensity: np.ndarray  #: mean g/kWh over each job's run
+    intensity: np.ndarray  #: mean g/kWh each job's (last run's) energy was drawn at
     #: Each job's nodes (indices), to compare a placement with Slurm's; empty if it never ran.
     placed: list[tuple[int, ...]] = field(default_factory=list)
     #: Per job: its first start, its runs stopped by a requeue and what they drew (J, g).
@@ -72,13 +75,19 @@ class SimRecord:
     #: GPU). Live Slurm stops a job there; the simulator
     #: lets it finish and counts it (``past_limit``).
     time_limit: np.ndarray = field(default_factory=lambda: np.empty(0))
+    #: Per job, its run now: since when it draws its present power, and what it drew before
+    #: that (J, g), stretch by stretch at the power of each (``power_changed``).
+    since: np.ndarray = field(default_factory=lambda: np.empty(0))
+    closed_energy_j: np.ndarray = field(default_factory=lambda: np.empty(0))
+    closed_carbon_g: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     @classmethod
     def empty(cls, n: int, time_limit: np.ndarray | None = None) -> "SimRecord":
         nan = lambda: np.full(n, np.nan)  # noqa: E731
         return cls(nan(), nan(), np.zeros(n, np.int64), np.zeros(n, np.int64), nan(), nan(), nan(), [()] * n,
                    first_start=nan(), restarts=np.zeros(n, np.int64), earlier_energy_j=np.zeros(n),
-                   earlier_carbon_g=np.zeros(n), time_limit=nan() if time_limit is None else time_limit.copy())
+                   earlier_carbon_g=np.zeros(n), time_limit=nan() if time_limit is None else time_limit.copy(),
+                   since=nan(), closed_energy_j=np.zeros(n), closed_carbon_g=np.zeros(n))
 
     def started(self, index: int, start: float, end: float, gpus: int, placed: tuple[int, ...], cap: float,
                 energy_j: float, time_limit_s: float | None = None) -> None:
@@ -91,15 +100,28 @@ class SimRecord:
         self.gpus[index], self.nodes[index], self.cap[index] = gpus, len(placed), cap
         self.placed[index] = placed
         self.energy_j[index] = energy_j
+        self.since[index] = start
+        self.closed_energy_j[index] = self.closed_carbon_g[index] = 0.0
+
+    def power_changed(self, index: int, at: float, power_w: float, intensity: float) -> None:
+        """Job ``index`` drew ``power_w`` from ``since`` to ``at``, at a mean ``intensity`` (g/kWh)
+        then, and draws another power from ``at`` (its ``energy_j`` is re-accounted by the caller)."""
+        drawn = power_w * (at - float(self.since[index]))
+        self.closed_energy_j[index] += drawn
+        self.closed_carbon_g[index] += drawn / _J_PER_KWH * intensity
+        self.since[index] = at
 
     def stopped(self, index: int, unused_j: float, intensity: float) -> None:
         """Job ``index``'s run was stopped (requeued) before its end: it drew its energy less
-        ``unused_j`` (what the rest would have), at a mean ``intensity`` (g/kWh) since its start."""
+        ``unused_j`` (what the rest would have), at a mean ``intensity`` (g/kWh) since ``since``
+        (its start, or its power's latest change)."""
         used = float(self.energy_j[index]) - unused_j
         self.earlier_energy_j[index] += used
-        self.earlier_carbon_g[index] += used / _J_PER_KWH * intensity
+        last = used - float(self.closed_energy_j[index])  # drawn at the power it had when stopped
+        self.earlier_carbon_g[index] += float(self.closed_carbon_g[index]) + last / _J_PER_KWH * intensity
         self.restarts[index] += 1
-        self.start[index] = self.end[index] = self.energy_j[index] = np.nan
+        self.start[index] = self.end[index] = self.energy_j[index] = self.since[index] = np.nan
+        self.closed_energy_j[index] = self.closed_carbon_g[index] = 0.0
 
     def sample(self, t: float, busy: int, frag: float, power_w: float = 0.0, shared: int = 0,
                on_idle_nodes: int = 0) -> None:
@@ -120,7 +142,15 @@ class SimRecord:
     def finish(self, signal: CarbonForecast, spec: ClusterSpec, now: float) -> None:
         """Close the samples at ``now``; account the jobs' intensity, idle energy and carbon."""
         ran = np.isfinite(self.start)
-        self.intensity[ran] = signal.mean_over(self.start[ran], self.end[ran])
+        # The mean over the stretch at its last power: its whole run unless its power changed.
+        self.intensity[ran] = signal.mean_over(self.since[ran], self.end[ran])
+        changed = np.flatnonzero(ran & (self.closed_energy_j != 0.0))
+        if len(changed):  # the mean its energy was drawn at, stretch by stretch
+            total = self.energy_j[changed]
+            last = total - self.closed_energy_j[changed]
+            carbon_g = self.closed_carbon_g[changed] + last / _J_PER_KWH * self.intensity[changed]
+            self.intensity[changed] = np.where(total > 0, carbon_g * _J_PER_KWH / np.where(total > 0, total, 1.0),
+                                               self.intensity[changed])
         self.total_gpus = int(spec.gpus)
         self.ended_at = now
         t = self._edges()

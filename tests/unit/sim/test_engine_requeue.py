@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sim_literals import HOUR, T0, LinearModels, flat_signal, workload
-from test_engine_sharing import GUEST_SLOW, PairModels
+from test_engine_sharing import GUEST_SLOW, HOST_SLOW, PAIR_W, PairModels, stepped_signal
 
 from slurm_green.controller.resize import ResizeSettings
 from slurm_green.core.actions import ActionError, Release, RequeueHold, SetGpus, ShareGpus, SignalJob
@@ -156,6 +156,44 @@ def test_a_requeued_job_restarting_on_a_partners_gpu_resumes_from_its_checkpoint
     left = 2 * HOUR - (HOUR + 60.0) + options.restore_s
     assert sim.record.end[1] == pytest.approx(restart + left * GUEST_SLOW)
     assert not sim._restart_work  # taken by the restart
+
+
+class ShareThenRequeue:
+    """Binds job 2 to job 1 at the first tick, requeues job 2 at ``requeue_at``, then releases it
+    on a whole GPU (a former guest still shows its shard, and the simulator models shards only
+    as a binding)."""
+
+    def __init__(self, sim: Simulator, requeue_at: float) -> None:
+        self.sim, self.requeue_at, self.stopped_at, self.results = sim, requeue_at, math.nan, []
+
+    def tick(self, now: float) -> None:
+        if not self.results:
+            self.results += self.sim.apply([ShareGpus(2, 1)])
+        elif math.isnan(self.stopped_at) and now >= self.requeue_at:
+            self.results += self.sim.apply([RequeueHold(2)])
+            self.stopped_at = now
+        elif not math.isnan(self.stopped_at) and self.sim.snapshot().jobs[-1].held:
+            self.results += self.sim.apply([SetGpus(2, 1), Release(2)])
+
+
+def test_a_stopped_run_whose_power_changed_is_charged_each_stretch_at_the_intensity_then():
+    """Job 2 runs as job 1's guest (its share of the pair's power) in a clean stretch, then alone
+    (its solo 100 W), into a dirty one, and is requeued: its stopped run's carbon is each
+    stretch's energy times the intensity then."""
+    options = TraceOptions(managed=False, accept_requeue=1.0, accept_share=1.0)
+    signal = stepped_signal(2)
+    sim = Simulator(workload((0.0, 1, HOUR), (0.0, 1, 10 * HOUR)), NODE, PairModels(), signal, KEY, options)
+    script = ShareThenRequeue(sim, T0 + 3 * HOUR)
+    record = sim.run(script, min_tick_s=60.0, max_tick_s=300.0, tick_while_running=True)
+    assert all(r.ok for r in script.results) and len(script.results) == 4 and record.restarts[1] == 1
+    host_end_h = HOUR * HOST_SLOW / HOUR  # job 1's hour of work at its pair rate
+    stopped_h = (script.stopped_at - T0) / HOUR
+    expected_g = (PAIR_W / 2 * host_end_h * 100 + 100 * (2 - host_end_h) * 100 + 100 * (stopped_h - 2) * 500) / 1000
+    assert record.earlier_energy_j[1] == pytest.approx((PAIR_W / 2 * host_end_h + 100 * (stopped_h - host_end_h))
+                                                       * HOUR)
+    assert record.earlier_carbon_g[1] == pytest.approx(expected_g)
+    assert record.summary(sim.workload.submit)["carbon_kg"] == pytest.approx(
+        record.jobs_carbon_kg(signal, T0, record.ended_at + 1.0))
 
 
 class Scripted:

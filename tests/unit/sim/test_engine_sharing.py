@@ -8,11 +8,13 @@ import functools
 from dataclasses import dataclass, field
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sim_literals import HOUR, T0, LinearModel, flat_signal, workload
+from slurm_green.carbon.signal import CarbonSignal
 from slurm_green.controller.tick import Controller
 from slurm_green.core import decision_token
 from slurm_green.core.actions import SetTimeLimit, ShareGpus
@@ -72,10 +74,11 @@ class Pairing:
                           for j in snapshot.jobs if j.is_pending))
 
 
-def run(wl, policy, options=SHARING, models=None, spec=NODE):
+def run(wl, policy, options=SHARING, models=None, spec=NODE, signal=None):
     models = models or PairModels()
-    sim = Simulator(wl, spec, models, flat_signal(), KEY, options)
-    controller = Controller(sim, policy, SimCarbonFeed(flat_signal(), "flat"), models,
+    signal = signal or flat_signal()
+    sim = Simulator(wl, spec, models, signal, KEY, options)
+    controller = Controller(sim, policy, SimCarbonFeed(signal, "flat"), models,
                             sign=functools.partial(decision_token.sign, KEY),
                             verify=functools.partial(decision_token.verify, KEY))
     return sim, sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
@@ -117,6 +120,31 @@ def test_a_guest_starts_with_its_host_in_the_same_pass_even_when_the_host_takes_
     _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR)), Pairing(), spec=spec)
     assert record.start.tolist() == [T0, T0]
     assert max(record.sample_shared) == 1
+
+
+def stepped_signal(clean_hours: int, clean: float = 100.0, dirty: float = 500.0) -> CarbonSignal:
+    """``clean`` g/kWh from an hour before T0 to ``clean_hours`` after it, then ``dirty``."""
+    values = [clean] * (clean_hours + 1) + [dirty] * 24 * 10
+    index = pd.date_range(pd.Timestamp(T0 - HOUR, unit="s", tz="UTC"), periods=len(values), freq="h")
+    return CarbonSignal.from_series(pd.Series(np.asarray(values), index=index))
+
+
+def test_a_job_whose_power_changes_is_charged_each_stretch_at_the_intensity_then():
+    """The host draws its share of the pair's power while its guest runs, in a clean hour,
+    and its solo power after, mostly in a dirty one: its carbon is each stretch's energy times
+    the intensity then, not its whole energy times its run's mean intensity."""
+    signal = stepped_signal(2)
+    _, record = run(workload((0.0, 1, 4 * HOUR), (0.0, 1, HOUR)), Pairing(), signal=signal)
+    assert max(record.sample_shared) == 1
+    shared_h = GUEST_SLOW  # the guest's hour of work at its pair rate
+    host_left_h = 4 - shared_h / HOST_SLOW
+    share_w = PAIR_W / 2  # the pair's power split by the jobs' equal solo power
+    host_g = (share_w * shared_h * 100 + 100 * (2 - shared_h) * 100 + 100 * (host_left_h - (2 - shared_h)) * 500) / 1000
+    guest_g = share_w * shared_h * 100 / 1000
+    exact_kg = (host_g + guest_g) / 1000
+    assert record.jobs_carbon_kg(signal, T0, T0 + 10 * HOUR) == pytest.approx(exact_kg)  # the samples agree
+    summary = record.summary(workload((0.0, 1, 4 * HOUR), (0.0, 1, HOUR)).submit)
+    assert summary["carbon_kg"] == pytest.approx(exact_kg, rel=1e-9)
 
 
 def test_sharing_is_idempotent_and_a_second_guest_of_a_pair_starts_alone():

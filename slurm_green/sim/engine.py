@@ -683,8 +683,11 @@ class Simulator:
                             float(self.signal.mean_over(float(self.record.since[index]), now)))
         self._running.pop(job.job_id)
         self._release_gpus(job.job_id, running)
+        # A former guest shows its shard (``_shared_fields``); shards exist here only as a binding to a
+        # partner, which lapsed when it started, so it comes back on the whole GPU per node it asked for.
+        whole = {"gpus_per_node": 1, "shards_per_node": 0} if job.gpus_per_node == 0 and job.shards_per_node else {}
         self._update(job, state=JobState.PENDING, start_time=None, end_time=None, nodes=(), held=True,
-                     eligible_time=now + self.options.restart_delay_s)
+                     eligible_time=now + self.options.restart_delay_s, **whole)
         self.record.sample(now, self._busy(), self._fragmentation(), self._power_w, self._shared_gpus,
                            self._on_idle_nodes())
         return None

@@ -159,9 +159,9 @@ def test_a_requeued_job_restarting_on_a_partners_gpu_resumes_from_its_checkpoint
 
 
 class ShareThenRequeue:
-    """Binds job 2 to job 1 at the first tick, requeues job 2 at ``requeue_at``, then releases it
-    on a whole GPU (a former guest still shows its shard, and the simulator models shards only
-    as a binding)."""
+    """Binds job 2 to job 1 at the first tick, requeues job 2 at ``requeue_at``, then releases it:
+    a former guest, it comes back on the whole GPU it asked for (the simulator models shards
+    only as a binding to a partner; released on 0 GPUs and a shard, its start divided by zero)."""
 
     def __init__(self, sim: Simulator, requeue_at: float) -> None:
         self.sim, self.requeue_at, self.stopped_at, self.results = sim, requeue_at, math.nan, []
@@ -173,7 +173,7 @@ class ShareThenRequeue:
             self.results += self.sim.apply([RequeueHold(2)])
             self.stopped_at = now
         elif not math.isnan(self.stopped_at) and self.sim.snapshot().jobs[-1].held:
-            self.results += self.sim.apply([SetGpus(2, 1), Release(2)])
+            self.results += self.sim.apply([Release(2)])
 
 
 def test_a_stopped_run_whose_power_changed_is_charged_each_stretch_at_the_intensity_then():
@@ -185,7 +185,8 @@ def test_a_stopped_run_whose_power_changed_is_charged_each_stretch_at_the_intens
     sim = Simulator(workload((0.0, 1, HOUR), (0.0, 1, 10 * HOUR)), NODE, PairModels(), signal, KEY, options)
     script = ShareThenRequeue(sim, T0 + 3 * HOUR)
     record = sim.run(script, min_tick_s=60.0, max_tick_s=300.0, tick_while_running=True)
-    assert all(r.ok for r in script.results) and len(script.results) == 4 and record.restarts[1] == 1
+    assert all(r.ok for r in script.results) and len(script.results) == 3 and record.restarts[1] == 1
+    assert record.gpus[1] == 1 and record.end[1] > script.stopped_at  # restarted alone, on its whole GPU
     host_end_h = HOUR * HOST_SLOW / HOUR  # job 1's hour of work at its pair rate
     stopped_h = (script.stopped_at - T0) / HOUR
     expected_g = (PAIR_W / 2 * host_end_h * 100 + 100 * (2 - host_end_h) * 100 + 100 * (stopped_h - 2) * 500) / 1000

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from slurm_green.controller.enactment import enact
-from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetGpus, SetStartTime
+from slurm_green.core.actions import (Action, ActionError, ActionResult, SetDecision, SetGpus, SetStartTime,
+                                      SetTimeLimit, ShareGpus)
 from slurm_green.core.cluster import ClusterSnapshot
 
 NOW = 1_700_000_000.0
@@ -43,3 +44,12 @@ def test_starts_go_last_and_only_for_jobs_whose_decision_took() -> None:
 def test_nothing_to_enact_calls_nothing() -> None:
     backend = RefusingBackend(refuse=set())
     assert enact(backend, []) == [] and backend.calls == []
+
+
+def test_a_guest_waits_for_its_running_hosts_time_limit_raise() -> None:
+    """Refused (a QOS MaxWall the planner cannot see), the host would run slowed by the sharing
+    under its old limit and be killed at it: the guest does not start this tick."""
+    actions = [SetTimeLimit(5, 7200.0), ShareGpus(13, 5), SetStartTime(13, NOW), SetStartTime(14, NOW)]
+    results = enact(RefusingBackend(refuse={5}), actions)
+    assert [r.error for r in results] == [ActionError.INVALID, None, ActionError.BLOCKED, None]
+    assert "SetTimeLimit of partner job 5 failed (invalid)" in results[2].message

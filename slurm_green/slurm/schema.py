@@ -97,13 +97,35 @@ def _state_words(*values: Any) -> list[str]:
     return result
 
 
+# Flags that Slurm's job_state_string() (src/common/slurm_protocol_defs.c) prints *instead
+# of* the base state, whose base state is certain: squeue's text (``-O State``) and 22.05's
+# JSON (openapi v0.0.38) print them alone; 24.11+ JSON lists the base state first
+# (``["RUNNING", "CONFIGURING"]``). CONFIGURING (nodes booting, PrologSlurmctld) and
+# RESIZING are set only on a running job; REQUEUE_HOLD, SPECIAL_EXIT and RESV_DEL_HOLD
+# only on a pending, held one. Other flags (SIGNALING, STAGE_OUT, REQUEUED, REQUEUE_FED,
+# STOPPED, REVOKED) do not tell the base state and stay OTHER.
+FLAG_BASE_STATES = {
+    "CONFIGURING": JobState.RUNNING,
+    "RESIZING": JobState.RUNNING,
+    "REQUEUE_HOLD": JobState.PENDING,
+    "SPECIAL_EXIT": JobState.PENDING,
+    "RESV_DEL_HOLD": JobState.PENDING,
+}
+
+
 def job_state(value: Any) -> JobState:
-    """The base state of ``"PENDING"`` or ``["PENDING", "REQUEUED"]``; flags are dropped."""
+    """The base state of ``"PENDING"`` or ``["PENDING", "REQUEUED"]``; flags are dropped.
+
+    A flag alone (``"CONFIGURING"``) gives its base state where that is certain
+    (``FLAG_BASE_STATES``), else OTHER."""
     states = _state_words(value)
     for word in states:
         state = JobState.parse(word)
         if state is not JobState.OTHER:
             return state
+    for word in states:
+        if word in FLAG_BASE_STATES:
+            return FLAG_BASE_STATES[word]
     return JobState.OTHER
 
 

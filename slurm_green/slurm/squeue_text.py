@@ -9,7 +9,8 @@ makes (see ``cli_backend``). Times come as epoch seconds (``SLURM_TIME_FORMAT=%s
 Why a random delimiter: job names and comments are written by users and may hold any
 character, newlines included. Every field ends with a token drawn afresh for each read,
 which a job submitted before the read cannot contain except by chance (2^-64). A line
-must have exactly one value per field and a job id may appear once; anything else raises
+must have exactly one value per field, a job id may appear once and a state must be one the
+text can tell (``TEXT_STATES``); anything else raises
 ``TextFormatError`` and the backend reads JSON instead, so odd input costs time, never
 correctness, and no job can forge another job's fields.
 
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import secrets
 
-from slurm_green.core.cluster import Job
+from slurm_green.core.cluster import Job, JobState
 from slurm_green.slurm import schema
 
 # (squeue -O field, the JSON field it stands for). ``JobId`` is each job's own id (array
@@ -56,6 +57,16 @@ FIELDS = (
 FREE_TEXT = frozenset({"name", "comment"})
 # What squeue prints for an unset value of the other fields.
 _UNSET = frozenset({"N/A", "(null)", "NONE", "Unknown", "n/a"})
+# What ``-O State`` may print for the text read to stand: job_state_string() prints a flag
+# instead of the base state (src/common/slurm_protocol_defs.c). The base states, COMPLETING
+# (its own JobState), and the flags only ever set on a running job. Any other flag
+# (REQUEUE_HOLD, SPECIAL_EXIT, RESV_DEL_HOLD: pending and held, which the text cannot tell
+# as JSON's ``hold`` does; SIGNALING, STAGE_OUT, REQUEUED, ...: base state unknown) makes
+# the snapshot read JSON, which lists the base state beside the flags.
+TEXT_STATES = frozenset(
+    {state.value for state in JobState if state is not JobState.OTHER}
+    | {flag for flag, base in schema.FLAG_BASE_STATES.items() if base is JobState.RUNNING}
+)
 # squeue's complaint (on stderr, exit status 0) about a field this version lacks.
 UNSUPPORTED_FIELD = "Invalid job format specification"
 # squeue --helpFormat: its own env var for time formats; TZ-free epoch seconds.
@@ -88,7 +99,11 @@ def parse_jobs(output: str, delimiter: str) -> tuple[Job, ...]:
         values = line.split(delimiter)
         if len(values) != width:
             raise TextFormatError(f"a squeue line has {len(values)} fields, not {width}: {line[:80]!r}")
-        job = schema.readable_job(_record(values))
+        record = _record(values)
+        if str(record["job_state"]).upper() not in TEXT_STATES:
+            raise TextFormatError(f"a squeue line has state {str(record['job_state'])[:40]!r}, "
+                                  f"a flag that hides the base state: {line[:80]!r}")
+        job = schema.readable_job(record)
         if job is None:
             continue
         if job.job_id <= 0 or job.job_id in seen:

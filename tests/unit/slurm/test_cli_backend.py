@@ -287,6 +287,24 @@ def test_unsound_text_is_read_again_as_json_for_that_snapshot_only():
     assert runner.calls.count(("squeue", "--json", "--states=all")) == 1
 
 
+def test_a_state_flag_hiding_the_hold_makes_that_snapshot_read_json():
+    """Review finding: squeue -O State prints REQUEUE_HOLD instead of PENDING; the text read
+    made the job OTHER (no longer pending), while JSON says pending and held."""
+    record = {**next(j for j in load_json("24.11", "squeue-all.json")["jobs"] if j["job_id"] == 10),
+              "job_state": ["PENDING", "REQUEUE_HOLD"], "state_reason": "JobHoldMaxRequeue"}
+
+    def reply(argv):
+        if argv == ("squeue", "--json", "--states=all"):
+            return 0, squeue_document(record), ""
+        return text_squeue(lambda d: job_line(d, "8") + job_line(d, "10").replace(
+            d + "PENDING" + d, d + "REQUEUE_HOLD" + d, 1))(argv)
+
+    cli, runner = backend(reply)
+    (job,) = cli.snapshot().jobs
+    assert (job.job_id, job.state, job.held) == (10, JobState.PENDING, True)
+    assert runner.calls.count(("squeue", "--json", "--states=all")) == 1
+
+
 def test_a_squeue_without_a_field_is_read_as_json_from_then_on():
     cli, runner = backend(reads(squeue_document(JOB_5)))
     assert [job.job_id for job in cli.snapshot().jobs] == [5]

@@ -96,6 +96,17 @@ def test_running_job_on_two_nodes_with_per_job_gpus():
     assert job.start_time == 1700000100.0
 
 
+@pytest.mark.parametrize("state, expected", [
+    ("CONFIGURING", JobState.RUNNING), ("RESIZING", JobState.RUNNING), ("REQUEUE_HOLD", JobState.PENDING),
+    ("SPECIAL_EXIT", JobState.PENDING), ("RESV_DEL_HOLD", JobState.PENDING), ("SIGNALING", JobState.OTHER),
+    ("STAGE_OUT", JobState.OTHER), ("REQUEUED", JobState.OTHER), (["RUNNING", "CONFIGURING"], JobState.RUNNING),
+    (["PENDING", "REQUEUE_HOLD"], JobState.PENDING), (["COMPLETED", "SIGNALING"], JobState.COMPLETED),
+])
+def test_a_flag_printed_instead_of_the_base_state_gives_it_where_certain(state, expected):
+    """22.05's JSON (and squeue's text) print job_state_string(): the flag, not the base state."""
+    assert schema.parse_job({"job_id": 3, "job_state": state}).state is expected
+
+
 def test_shard_job_and_total_only_request():
     assert schema.parse_job({"job_id": 1, "tres_per_node": "gres/shard:4"}).shards_per_node == 4
     totals = schema.parse_job({"job_id": 1, "node_count": 2, "tres_req_str": "cpu=2,node=2,gres/gpu=6"})

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from slurm_captured import load_json
 
 from slurm_green.core.cluster import JobState
-from slurm_green.slurm import squeue_text
+from slurm_green.slurm import schema, squeue_text
 from slurm_green.slurm.squeue_text import FIELDS, TextFormatError
 
 DELIM = squeue_text.new_delimiter()
@@ -106,3 +107,44 @@ def test_a_pending_jobs_node_pin_is_read_back_as_its_nodes():
     (running,) = squeue_text.parse_jobs(line(job_id="12", job_state="RUNNING", nodes="node1",
                                              required_nodes="node[2-3]"), DELIM)
     assert running.nodes == ("node1",)
+
+
+def captured_record(version: str, job_id: int) -> dict:
+    """A job record as captured from the Docker cluster (``squeue --json --states=all``)."""
+    return next(j for j in load_json(version, "squeue-all.json")["jobs"] if j["job_id"] == job_id)
+
+
+# (what ``squeue -O State`` prints: job_state_string() shows the flag instead of the base
+# state; the same job's 24.11 JSON job_state; a captured job of that base state)
+RUNNING_FLAGS = [("CONFIGURING", ["RUNNING", "CONFIGURING"], 4), ("RESIZING", ["RUNNING", "RESIZING"], 4)]
+HIDING_FLAGS = [
+    ("REQUEUE_HOLD", ["PENDING", "REQUEUE_HOLD"], 10),  # held after repeated requeues / requeuehold
+    ("SPECIAL_EXIT", ["PENDING", "SPECIAL_EXIT"], 10),
+    ("RESV_DEL_HOLD", ["PENDING", "RESV_DEL_HOLD"], 10),
+    ("REQUEUED", ["PENDING", "REQUEUED"], 8),
+    ("REQUEUE_FED", ["PENDING", "REQUEUE_FED"], 8),
+    ("SIGNALING", ["RUNNING", "SIGNALING"], 4),
+    ("STAGE_OUT", ["RUNNING", "STAGE_OUT"], 4),
+    ("STOPPED", ["RUNNING", "STOPPED"], 4),
+    ("REVOKED", ["PENDING", "REVOKED"], 8),
+    ("?", ["PENDING"], 8),
+]
+
+
+@pytest.mark.parametrize("printed, json_state, job_id", RUNNING_FLAGS, ids=[c[0] for c in RUNNING_FLAGS])
+def test_a_flag_only_a_running_job_has_reads_as_running_like_json(printed, json_state, job_id):
+    """Review finding: CONFIGURING (nodes powering up) read as OTHER, so not active."""
+    record = {**captured_record("24.11", job_id), "job_state": json_state}
+    (from_text,) = squeue_text.parse_jobs(
+        line(job_id=str(job_id), job_state=printed, tres_per_node="gres/gpu:2", node_count="1", nodes="node1"), DELIM)
+    assert from_text.state is schema.parse_job(record).state is JobState.RUNNING
+    assert from_text.state.is_active
+
+
+@pytest.mark.parametrize("printed, json_state, job_id", HIDING_FLAGS, ids=[c[0] for c in HIDING_FLAGS])
+def test_a_flag_that_hides_the_base_state_or_the_hold_is_refused(printed, json_state, job_id):
+    """The text cannot tell such a job's base state (or, for the held ones, ``hold``): JSON can."""
+    record = {**captured_record("24.11", job_id), "job_state": json_state}
+    assert schema.parse_job(record).state is not JobState.OTHER
+    with pytest.raises(TextFormatError, match="state"):
+        squeue_text.parse_jobs(line(job_id="7") + line(job_id=str(job_id), job_state=printed), DELIM)

@@ -75,6 +75,10 @@ class Job:
     admin_comment: str = ""
     #: Slurm ``TresFreq`` (``--gpu-freq``), e.g. ``gpu:medium``; empty if unset.
     tres_freq: str = ""
+    #: The job's whole per-node GRES request as Slurm shows it (``tres_per_node``, e.g.
+    #: ``gres/gpu:4,gres/nvme:1``; user-written, untrusted), so a change of its GPUs keeps
+    #: the other entries; empty if none or unknown (the simulator).
+    tres_per_node: str = ""
 
     @property
     def total_gpus(self) -> int:

@@ -208,6 +208,12 @@ class CliBackend:
                 if known[action.job_id] is None and isinstance(action, SetDecision):
                     results[index] = ActionResult(action, ActionError.JOB_GONE, "job not found; comment unknown")
                     continue
+            if isinstance(action, (SetGpus, ShareGpus)):
+                # Both rewrite the job's GRES request keeping its other entries (commands.job_gres).
+                why = commands.unsafe_gres(known.get(action.job_id) or self._job_cached(action.job_id))
+                if why is not None:
+                    results[index] = ActionResult(action, ActionError.INVALID, why)
+                    continue
             runnable.append((index, action))
         now = self.clock.now()
         planned = commands.plan(

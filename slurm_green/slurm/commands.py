@@ -34,6 +34,7 @@ from slurm_green.core.actions import (Action, Hold, Release, RequeueHold, SetDec
                                       SetNodes, SetStartTime, SetTimeLimit, ShareGpus, SignalJob)
 from slurm_green.core.cluster import Job, Node
 from slurm_green.core.decision_token import replace_token
+from slurm_green.slurm import gres
 
 SCONTROL_ENV = {"TZ": "UTC0"}
 
@@ -65,6 +66,37 @@ def gres_gpu(count: int, gpu_type: str | None) -> str:
     three spellings.
     """
     return f"gpu:{gpu_type}:{count}" if gpu_type else f"gpu:{count}"
+
+
+#: The entries of a job's request that ``SetGpus`` and ``ShareGpus`` rewrite; all others are kept.
+GPU_GRES = frozenset({"gpu", "shard"})
+
+
+def job_gres(job: Job | None, gpu_gres: str) -> str:
+    """``Gres`` of ``job`` with ``gpu_gres`` (``gres_gpu`` or ``share_gres``) in place of its
+    ``gpu`` and ``shard`` entries, every other entry of its request kept.
+
+    ``scontrol update Gres=`` replaces the job's whole per-node request (its
+    ``tres_per_node``), it does not merge: ``Gres=gpu:2`` on a job submitted with
+    ``--gres=gpu:4,nvme:1`` drops ``nvme:1``, and the job may then start on a node without
+    it. So the other entries (``nvme:1``, ``nic:2``, any site GRES) go back in, in scontrol's
+    spelling (``gpu:2,nvme:1``; scontrol adds its version's ``gres/`` or ``gres:``).
+    Raises ``gres.UnsafeGres`` for a request that cannot be read entry by entry: the backends
+    check ``unsafe_gres`` first and leave such a job's GRES alone. A job not known (``None``)
+    gets ``gpu_gres`` alone, as nothing else is known of its request.
+    """
+    kept = [entry for entry in gres.request_entries(job.tres_per_node if job else "")
+            if gres.request_name(entry) not in GPU_GRES]
+    return ",".join((gpu_gres, *kept))
+
+
+def unsafe_gres(job: Job | None) -> str | None:
+    """Why ``job``'s GRES request cannot be rewritten (``job_gres``), or ``None`` when it can."""
+    try:
+        gres.request_entries(job.tres_per_node if job else "")
+    except gres.UnsafeGres as exc:
+        return f"job {job.job_id if job else '?'}: its GRES is left as it is: {exc}"
+    return None
 
 
 def req_node_list(nodes: Sequence[str]) -> str:
@@ -104,7 +136,7 @@ def _fields(action: Action, job: Job | None, now: float, comment: str,
     if isinstance(action, SetStartTime):
         return {"StartTime": format_start_time(action.start, now)}
     if isinstance(action, SetGpus):
-        fields = {"Gres": gres_gpu(action.gpus_per_node, job.gpu_type if job else None)}
+        fields = {"Gres": job_gres(job, gres_gpu(action.gpus_per_node, job.gpu_type if job else None))}
         if action.num_nodes is not None:
             fields["NumNodes"] = str(action.num_nodes)
         return fields
@@ -119,7 +151,7 @@ def _fields(action: Action, job: Job | None, now: float, comment: str,
     if isinstance(action, SetNice):
         return {"Nice": str(action.nice)}
     if isinstance(action, ShareGpus) and share is not None:
-        return {"Gres": share(action)}
+        return {"Gres": job_gres(job, share(action))}
     raise TypeError(f"not an update action: {action!r}")
 
 
@@ -224,8 +256,10 @@ def plan(
 
     Runs of consecutive updates are merged; a hold or release ends a run, so
     "hold, then change, then release" keeps its meaning. ``job_info`` gives the last
-    known state of a job (its comment, to keep the user's words, and its GPU type);
-    ``share`` the ``Gres`` of a ``ShareGpus`` (``share_gres``, the backend knows the nodes).
+    known state of a job (its comment, to keep the user's words, its GPU type and its other
+    GRES, see ``job_gres``); ``share`` the shards of a ``ShareGpus`` (``share_gres``, the
+    backend knows the nodes). A ``SetGpus`` or ``ShareGpus`` of a job whose ``unsafe_gres``
+    is not ``None`` raises ``gres.UnsafeGres``: callers answer those first.
     """
     planned: list[Command] = []
     run: list[tuple[int, Action]] = []

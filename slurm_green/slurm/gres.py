@@ -126,3 +126,40 @@ def used_indices(text: str | None, name: str = "gpu") -> tuple[int, ...]:
         if item.name == name:
             found.update(indices(item.detail))
     return tuple(sorted(found))
+
+
+class UnsafeGres(ValueError):
+    """A job's GRES request that cannot be read back entry by entry, so cannot be rewritten safely."""
+
+
+# One entry of a job's per-node request in ``scontrol update Gres=`` spelling:
+# ``name[:type][:count]`` (``nvme``, ``nvme:1``, ``gpu:h100:4``, ``bandwidth:lustre:4G``).
+# Conservative on purpose: the text comes from users' submissions.
+_REQUEST_ENTRY = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}(?::[A-Za-z0-9_.-]{1,64}){0,2}")
+
+
+def request_entries(text: str | None) -> tuple[str, ...]:
+    """A job's per-node GRES request (``tres_per_node``) as entries in ``Gres=`` spelling.
+
+    Every version's spelling is read: ``gres/gpu:4,gres/nvme:1`` (24.11+), ``gres:gpu:4``
+    (22.05), ``gpu:4`` (pyslurm); each entry loses its ``gres/`` or ``gres:`` prefix and is
+    otherwise kept verbatim (type and count as written). Empty, ``(null)`` and ``N/A``
+    give ``()``. Anything but comma-separated ``name[:type][:count]`` entries of letters,
+    digits, ``_``, ``.`` and ``-`` raises ``UnsafeGres``: the string is user-written,
+    and a request not understood entry by entry must be left as it is.
+    """
+    value = (text or "").strip()
+    if value in ("", "(null)", "N/A"):
+        return ()
+    entries: list[str] = []
+    for part in value.split(","):
+        entry = part[len("gres/") :] if part.startswith(("gres/", "gres:")) else part
+        if not _REQUEST_ENTRY.fullmatch(entry):
+            raise UnsafeGres(f"GRES request {value[:80]!r}: entry {part[:40]!r} is not name[:type][:count]")
+        entries.append(entry)
+    return tuple(entries)
+
+
+def request_name(entry: str) -> str:
+    """The GRES name of a ``request_entries`` entry (``nvme`` of ``nvme:ssd:1``)."""
+    return entry.partition(":")[0]

@@ -177,8 +177,7 @@ class PyslurmBackend:
         if isinstance(action, SetStartTime):
             return {"begin_time": str(int(max(action.start, now)))}
         if isinstance(action, SetGpus):
-            gpu_type = job.gpu_type if job else None
-            gres = f"gpu:{gpu_type}:{action.gpus_per_node}" if gpu_type else f"gpu:{action.gpus_per_node}"
+            gres = commands.job_gres(job, commands.gres_gpu(action.gpus_per_node, job.gpu_type if job else None))
             changes: dict[str, Any] = {"gres_per_node": gres}
             if action.num_nodes is not None:
                 changes["nodes"] = action.num_nodes
@@ -192,7 +191,7 @@ class PyslurmBackend:
         if isinstance(action, SetNice):
             return {"nice": action.nice}
         if isinstance(action, ShareGpus):
-            return {"gres_per_node": self._share_gres(action)}
+            return {"gres_per_node": commands.job_gres(job, self._share_gres(action))}
         raise TypeError(f"unknown action {action!r}")
 
     def _share_gres(self, action: ShareGpus) -> str:
@@ -205,7 +204,10 @@ class PyslurmBackend:
         return commands.share_gres(partner, node)
 
     def _refused(self, action: Action) -> ActionResult | None:
-        """A ``ShareGpus`` Slurm cannot enact, answered INVALID before anything is sent."""
+        """A ``ShareGpus`` Slurm cannot enact, or a GPU change of a job whose GRES request cannot
+        be rewritten safely (``commands.unsafe_gres``), answered INVALID before anything is sent."""
+        if isinstance(action, (SetGpus, ShareGpus)) and (why := commands.unsafe_gres(self._job(action.job_id))):
+            return ActionResult(action, ActionError.INVALID, why)
         if not isinstance(action, ShareGpus):
             return None
         try:

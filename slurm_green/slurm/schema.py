@@ -196,6 +196,7 @@ def parse_job(record: Record) -> Job:
         comment=text(record.get("comment")),
         admin_comment=text(record.get("admin_comment")),
         tres_freq=text(record.get("tres_freq")),
+        tres_per_node=text(record.get("tres_per_node")),
     )
 
 

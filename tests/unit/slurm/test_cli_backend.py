@@ -139,6 +139,27 @@ def test_apply_merges_a_jobs_fields_and_runs_under_utc():
     assert runner.envs == [{"TZ": "UTC0"}]
 
 
+JOB_5_NVME = {**JOB_5, "tres_per_node": "gres/gpu:a100:2,gres/nvme:1"}
+
+
+def test_a_gpu_change_keeps_the_jobs_other_gres():
+    cli, runner = backend(reads(squeue_document(JOB_5_NVME)))
+    cli.snapshot()
+    runner.calls.clear()
+    assert all(r.ok for r in cli.apply([SetGpus(5, 4, num_nodes=1)]))
+    assert runner.calls == [("scontrol", "update", "JobId=5", "Gres=gpu:a100:4,nvme:1", "NumNodes=1")]
+
+
+def test_a_gpu_change_of_a_request_not_read_entry_by_entry_is_invalid_and_not_sent():
+    odd = {**JOB_5, "tres_per_node": "gres/gpu:a100:2,gres/nvme:1 StartTime=now"}
+    cli, runner = backend(reads(squeue_document(odd)))
+    cli.snapshot()
+    runner.calls.clear()
+    resize, nice = cli.apply([SetGpus(5, 4, num_nodes=2), SetNice(5, 3)])
+    assert resize.error is ActionError.INVALID and "GRES is left as it is" in resize.message
+    assert nice.ok and runner.calls == [("scontrol", "update", "JobId=5", "Nice=3")]
+
+
 def test_errors_are_typed_per_job_after_a_shared_call_fails():
     def reply(argv):
         if argv[:2] == ("scontrol", "update"):
@@ -393,6 +414,20 @@ def test_a_share_is_a_shard_request_filling_the_partners_gpu_pinned_in_one_updat
     results = cli.apply([ShareGpus(5, 4), SetNodes(5, ("node2",)), SetStartTime(5, NOW)])
     assert all(result.ok for result in results), results
     assert runner.calls == [("scontrol", "update", "JobId=5", "Gres=shard:2", "ReqNodeList=node2", "StartTime=now")]
+
+
+def test_a_share_keeps_the_jobs_other_gres_and_one_not_read_entry_by_entry_is_invalid():
+    for tres_per_node, sent in [("gres/gpu:a100:2,gres/nvme:1", "Gres=shard:2,nvme:1"), ("gres/gpu:2,gres/x y:1", None)]:
+        job = {**JOB_5, "tres_per_node": tres_per_node}
+        cli, runner = backend(reads(squeue_document(job, PARTNER_ON_SHARDS), NODES_WITH_SHARDS))
+        cli.snapshot()
+        runner.calls.clear()
+        share, pin = cli.apply([ShareGpus(5, 4), SetNodes(5, ("node2",))])
+        if sent:
+            assert share.ok and runner.calls == [("scontrol", "update", "JobId=5", sent, "ReqNodeList=node2")]
+        else:
+            assert share.error is ActionError.INVALID and pin.ok
+            assert runner.calls == [("scontrol", "update", "JobId=5", "ReqNodeList=node2")]
 
 
 def test_a_pending_pair_takes_half_a_gpu_each():

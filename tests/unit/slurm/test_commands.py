@@ -2,10 +2,13 @@ import os
 import time
 from datetime import UTC, datetime
 
+import pytest
+from slurm_captured import fixture_versions, load_json
+
 from slurm_green.core.actions import (Hold, Release, RequeueHold, SetDecision, SetGpuFreq, SetGpus, SetNice, SetNodes,
-                                      SetStartTime, SetTimeLimit, SignalJob)
+                                      SetStartTime, SetTimeLimit, ShareGpus, SignalJob)
 from slurm_green.core.cluster import Job
-from slurm_green.slurm import commands
+from slurm_green.slurm import commands, gres, schema
 
 NOW = 1_800_000_000.0
 TOKEN = "sg1.e30." + "a" * 64
@@ -149,3 +152,86 @@ def test_a_resize_signals_requeues_then_changes_and_releases_one_job_per_command
         "scontrol release 3",
     ]
     assert [c.actions for c in planned] == [(0,), (1,), (2,), (3,), (4,), (5,)]
+
+
+# -- a GPU change keeps the job's other GRES ------------------------------------------------
+# ``scontrol update Gres=`` replaces the job's whole per-node request, so ``Gres=gpu:2`` on a
+# job submitted with ``--gres=gpu:4,nvme:1`` would drop ``nvme:1``.
+
+
+def captured_job(version: str, job_id: int) -> dict:
+    return next(job for job in load_json(version, "squeue-all.json")["jobs"] if job["job_id"] == job_id)
+
+
+def test_gres_update_keeps_the_jobs_other_gres():
+    """The review's repro: captured 24.11 job 8 (``--gres=gpu:4``) with a site GRES added in 24.11's spelling."""
+    record = dict(captured_job("24.11", 8))
+    assert record["tres_per_node"] == "gres/gpu:4"
+    record["tres_per_node"] = "gres/gpu:4,gres/nvme:1"
+    job = schema.parse_job(record)
+    assert job.gpus_per_node == 4
+    (command,) = commands.plan([(0, SetGpus(job.job_id, 2))], lambda _: job, now=0.0)
+    assert command.argv == ("scontrol", "update", "JobId=8", "Gres=gpu:2,nvme:1")
+
+
+@pytest.mark.parametrize("tres_per_node, gpu_type, gres_value", [
+    ("gres/gpu:4,gres/nvme:1", None, "gpu:2,nvme:1"),                     # 24.11+
+    ("gres:gpu:4,gres:nvme:1", None, "gpu:2,nvme:1"),                     # 22.05
+    ("gpu:a100:4,nvme:1", "a100", "gpu:a100:2,nvme:1"),                   # pyslurm's gres_text
+    ("gres/nvme:1,gres/gpu:h100:4,gres/nic:mlx5:2", "h100", "gpu:h100:2,nvme:1,nic:mlx5:2"),  # type kept
+    ("gres/bandwidth:lustre:4G,gres/gpu:4", None, "gpu:2,bandwidth:lustre:4G"),  # a count as written
+    ("gres/shard:4,gres/nvme:1", None, "gpu:2,nvme:1"),                   # shards give way to whole GPUs
+    ("gres/nvme:1", None, "gpu:2,nvme:1"),                                # GPUs from --gpus (tres_per_job)
+    ("gres/gpu:4", None, "gpu:2"),
+    ("", None, "gpu:2"),
+])
+def test_a_gpu_change_rewrites_only_the_gpu_entries(tres_per_node, gpu_type, gres_value):
+    job = Job(5, gpus_per_node=4, gpu_type=gpu_type, tres_per_node=tres_per_node)
+    (command,) = commands.plan([(0, SetGpus(5, 2, num_nodes=1))], jobs(j5=job), NOW)
+    assert command.argv == ("scontrol", "update", "JobId=5", f"Gres={gres_value}", "NumNodes=1")
+
+
+@pytest.mark.parametrize("version", fixture_versions())
+def test_captured_requests_are_rewritten_in_scontrols_spelling(version):
+    """Every captured job's request reads back entry by entry; no version's prefix reaches scontrol."""
+    for record in load_json(version, "squeue-all.json")["jobs"]:
+        job = schema.parse_job(record)
+        assert commands.unsafe_gres(job) is None, record["tres_per_node"]
+        value = commands.job_gres(job, "gpu:1")
+        assert value == "gpu:1" and "gres" not in value, (record["tres_per_node"], value)
+
+
+def test_a_share_keeps_the_jobs_other_gres():
+    job = Job(5, gpus_per_node=1, tres_per_node="gres/gpu:1,gres/nvme:1")
+    planned = commands.plan([(0, ShareGpus(5, 4)), (1, SetNodes(5, ("node2",)))], jobs(j5=job), NOW,
+                            share=lambda action: "shard:8")
+    assert argvs(planned) == ["scontrol update JobId=5 Gres=shard:8,nvme:1 ReqNodeList=node2"]
+
+
+def test_jobs_with_other_gres_do_not_share_a_gpu_update():
+    plain, scratch = Job(1, tres_per_node="gres/gpu:4"), Job(2, tres_per_node="gres/gpu:4,gres/nvme:1")
+    planned = commands.plan([(0, SetGpus(1, 2)), (1, SetGpus(2, 2))], jobs(j1=plain, j2=scratch), NOW)
+    assert argvs(planned) == ["scontrol update JobId=1 Gres=gpu:2", "scontrol update JobId=2 Gres=gpu:2,nvme:1"]
+
+
+@pytest.mark.parametrize("tres_per_node", [
+    "gres/gpu:4,gres/nvme:1 StartTime=now",     # a second field smuggled into the argument
+    "gres/gpu:4,gres/nvme:1\nJobId=1",
+    "gres/gpu:4 gres/nvme:1",
+    "gres/gpu:4,gres/nvme:1;reboot",
+    "gres/gpu:4,,gres/nvme:1",
+    "gres/gpu:4,gres/nvme=1",
+    "gres/gpu:4(IDX:0-3)",
+    "gres/gpu:4,license/matlab:1",
+    "gres/gpu:4,gres/nvme:ssd:1:2",
+    "gres/gpu:4,gres/1nvme:1",
+    "gres/gpu:4,gres/nvme:\u00e9",
+    "gres/gpu:4," + "x" * 200,
+])
+def test_a_request_that_cannot_be_read_entry_by_entry_is_left_alone(tres_per_node):
+    job = Job(5, gpus_per_node=4, tres_per_node=tres_per_node)
+    assert commands.unsafe_gres(job) is not None
+    with pytest.raises(gres.UnsafeGres):
+        commands.job_gres(job, "gpu:2")
+    with pytest.raises(gres.UnsafeGres):
+        commands.plan([(0, SetGpus(5, 2))], jobs(j5=job), NOW)

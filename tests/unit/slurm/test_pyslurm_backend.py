@@ -146,6 +146,20 @@ def test_actions_call_modify_hold_release_and_type_errors():
     ]
 
 
+def test_a_gpu_change_keeps_the_jobs_other_gres():
+    fake = FakePyslurm()
+    pending = fake.Jobs.load()[5]
+    pending.gres_per_node = {"gpu:a100": 2, "nvme": 1}
+    backend = PyslurmBackend(fake, clock=ManualClock(NOW))
+    backend.snapshot()
+    assert backend.apply([SetGpus(5, 4)])[0].ok
+    assert fake.calls == [("modify", 5, {"gres_per_node": "gpu:a100:4,nvme:1"})]
+    pending.gres_per_node = "gpu:a100:2,nvme:1;x"
+    backend.snapshot()
+    [refused] = backend.apply([SetGpus(5, 4)])
+    assert refused.error is ActionError.INVALID and len(fake.calls) == 1
+
+
 def test_dry_run_records_scontrol_commands_only():
     fake = FakePyslurm()
     backend = PyslurmBackend(fake, clock=ManualClock(NOW), dry_run=True)

@@ -107,6 +107,22 @@ def test_a_flag_printed_instead_of_the_base_state_gives_it_where_certain(state, 
     assert schema.parse_job({"job_id": 3, "job_state": state}).state is expected
 
 
+@pytest.mark.parametrize("tres_per_node", ["gres:gpu:a100:2,gres:nvme:1", "gres/gpu:a100:2,gres/nvme:1"],
+                         ids=["22.05", "24.11"])
+def test_the_whole_per_node_request_is_kept_beside_the_gpu_count(tres_per_node):
+    """``SetGpus`` must keep the job's other GRES (``--gres=gpu:a100:2,nvme:1``), so the job keeps them all."""
+    job = schema.parse_job({"job_id": 7, "tres_per_node": tres_per_node})
+    assert (job.gpus_per_node, job.gpu_type) == (2, "a100")
+    assert job.tres_per_node == tres_per_node
+    assert schema.parse_job({"job_id": 7, "tres_per_node": None}).tres_per_node == ""
+
+
+@pytest.mark.parametrize("version", fixture_versions())
+def test_captured_jobs_keep_their_per_node_request(version):
+    for record in load_json(version, "squeue-all.json")["jobs"]:
+        assert schema.parse_job(record).tres_per_node == (record.get("tres_per_node") or "")
+
+
 def test_shard_job_and_total_only_request():
     assert schema.parse_job({"job_id": 1, "tres_per_node": "gres/shard:4"}).shards_per_node == 4
     totals = schema.parse_job({"job_id": 1, "node_count": 2, "tres_req_str": "cpu=2,node=2,gres/gpu=6"})

@@ -53,6 +53,16 @@ def test_a_pending_job_reads_like_its_json_record():
     assert (job.name, job.comment) == ("resnet", "green:flex=6h")
 
 
+def test_the_whole_per_node_request_reads_like_json():
+    text = line(job_id="42", tres_per_node="gres/gpu:a100:2,gres/nvme:1")
+    (job,) = squeue_text.parse_jobs(text, DELIM)
+    assert (job.gpus_per_node, job.gpu_type, job.tres_per_node) == (2, "a100", "gres/gpu:a100:2,gres/nvme:1")
+    assert job == schema.parse_job({"job_id": 42, "job_state": "PENDING", "name": "train",
+                                    "tres_per_node": "gres/gpu:a100:2,gres/nvme:1"})
+    (unset,) = squeue_text.parse_jobs(line(tres_per_node="N/A"), DELIM)
+    assert unset.tres_per_node == ""
+
+
 def test_unset_values_become_empty_but_users_words_stay_verbatim():
     (job,) = squeue_text.parse_jobs(line(name="N/A", comment="(null)", tres_freq="N/A", nodes=""), DELIM)
     # squeue prints an unset comment as (null), which the JSON reader also takes as unset

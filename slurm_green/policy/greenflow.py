@@ -143,6 +143,23 @@ class _Options:
         return np.where(allowed, self.requested_col, self.chain[:, 0])
 
     @cached_property
+    def plain_col(self) -> np.ndarray:
+        """The column the carbon-agnostic plan runs each job at (full power): its request where
+        allowed, else the allowed size closest to it (the smaller of two as close), else (none
+        allowed at full power, which no monotone model gives) its request.
+
+        The request is outside what a job allows when it lies outside its own ``gpus=MIN-MAX``;
+        a plan running it there would score inf, and with it the objective every plan is compared
+        with (``_least_change`` leaves every job an allowed configuration at full power).
+        """
+        allowed = np.isfinite(self.runtime[:, :, self.full_cap])
+        if bool(allowed[self.rows, self.requested_col].all()):
+            return self.requested_col
+        requested = self.gpus[self.requested_col]
+        dist = np.where(allowed, np.abs(self.gpus[None, :] - requested[:, None]), np.iinfo(np.int64).max)
+        return np.where(allowed.any(axis=1), dist.argmin(axis=1), self.requested_col)
+
+    @cached_property
     def carbon_floor(self) -> float:
         """The least any plan can spend: each job in its least-carbon allowed configuration and start."""
         energy = np.where(np.isfinite(self.runtime), self.energy_kwh, np.inf)
@@ -372,18 +389,35 @@ class GreenFlowPolicy:
         full_cap = int(np.flatnonzero(table.caps == 1.0)[0])
         cap_ok = np.where(jobs.accept_cap[:, None], True, (np.arange(c_cols) == full_cap)[None, :])
         tput = table.throughput[types]  # [N, G, C]
-        work = jobs.runtime_s * tput[np.arange(n), requested_col, full_cap]
+        rows = np.arange(n)
+        asked_tput = tput[rows, requested_col, full_cap]
+        work = jobs.runtime_s * asked_tput
         runtime = _runtime(work, tput)
+        # Where the model gives the request no (finite, positive) throughput, the job's work is
+        # unknown, so is every configuration's runtime: none is a candidate, and the request at
+        # full power runs its runtime as asked by definition (``_least_change`` takes over).
+        modelled = np.isfinite(asked_tput) & (asked_tput > 0)
+        if not modelled.all():
+            runtime[~modelled] = np.inf
+            runtime[~modelled, requested_col[~modelled], full_cap] = jobs.runtime_s[~modelled]
         guard = self._guard(runtime, counts, jobs.gpus, requested_col, full_cap, self._asks_carbon(context.budget_scale))
         # A job's limit cannot be raised past its partition's MaxTime (a pending job over it would not
         # start), so Slurm would stop a job slowed further there: no configuration may run past it, the
         # request at full power excepted (``planner.within_max_time`` holds every policy to it).
-        bound = np.maximum(jobs.max_runtime_s, runtime[np.arange(n), requested_col, full_cap])
-        ok = allowed[:, :, None] & cap_ok[:, None, :] & guard & ~(runtime > bound[:, None, None])
+        bound = np.maximum(jobs.max_runtime_s, runtime[rows, requested_col, full_cap])
+        ok = (allowed[:, :, None] & cap_ok[:, None, :] & guard & ~(runtime > bound[:, None, None])
+              & modelled[:, None, None])
+        stuck = np.flatnonzero(~ok.any(axis=(1, 2)))
+        if len(stuck):
+            _least_change(stuck, runtime, ok, allowed, counts, jobs.gpus, jobs.runtime_s, modelled, full_cap)
         chain = _feasible_chain(chain, ok.any(axis=2))
         energy = table.power_w[types] * runtime / _J_PER_KWH
         # Energy stays finite everywhere: the requested configuration at full power is the
-        # carbon-agnostic reference even when the user's range excludes it.
+        # carbon-agnostic reference even when the user's range excludes it. (Where a model gives
+        # no throughput the runtime, and so the energy, is infinite: never a candidate, it is
+        # kept finite so that a zero price times it is not NaN in ``_choose_walk``.)
+        if not np.isfinite(energy).all():
+            energy = np.where(np.isfinite(energy), energy, 0.0)
         runtime = np.where(ok, runtime, np.inf)
         intensity, wait = self._intensity(jobs, context.forecast, context.now, jobs.runtime_s)
         timed = context.forecast if self.resource == "carbon" else None
@@ -800,9 +834,36 @@ def _node_facts(snapshot: ClusterSnapshot, memo: DecisionMemo) -> tuple[int, int
     return held.last[1]
 
 
+def _least_change(stuck: np.ndarray, runtime: np.ndarray, ok: np.ndarray, allowed: np.ndarray, counts: np.ndarray,
+                  requested: np.ndarray, runtime_s: np.ndarray, modelled: np.ndarray, full_cap: int) -> None:
+    """Give each row of ``stuck`` (no configuration allowed) its least change, in place in
+    ``runtime`` (before masking) and ``ok``: the GPU count of its range closest to its request
+    (the request itself when the range holds it; the smaller of two as close), at full power.
+
+    Rows get stuck when the request lies outside the job's own ``gpus=MIN-MAX`` (job_submit.lua
+    does not check the two: ``--gres=gpu:4 --comment green:gpus=1-2``) and every size in the
+    range fails a guard, or when the model cannot run the job (``modelled``). Such a row used to
+    be all inf: the job started at whatever cap an argmin over infinities took (the lowest) with
+    an infinite expected runtime (so its time limit was never raised and Slurm killed it at the
+    old one), and every plan of its pool scored inf, so the objective no longer chose. The
+    guards keep the policy from choosing costly changes; this is the least change the range
+    allows, and full power is always allowed, so it is exempt from them (and from the
+    partition's MaxTime: ``planner.within_max_time`` enacts a decision that would outrun it as
+    asked). Its runtime is the model's; where the model cannot tell, the runtime as asked
+    stretched as if the job scaled linearly when it shrinks (an upper bound for jobs that scale
+    no better than linearly) and not sped up when it grows, so the limit raised for it is not short.
+    """
+    dist = np.where(allowed[stuck], np.abs(counts[None, :] - requested[stuck, None]), np.iinfo(np.int64).max)
+    col = dist.argmin(axis=1)  # the first of the closest: counts ascend, so the smaller of a tie
+    model = runtime[stuck, col, full_cap]
+    bound = runtime_s[stuck] * np.maximum(1.0, requested[stuck] / counts[col])
+    runtime[stuck, col, full_cap] = np.where(modelled[stuck] & np.isfinite(model), model, bound)
+    ok[stuck, col, full_cap] = True
+
+
 def _feasible_chain(chain: np.ndarray, feasible: np.ndarray) -> np.ndarray:
     """Each row's chain without the columns where no cap is allowed, left-aligned, -1 padded;
-    a row left empty keeps its first column (its runtime is inf: it never starts now)."""
+    a row left empty keeps its first column (none is: ``_least_change`` leaves every row one)."""
     rows = np.arange(len(chain))[:, None]
     valid = chain >= 0
     keep = valid & feasible[rows, np.maximum(chain, 0)]
@@ -945,16 +1006,18 @@ def _shard_releases(shard_jobs: list[Job]) -> list[tuple[float | None, int]]:
 
 
 def _agnostic_choice(o: _Options, free_gpus: int) -> _Choice:
-    """The carbon-agnostic plan as a choice: requested GPUs, full power, start now, FIFO first-fit.
+    """The carbon-agnostic plan as a choice: requested GPUs (``plain_col``: the allowed size
+    closest to a request outside the job's range), full power, start now, FIFO first-fit.
 
     Its spend is the budget's reference, so at a budget of at least 1 it always fits.
     """
     rows = o.rows
-    sizes = o.gpus[o.requested_col].tolist()
+    col = o.plain_col
+    sizes = o.gpus[col].tolist()
     admitted = np.array(_admit(sizes, [True] * len(sizes), free_gpus)[0], dtype=bool)
     cap = np.full(len(rows), o.full_cap)
-    spent = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
-    return _Choice(o.requested_col, cap, np.zeros(len(rows), dtype=np.int64), admitted, spent)
+    spent = float((o.energy_kwh[rows, col, o.full_cap] * o.intensity[:, 0]).sum())
+    return _Choice(col, cap, np.zeros(len(rows), dtype=np.int64), admitted, spent)
 
 
 @dataclass(frozen=True)

@@ -420,3 +420,58 @@ def test_searching_by_the_bound_takes_the_plan_scoring_every_candidate_takes(mod
     for got, want in zip((searched.choice.col, searched.choice.cap, searched.choice.start, searched.choice.admitted),
                          (scored.choice.col, scored.choice.cap, scored.choice.start, scored.choice.admitted)):
         assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("policy", [GreenFlowPolicy(), GreenFlowPolicy(budget_fraction=0.8),
+                                    GreenFlowPolicy(budget_fraction=None, price=1e6), powerflow()],
+                         ids=["budget 1", "budget 0.8", "price", "powerflow"])
+def test_a_request_outside_its_own_range_runs_at_the_closest_allowed_size_at_full_power(models, policy):
+    """``--gres=gpu:4 --comment green:gpus=1-2`` (job_submit.lua does not check the two): 4 GPUs
+    are outside the range and 1-2 GPUs run past the run-time guard, so no configuration was
+    allowed. The job started on 1 GPU at the lowest cap (an argmin over infinities) with an
+    infinite expected runtime (so its limit was never raised), and every plan scored inf. Now it
+    gets the least change: the range's size closest to its request, at full power."""
+    jobs = [pending(1, gpus=4, low=1, high=2), pending(2, gpus=2, low=1, high=4, submit=NOW + 1)]
+    plan = policy(context(snapshot(jobs, nodes(2)), signal([300, 100, 200, 50, 400, 300, 250, 80] * 4), models))
+    got = by_id(plan)[1]
+    assert got.gpus_per_node * got.num_nodes == 2 and got.power_cap_fraction in (None, 1.0)
+    assert got.expected_runtime_s == pytest.approx(HOUR * 2 ** 0.8)  # the model's g^0.8 scaling, 4 -> 2 GPUs
+    assert np.isfinite(got.expected_energy_kwh) and np.isfinite(got.expected_carbon_kg or 0.0)
+    assert all(np.isfinite(d.expected_runtime_s) for d in plan.decisions)
+    assert "inf" not in plan.notes[0], plan.notes
+    # The plan's objective and the carbon-agnostic one's (the latter with the job at 2 GPUs) are finite.
+    solved = policy.solve(context(snapshot(jobs, nodes(2)), signal([300, 100, 200, 50, 400, 300, 250, 80] * 4),
+                                  models))
+    assert solved is not None and np.isfinite(solved.expected_cost_s) and np.isfinite(solved.agnostic_cost_s)
+    assert np.isfinite(solved.reference)
+
+
+class _Unmodelled:
+    """A model that cannot run its job at ``above`` GPUs or more (no throughput), else the literal one's."""
+
+    def __init__(self, above):
+        self.above, self.inner = above, SublinearModel()
+
+    def throughput(self, config):
+        return 0.0 if config.gpus >= self.above else self.inner.throughput(config)
+
+    def power_w(self, config):
+        return self.inner.power_w(config)
+
+
+@pytest.mark.parametrize(("above", "low", "high", "runs_on", "runtime_h"),
+                         [(1, 1, 8, 4, 1.0),  # no size at all: the request, as asked
+                          (4, 1, 8, 4, 1.0),  # not the request: the work is unknown, so is every other runtime
+                          (1, 1, 2, 2, 2.0)])  # nor the range: the closest size, stretched as if linear
+def test_a_job_the_model_cannot_run_keeps_its_least_change_with_a_finite_runtime(models, above, low, high, runs_on,
+                                                                                 runtime_h):
+    class Registry(type(models)):
+        def for_job(self, job_type, gpu=None):
+            return _Unmodelled(above)
+
+    jobs = [pending(1, gpus=4, low=low, high=high)]
+    plan = GreenFlowPolicy(budget_fraction=None, price=0.0)(context(snapshot(jobs, nodes(1)), signal(FLAT), Registry()))
+    got = by_id(plan)[1]
+    assert got.gpus_per_node * got.num_nodes == runs_on and got.power_cap_fraction in (None, 1.0)
+    assert got.expected_runtime_s == pytest.approx(runtime_h * HOUR)
+    assert np.isfinite(got.expected_energy_kwh) and "inf" not in plan.notes[0] and "nan" not in plan.notes[0]

@@ -83,17 +83,9 @@ def new_delimiter() -> str:
 
 
 def argv(delimiter: str) -> tuple[str, ...]:
-    """``squeue`` arguments printing every job record (ended ones too) with FIELDS, each ending in ``delimiter``.
-
-    ``--array-unique``: without it squeue's text folds every pending array task that Slurm
-    has split off into its master's line (``_combine_pending_array_tasks`` in
-    src/squeue/print.c), so a requeued or held task would vanish from the snapshot, while
-    ``squeue --json`` keeps every record. ``-r``/``--array`` is no use: it also expands the
-    master into one line per pending index, all with the master's job id (which the
-    repeated-id check refuses). ``--array-unique`` prints each record once, as JSON does.
-    """
+    """``squeue`` arguments printing every job (ended ones too) with FIELDS, each ending in ``delimiter``."""
     spec = ",".join(f"{name}:0{delimiter}" for name, _ in FIELDS)
-    return ("squeue", "--states=all", "--noheader", "--Format=" + spec, "--array-unique")
+    return ("squeue", "--states=all", "--noheader", "--Format=" + spec)
 
 
 def parse_jobs(output: str, delimiter: str) -> tuple[Job, ...]:

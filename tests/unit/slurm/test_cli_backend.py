@@ -326,60 +326,6 @@ def test_a_state_flag_hiding_the_hold_makes_that_snapshot_read_json():
     assert runner.calls.count(("squeue", "--json", "--states=all")) == 1
 
 
-def _text_value(record: dict, key: str) -> str:
-    """A JSON record's field as ``squeue -O`` prints it (enough for the captured array records)."""
-    value = record.get(key)
-    if isinstance(value, list):
-        value = value[0] if value else ""
-    if isinstance(value, dict):
-        value = value.get("number")
-    if key in ("comment", "name"):
-        return "(null)" if value in (None, "") else str(value)
-    if key == "time_limit":
-        return f"{value // 60}:{value % 60:02d}:00" if value else "UNLIMITED"
-    return "N/A" if value in (None, "") else str(value)
-
-
-def squeue_like_print_c(document: dict) -> Reply:
-    """Answers the text read as src/squeue/print.c does: without -r/--array/--array-unique,
-    _combine_pending_array_tasks() folds each pending task record with its pending master's
-    array_job_id, name and partition into the master's line; ``squeue --json`` keeps all."""
-    def reply(argv):
-        if argv == ("squeue", "--json", "--states=all"):
-            return 0, json.dumps(document), ""
-        if argv[:3] != ("squeue", "--states=all", "--noheader"):
-            return reads(squeue_document())(argv)
-        delimiter = argv[3].split(",")[0].removeprefix("--Format=JobId:0")
-        records = list(document["jobs"])
-        if not {"-r", "--array", "--array-unique"} & set(argv):
-            for master in list(records):
-                if "PENDING" not in master["job_state"] or not master.get("array_task_string"):
-                    continue
-                records = [task for task in records if task is master or "PENDING" not in task["job_state"]
-                           or task["array_job_id"]["number"] != master["array_job_id"]["number"]
-                           or task["name"] != master["name"] or task["partition"] != master["partition"]]
-        return 0, "".join("".join(_text_value(r, key) + delimiter for _, key in squeue_text.FIELDS) + "\n"
-                          for r in records), ""
-
-    return reply
-
-
-def test_a_split_off_pending_array_task_is_in_the_text_snapshot_as_in_json():
-    """Review finding: squeue's text folded requeued array task 16 (15_0) into master 15's
-    line, so the task vanished from the snapshot (a resize's requeuehold left it held forever)."""
-    document = load_json("24.11", "squeue-all.json")
-    task = next(j for j in document["jobs"] if j["job_id"] == 16)
-    assert (task["array_job_id"]["number"], task["array_task_id"]["number"]) == (15, 0)
-    task.update(job_state=["PENDING"], state_reason="BeginTime", nodes="")  # requeued: pending again
-    as_json = backend(squeue_like_print_c(document), text_jobs=False)[0].snapshot()
-    cli, runner = backend(squeue_like_print_c(document))
-    as_text = cli.snapshot()
-    assert ("squeue", "--json", "--states=all") not in runner.calls  # the text read stood
-    assert as_json.job(16) is not None and as_json.job(16).is_pending
-    assert as_text.job(16) == as_json.job(16) and as_text.job(15) == as_json.job(15)
-    assert sorted(j.job_id for j in as_text.jobs) == sorted(j.job_id for j in as_json.jobs)
-
-
 def test_a_squeue_without_a_field_is_read_as_json_from_then_on():
     cli, runner = backend(reads(squeue_document(JOB_5)))
     assert [job.job_id for job in cli.snapshot().jobs] == [5]

@@ -25,9 +25,6 @@ def test_argv_asks_every_field_unpadded_with_the_delimiter():
     assert argv[:3] == ("squeue", "--states=all", "--noheader")
     spec = argv[3].removeprefix("--Format=").split(",")
     assert spec == [f"{name}:0{DELIM}" for name, _ in FIELDS]
-    # every record once, like JSON: no folding of split-off pending array tasks (review
-    # finding), and not -r/--array, which prints a master once per index under one job id
-    assert argv[4:] == ("--array-unique",)
 
 
 def test_delimiters_are_fresh_and_cannot_be_read_as_a_width():

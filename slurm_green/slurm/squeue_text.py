@@ -9,8 +9,9 @@ makes (see ``cli_backend``). Times come as epoch seconds (``SLURM_TIME_FORMAT=%s
 Why a random delimiter: job names and comments are written by users and may hold any
 character, newlines included. Every field ends with a token drawn afresh for each read,
 which a job submitted before the read cannot contain except by chance (2^-64). A line
-must have exactly one value per field, a job id may appear once and a state must be one the
-text can tell (``TEXT_STATES``); anything else raises
+must have exactly one value per field, a job id may appear once, a state must be one the
+text can tell (``TEXT_STATES``) and no line may be a pending array's master (its line may
+hide tasks split off from it); anything else raises
 ``TextFormatError`` and the backend reads JSON instead, so odd input costs time, never
 correctness, and no job can forge another job's fields.
 
@@ -25,6 +26,7 @@ import secrets
 from slurm_green.core.cluster import Job, JobState
 from slurm_green.slurm import schema
 
+ARRAY_TASK = "array task"
 # (squeue -O field, the JSON field it stands for). ``JobId`` is each job's own id (array
 # tasks included), as ``job_id`` in JSON. 24.11 and later spell the admin comment
 # ``admin_comment``; 22.05 accepts the same spelling.
@@ -49,6 +51,8 @@ FIELDS = (
     ("PriorityLong", "priority"),
     ("Nice", "nice"),
     ("tres-freq", "tres_freq"),
+    # Checked, not read (``ARRAY_TASK``): a task's index, or a pending master's remaining ones ("[1,3]").
+    ("ArrayTaskID", ARRAY_TASK),
     ("admin_comment", "admin_comment"),
     ("Name", "name"),
     ("Comment", "comment"),
@@ -100,6 +104,13 @@ def parse_jobs(output: str, delimiter: str) -> tuple[Job, ...]:
         if len(values) != width:
             raise TextFormatError(f"a squeue line has {len(values)} fields, not {width}: {line[:80]!r}")
         record = _record(values)
+        task = str(record.pop(ARRAY_TASK))
+        if task and not task.isdigit():
+            # squeue's text folds every pending task Slurm has split off from an array (one
+            # requeued, released or updated alone) into its pending master's line
+            # (``_combine_pending_array_tasks``, src/squeue/print.c); ``--array-unique``, which
+            # stopped that, is gone from 24.11, and ``-r`` prints the master once per index.
+            raise TextFormatError(f"a pending job array's line may hold tasks split off from it: {line[:80]!r}")
         if str(record["job_state"]).upper() not in TEXT_STATES:
             raise TextFormatError(f"a squeue line has state {str(record['job_state'])[:40]!r}, "
                                   f"a flag that hides the base state: {line[:80]!r}")

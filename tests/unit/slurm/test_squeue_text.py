@@ -83,8 +83,12 @@ def test_newlines_and_foreign_delimiters_in_users_words_stay_inside_their_job():
         line(comment="x" + DELIM + "y"),  # the delimiter guessed: one field too many
         line() + line(),  # the same job twice
         line(job_id="abc"),  # no job id
+        # a pending array's master, as 24.11 prints it: its line hides tasks split off from it
+        # (the task released alone, job 5, is in `squeue --json` and not in the text)
+        line(**{squeue_text.ARRAY_TASK: "1-3"}),
+        line(**{squeue_text.ARRAY_TASK: "[1,3-9%2]"}),
     ],
-    ids=["short", "guessed-delimiter", "repeated-id", "no-id"],
+    ids=["short", "guessed-delimiter", "repeated-id", "no-id", "array-master", "array-master-throttled"],
 )
 def test_anything_unsound_is_refused(text):
     with pytest.raises(TextFormatError):
@@ -158,3 +162,10 @@ def test_a_flag_that_hides_the_base_state_or_the_hold_is_refused(printed, json_s
     assert schema.parse_job(record).state is not JobState.OTHER
     with pytest.raises(TextFormatError, match="state"):
         squeue_text.parse_jobs(line(job_id="7") + line(job_id=str(job_id), job_state=printed), DELIM)
+
+
+def test_an_array_task_and_a_master_with_one_index_left_read_as_their_own_jobs():
+    """An array's last pending index is its master's own (24.11: ArrayTaskID "3", JSON array_task_id 3
+    and no array_task_string): it holds no other task."""
+    [job] = squeue_text.parse_jobs(line(job_id="7", **{squeue_text.ARRAY_TASK: "3"}), DELIM)
+    assert job.job_id == 7 and job.state is JobState.PENDING

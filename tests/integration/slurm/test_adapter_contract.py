@@ -117,6 +117,18 @@ def test_gpu_count_nodes_nice_and_decision_change(cluster: Cluster, backend: Cli
     assert job.comment == f"my own words {TOKEN}"
 
 
+def test_a_gpu_count_change_keeps_the_jobs_other_gres(cluster: Cluster, backend: CliBackend):
+    """``scontrol update Gres=gpu:N`` replaces the job's whole per-node request: the command
+    names every other GRES it asked for again (node1-2 have one ``nvme``), its GPU type too."""
+    job_id = cluster.sbatch("alice", ["--gres=gpu:h100:2,nvme:1", "-t", "5", "--begin=now+2hours"])
+    before = job_in(backend.snapshot(), job_id).tres_per_node
+    assert "nvme:1" in before and "gpu:h100:2" in before, before
+    assert backend.apply([SetGpus(job_id, 3)])[0].ok
+    after = job_in(backend.snapshot(), job_id)
+    assert (after.gpus_per_node, after.gpu_type) == (3, "h100")
+    assert after.tres_per_node == before.replace("gpu:h100:2", "gpu:h100:3"), (before, after.tres_per_node)
+
+
 def test_hold_and_release(cluster: Cluster, backend: CliBackend):
     job_id = pending_job(cluster)
     assert backend.apply([Hold(job_id)])[0].ok

@@ -13,7 +13,10 @@ controller goes on where it was:
    is abandoned and the job runs on at its size, having lost nothing. A requeue whose outcome
    is unknown (a command that timed out; a controller killed before it stored the outcome)
    is looked at again: a job found pending and held after its checkpoint was requeued by
-   this resize and goes on to step 3 (nothing else would release it); one still running is
+   this resize and goes on to step 3 (nothing else would release it); one still stopping
+   (COMPLETING, or a flag alone such as REQUEUED, read as OTHER) is waited for, as after a
+   recorded requeue (a flag alone for at most ``checkpoint_timeout_s``, then the resize is
+   abandoned with a note saying to release the job by hand); one still running is
    sent the requeue again, until ``checkpoint_timeout_s`` after the signal.
 3. **done**: once the job is pending, its new GPU count (``SetGpus``) and ``scontrol
    release``. The release goes even if the count was refused: the job restarts at its old
@@ -56,6 +59,9 @@ from slurm_green.core.time_limit import asked_limit, partition_limits, partition
 log = logging.getLogger(__name__)
 
 SIGNALLED, REQUEUED, DONE, ABANDONED = "signalled", "requeued", "done", "abandoned"
+#: What a requeued job shows while Slurm stops it: COMPLETING, or a flag alone (REQUEUED, read as
+#: OTHER). A signalled job seen so may have been requeued by its resize (an unrecorded outcome).
+_STOPPING = frozenset({JobState.COMPLETING, JobState.OTHER})
 
 
 class ProgressSource(Protocol):
@@ -259,6 +265,12 @@ class Resizer:
                 # that timed out and still went through). Only this resize will release it.
                 log.warning("job %s: found requeued and held after its checkpoint; resuming its resize", job.job_id)
                 return self._restart(job, row, limits, max_time)
+            if job is not None and job.state in _STOPPING:
+                # Stopping: most likely requeued by this resize's RequeueHold, its outcome never
+                # stored; ending it here would leave the job held for good once Slurm shows it
+                # pending. Wait: the pending-and-held case above resumes it, an end ends it.
+                since = max(row["updated_at"], report.checkpoint if report is not None and checkpointed else 0.0)
+                return self._stopping(job, since, now, "its checkpoint (or signal), requeue unrecorded")
             if job is None or job.state is not JobState.RUNNING:
                 return f"the job is {job.state.value if job else 'gone'} before its checkpoint came: not requeued"
             retried = row["updated_at"] > row["signalled_at"]  # a requeue whose outcome was unknown (``record``)
@@ -267,12 +279,23 @@ class Resizer:
                         f" s of the signal: the job runs on at its size, not requeued")
             return [RequeueHold(job.job_id)] if checkpointed else None
         if phase == REQUEUED:
+            if job is not None and job.state is JobState.OTHER:  # a flag alone (REQUEUED): still stopping
+                return self._stopping(job, row["updated_at"], now, "its requeue")
             if job is None or not job.state.is_active:
                 return f"the job is {job.state.value if job else 'gone'} after its requeue"
             if not job.is_pending:
                 return None  # still completing; a requeued job is pending once its processes are gone
             return self._restart(job, row, limits, max_time)
         return None
+
+    def _stopping(self, job: Job, since: float, now: float, what: str) -> str | None:
+        """Wait (None) for ``job``, requeued (or maybe so) and still stopping, to show as pending;
+        COMPLETING ends by itself. A state Slurm names only by a flag (OTHER: REQUEUED, ...) is
+        waited for ``checkpoint_timeout_s`` from ``since``, then the resize is abandoned, saying so."""
+        if job.state is not JobState.OTHER or now - since <= self.settings.checkpoint_timeout_s:
+            return None
+        return (f"the job is still {job.state.value} (stopping?) {now - since:.0f} s after {what}: not released;"
+                f" if Slurm shows it pending and held, release it by hand (scontrol release {job.job_id})")
 
     @staticmethod
     def _restart(job: Job, row: Row, limits: Mapping[str, float | None], max_time: Mapping[str, float | None]) -> list[Action]:

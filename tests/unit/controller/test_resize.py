@@ -157,6 +157,83 @@ def test_a_job_held_before_its_checkpoint_is_not_released_by_the_resize(resizer)
     assert phase(resizer) == ABANDONED
 
 
+def released_eventually(resizer: Resizer, start: float) -> bool:
+    """Whether ticks every minute after ``start`` that see the job pending and held release it."""
+    held = snap(job(JobState.PENDING, held=True))
+    return any(Release(7) in step(resizer, held, start + 60 * i)[0] for i in range(1, 30))
+
+
+@pytest.mark.parametrize("stopping", [JobState.COMPLETING, JobState.OTHER])  # OTHER: the REQUEUED flag alone
+@pytest.mark.parametrize("unknown", [False, True])
+def test_a_requeue_that_went_through_unrecorded_is_resumed_though_first_seen_stopping(
+        resizer, tmp_path, stopping, unknown) -> None:
+    """Reviewer's repro: the controller killed after ``scontrol requeuehold`` went through
+    (``unknown``: the command timed out and still took); its next tick sees the job still
+    stopping. Abandoned there, the job then pending and held would be held for good."""
+    if unknown:
+        requeue_of_unknown_outcome(resizer, tmp_path)
+    else:
+        step(resizer, snap(job()), NOW, GROW)
+        checkpointed(tmp_path, NOW + 10)
+        actions, _, _ = resizer.plan(snap(job()), Plan(), NOW + 60)
+        assert actions == [RequeueHold(7)]  # enacted, and never recorded
+    assert step(resizer, snap(job(stopping)), NOW + 65) == ([], {7})  # waits, keeps the job
+    assert phase(resizer) == SIGNALLED
+    assert released_eventually(resizer, NOW + 65), resizer.store.resizes()[7]
+    assert phase(resizer) == DONE
+
+
+def test_a_signalled_job_stuck_stopping_in_a_flag_is_abandoned_after_the_timeout_saying_so(
+        resizer, tmp_path) -> None:
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 200)
+    resizer.plan(snap(job()), Plan(), NOW + 240)  # RequeueHold enacted, never recorded
+    other = snap(job(JobState.OTHER))
+    # timed from the checkpoint, not the signal: a requeue sent late is waited for all the same
+    assert step(resizer, other, NOW + 480) == ([], {7}) and phase(resizer) == SIGNALLED
+    assert step(resizer, other, NOW + 501) == ([], set()) and phase(resizer) == ABANDONED
+    note = resizer.store.resizes()[7]["note"]
+    assert "still OTHER" in note and "scontrol release 7" in note
+    # a job still completing is waited for: Slurm ends that by itself
+    resizer.store.record_resize(7, SIGNALLED, NOW + 600, "test")
+    assert step(resizer, snap(job(JobState.COMPLETING)), NOW + 5000) == ([], {7}) and phase(resizer) == SIGNALLED
+
+
+@pytest.mark.parametrize("end", [JobState.COMPLETED, JobState.CANCELLED, JobState.FAILED, None])
+def test_a_signalled_job_that_ends_while_stopping_is_abandoned_at_once(resizer, tmp_path, end) -> None:
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 10)
+    assert step(resizer, snap(job(JobState.COMPLETING)), NOW + 60) == ([], {7})
+    assert step(resizer, snap(job(end)) if end else snap(), NOW + 120) == ([], set())
+    assert phase(resizer) == ABANDONED
+
+
+def test_a_job_an_administrator_requeued_and_held_before_its_checkpoint_is_not_released(resizer) -> None:
+    """Waiting while it stops changes nothing for a hold that is not the resize's."""
+    step(resizer, snap(job()), NOW, GROW)
+    assert step(resizer, snap(job(JobState.COMPLETING)), NOW + 60) == ([], {7})
+    assert step(resizer, snap(job(JobState.OTHER)), NOW + 90) == ([], {7})
+    assert step(resizer, snap(job(JobState.PENDING, held=True)), NOW + 120) == ([], set())
+    assert phase(resizer) == ABANDONED
+    assert not released_eventually(resizer, NOW + 120)
+
+
+def test_a_requeued_job_seen_in_a_flag_alone_is_waited_for_then_released(resizer, tmp_path) -> None:
+    """After a recorded requeue, the REQUEUED flag alone (OTHER) is a job still stopping too."""
+    step(resizer, snap(job()), NOW, GROW)
+    checkpointed(tmp_path, NOW + 10)
+    step(resizer, snap(job()), NOW + 60)
+    assert phase(resizer) == REQUEUED
+    assert step(resizer, snap(job(JobState.OTHER)), NOW + 120) == ([], {7}) and phase(resizer) == REQUEUED
+    assert step(resizer, snap(job(JobState.PENDING, held=True)), NOW + 180)[0] == [SetGpus(7, 2, 1), Release(7)]
+    assert phase(resizer) == DONE
+    # one stuck in it past the timeout is given up, saying so
+    resizer.store.record_resize(7, REQUEUED, NOW + 1000, "test")
+    assert step(resizer, snap(job(JobState.OTHER)), NOW + 1300) == ([], {7})
+    assert step(resizer, snap(job(JobState.OTHER)), NOW + 1301) == ([], set()) and phase(resizer) == ABANDONED
+    assert "scontrol release 7" in resizer.store.resizes()[7]["note"]
+
+
 def test_only_elastic_running_jobs_within_the_users_range_are_signalled(resizer) -> None:
     assert step(resizer, snap(job(elastic=False)), NOW, GROW) == ([], set())
     assert step(resizer, snap(job(high=1)), NOW, GROW) == ([], set())                # beyond gpus=1-1

@@ -357,9 +357,13 @@ class StateStore:
                 begin = max(job.start_time, row[0] or job.start_time) if row else job.start_time
                 running = job.state in (JobState.RUNNING, JobState.SUSPENDED)  # squeue's end_time: the limit
                 end = now if running or not job.end_time else min(now, job.end_time)
-                if end == begin or (end < begin and running):
+                if not running and job.end_time and job.end_time < begin:
+                    # a tick saw the job still running just after it ended: take that stretch back
+                    end = job.end_time
+                elif end <= begin:
+                    # nothing new; or the clock stepped back (NTP step, VM restore) below what was
+                    # accounted: what was counted up to ``begin`` really ran, so it stays
                     continue
-                # end < begin: a tick saw the job still running just after it ended; take that back
                 kwh_per_s = float(energy) / float(runtime) * (1.0 if end > begin else -1.0)
                 kwh = kg = 0.0
                 for piece_start, piece_end in _buckets(min(begin, end), max(begin, end)):

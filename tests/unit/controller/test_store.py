@@ -120,6 +120,35 @@ def test_a_stretch_counted_past_the_jobs_end_is_taken_back(tmp_path):
     assert row["accounted_until"] == NOW + 900
 
 
+def test_a_clock_stepped_back_does_not_take_back_energy_an_ended_job_really_drew(tmp_path):
+    """Only a stretch counted past the job's end is taken back: a clock stepped back (NTP step,
+    VM restore) below ``accounted_until`` while the ended job is still in squeue adds and
+    takes nothing, so the job keeps what it drew if it leaves squeue before the clock catches up."""
+    store = StateStore(tmp_path / "s.db")
+    store.record_decisions(NOW - 60, [JobDecision(1, start_at=NOW, expected_energy_kwh=1.0, expected_runtime_s=3600)])
+    done = Job(1, state=JobState.COMPLETED, start_time=NOW, end_time=NOW + 3600)
+    store.observe_jobs(NOW + 3700, [done])
+    store.account_usage(NOW + 3700, [done], flat_signal(200.0))
+    assert store.jobs()[0]["energy_kwh"] == pytest.approx(1.0)
+    store.account_usage(NOW + 1900, [done], flat_signal(200.0))  # the host clock stepped back 30 min
+    [row] = store.jobs()
+    assert row["energy_kwh"] == pytest.approx(1.0) and row["accounted_until"] == NOW + 3600
+    assert store.spent(NOW - 3600, NOW + 7200).energy_kwh == pytest.approx(1.0)
+
+
+def test_a_stretch_counted_past_the_end_is_taken_back_to_the_end_even_with_the_clock_behind_it(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    store.record_decisions(NOW - 60, [JobDecision(1, start_at=NOW, expected_energy_kwh=1.0, expected_runtime_s=3600)])
+    running = Job(1, state=JobState.RUNNING, start_time=NOW)
+    store.observe_jobs(NOW + 1800, [running])
+    store.account_usage(NOW + 1800, [running], flat_signal(200.0))  # counted to +1800 s
+    done = Job(1, state=JobState.COMPLETED, start_time=NOW, end_time=NOW + 900)
+    store.account_usage(NOW + 600, [done], flat_signal(200.0))  # the clock stepped back below the end too
+    [row] = store.jobs()
+    assert row["energy_kwh"] == pytest.approx(0.25) and row["accounted_until"] == NOW + 900
+    assert store.spent(NOW - 3600, NOW + 7200).energy_kwh == pytest.approx(0.25)
+
+
 def test_prune_forgets_old_ended_and_vanished_jobs_and_keeps_live_ones(tmp_path):
     store = StateStore(tmp_path / "s.db")
     day = 86400.0

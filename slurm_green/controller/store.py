@@ -113,6 +113,11 @@ CREATE TABLE IF NOT EXISTS usage (
 #: Usage is kept in buckets of this many seconds, so any period a site budgets (a day or a
 #: week from midnight in any time zone, :30 and :45 offsets too) is a whole number of them.
 USAGE_BUCKET_S = 900
+#: ``prune`` keeps usage this much longer than the jobs it forgets: the longest period a
+#: ``[budget]`` may have (a week, 169 h across a DST change) and a day to spare. The current
+#: period started less than this before ``now``, so whatever ``retention_days`` is, the budget
+#: still counts what jobs that ended earlier in the period drew.
+USAGE_KEPT_BEYOND_RETENTION_S = 8 * 86400
 #: Two reports' frozen shares this close are the same state of the job (``record_rates``).
 _SAME_FROZEN = 0.005
 #: Job ids per ``IN (...)`` query: under SQLite's oldest bound-parameter limit (999).
@@ -257,7 +262,11 @@ class StateStore:
         """Forget jobs that ended, or were last seen in Slurm, before ``before`` (their
         decisions and actions too) and older ticks; returns how many jobs. Without it the
         store grows with every job ever managed and ``latest_decisions``, read every tick,
-        slows down with it. A pending or running job is seen every tick, so it stays."""
+        slows down with it. A pending or running job is seen every tick, so it stays.
+
+        Usage (``spent``, what a period budget paces by) outlives the jobs: a forgotten job's
+        buckets go only once older than ``before`` less ``USAGE_KEPT_BEYOND_RETENTION_S``, so a
+        retention shorter than the budget period never drops spend of the current period."""
         old = "COALESCE(end_time, last_seen) < ?"
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
@@ -267,9 +276,10 @@ class StateStore:
             gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
             self._db.execute("DELETE FROM ticks WHERE tick_at < ?", (before,))
             # A job still known keeps all its usage, however old: a period budget counts a job
-            # running since before ``before`` by what it drew in the period, all of it.
+            # running since before ``before`` by what it drew in the period, all of it. A job
+            # forgotten keeps it a budget period longer (``USAGE_KEPT_BEYOND_RETENTION_S``).
             self._db.execute("DELETE FROM usage WHERE bucket < ? AND job_id NOT IN (SELECT job_id FROM jobs)",
-                             (int(before // USAGE_BUCKET_S),))
+                             (int((before - USAGE_KEPT_BEYOND_RETENTION_S) // USAGE_BUCKET_S),))
         return gone
 
     def resizes(self) -> dict[int, Row]:

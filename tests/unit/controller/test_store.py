@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from slurm_green.carbon.signal import CarbonSignal
-from slurm_green.controller.store import StateStore
+from slurm_green.controller.store import USAGE_KEPT_BEYOND_RETENTION_S, StateStore
 from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.actions import ActionError, ActionResult, SetStartTime
 from slurm_green.core.plan import JobDecision
@@ -206,8 +206,10 @@ def test_usage_is_kept_by_quarter_hour_so_any_period_sums_what_ran_in_it(tmp_pat
     assert store.spent(hour, hour + 7200).energy_kwh == pytest.approx(50 / 60)
     store.prune(hour + 4000)  # a job still known keeps its usage, however old ...
     assert store.spent(hour, hour + 3600).energy_kwh == pytest.approx(50 / 60)
-    store.prune(hour + 7200)  # ... which goes with the job (last seen at hour + 4500)
-    assert store.spent(hour, hour + 3600).energy_kwh == 0.0 and store.jobs() == []
+    store.prune(hour + 7200)  # the job goes (last seen at hour + 4500); its usage a budget period later
+    assert store.spent(hour, hour + 3600).energy_kwh == pytest.approx(50 / 60) and store.jobs() == []
+    store.prune(hour + 7200 + USAGE_KEPT_BEYOND_RETENTION_S)
+    assert store.spent(hour, hour + 3600).energy_kwh == 0.0
 
 
 def test_latest_decisions_of_the_jobs_asked_for_in_chunks_the_same_as_of_all(tmp_path):
@@ -283,3 +285,38 @@ def test_prune_keeps_the_usage_of_a_job_still_running_however_old(tmp_path):
         store.account_usage(now, [job], hourly_signal([100.0] * 80))
     store.prune(now - 86400)
     assert store.spent(start, now).energy_kwh == pytest.approx(72.0)
+
+
+def test_prune_keeps_the_current_weeks_usage_of_jobs_that_ended_earlier_in_it(tmp_path):
+    """retention_days = 1 with a weekly budget: on Thursday the job that ran on Monday is
+    forgotten, but what it drew still counts in the week's spend."""
+    from slurm_green.controller.assemble import build_budget
+    from slurm_green.controller.config import Config
+
+    monday = 1_789_948_800.0  # 2026-09-21 00:00 UTC, a Monday
+    config = Config.model_validate({"controller": {"retention_days": 1}, "policy": {"name": "powerflow"},
+                                    "budget": {"period": "week", "energy_kwh": 100.0}})
+    budget = build_budget(config)
+    assert budget is not None and config.controller.retention_days is not None
+    index = pd.date_range(pd.Timestamp(monday - 86400, unit="s", tz="UTC"), periods=24 * 9, freq="h")
+    signal = CarbonSignal.from_series(pd.Series(100.0, index=index))
+    store = StateStore(tmp_path / "s.db")
+    store.record_decisions(monday, [JobDecision(1, start_at=monday, expected_energy_kwh=24.0,
+                                                expected_runtime_s=86400)])
+    now = monday
+    job = Job(1, state=JobState.RUNNING, start_time=monday)
+    for _ in range(24):  # Monday: 1 kW for 24 h, hourly ticks
+        now += 3600
+        store.observe_jobs(now, [job])
+        store.account_usage(now, [job], signal)
+    done = Job(1, state=JobState.COMPLETED, start_time=monday, end_time=monday + 86400)
+    store.observe_jobs(now + 60, [done])
+    store.account_usage(now + 60, [done], signal)
+    thursday = monday + 3 * 86400
+    assert budget.status(store, thursday).spent == pytest.approx(24.0)
+    assert store.prune(thursday - config.controller.retention_days * 86400) == 1  # what the tick does hourly
+    assert store.jobs() == []
+    assert budget.status(store, thursday).spent == pytest.approx(24.0)
+    # a forgotten job's usage goes once older than the retention and a longest period more
+    assert store.prune(monday + 86400 + 8 * 86400 + 1) == 0
+    assert store.spent(monday, monday + 7 * 86400).energy_kwh == pytest.approx(0.0)

@@ -102,6 +102,12 @@ CREATE TABLE IF NOT EXISTS rates (
     last_time REAL NOT NULL,
     PRIMARY KEY (job_id, gpus)
 );
+CREATE TABLE IF NOT EXISTS metered (
+    job_id INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    energy_kwh REAL NOT NULL,
+    PRIMARY KEY (job_id, record)
+);
 CREATE TABLE IF NOT EXISTS usage (
     bucket INTEGER NOT NULL,
     job_id INTEGER NOT NULL,
@@ -270,11 +276,12 @@ class StateStore:
         old = "COALESCE(end_time, last_seen) < ?"
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
-            for table in ("decisions", "actions", "resizes", "rates"):
+            for table in ("decisions", "actions", "resizes", "rates", "metered"):
                 self._db.execute(f"DELETE FROM {table} WHERE job_id IN (SELECT job_id FROM jobs WHERE {old})",
                                  (before,))
             gone = self._db.execute(f"DELETE FROM jobs WHERE {old}", (before,)).rowcount
             self._db.execute("DELETE FROM ticks WHERE tick_at < ?", (before,))
+            self._db.execute("DELETE FROM metered WHERE job_id NOT IN (SELECT job_id FROM jobs)")
             # A job still known keeps all its usage, however old: a period budget counts a job
             # running since before ``before`` by what it drew in the period, all of it. A job
             # forgotten keeps it a budget period longer (``USAGE_KEPT_BEYOND_RETENTION_S``).
@@ -404,12 +411,34 @@ class StateStore:
             (int(start // USAGE_BUCKET_S), int(math.ceil(end / USAGE_BUCKET_S)))).fetchone()
         return Spent(energy_kwh=float(row[0]), carbon_kg=float(row[1]), jobs=int(row[2]))
 
-    def record_metered(self, job_id: int, energy_kwh: float) -> str | None:
-        """Store a finished job's metered GPU energy; returns the job's name (its model's type)."""
+    def record_metered(self, job_id: int, energy_kwh: float, record: str | None = None) -> str | None:
+        """Add one run's metered GPU energy to the job's (``record_metered_run``); returns the
+        job's name (its model's type)."""
+        return self.record_metered_run(job_id, [(record, energy_kwh)])[1]
+
+    def record_metered_run(self, job_id: int, records: Sequence[tuple[str | None, float]]) -> tuple[bool, str | None]:
+        """Add a finished run's metered GPU energy, (record, kWh) per node, to the job's, in one
+        transaction: a job that ran more than once under its id (requeued, resized) sums its
+        runs. A record (its Epilog file's identity) is counted once however often it is handed
+        in (a controller killed between storing it and removing the file hands it in again);
+        a record of None is always new. Returns whether every record was new, and the job's
+        name (its model's type)."""
+        new = 0
+        added = 0.0
         with self._db:
-            self._db.execute("UPDATE jobs SET metered_energy_kwh = ? WHERE job_id = ?", (energy_kwh, job_id))
+            self._db.execute("BEGIN IMMEDIATE")
+            for record, energy_kwh in records:
+                if record is not None and not self._db.execute(
+                        "INSERT OR IGNORE INTO metered (job_id, record, energy_kwh) VALUES (?,?,?)",
+                        (job_id, record, energy_kwh)).rowcount:
+                    continue
+                new += 1
+                added += energy_kwh
+            if new:
+                self._db.execute("UPDATE jobs SET metered_energy_kwh = COALESCE(metered_energy_kwh, 0) + ?"
+                                 " WHERE job_id = ?", (added, job_id))
             row = self._db.execute("SELECT name FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
-        return row[0] if row else None
+        return bool(records) and new == len(records), (row[0] if row else None)
 
     def jobs(self) -> list[Row]:
         return self._rows("SELECT * FROM jobs ORDER BY job_id")

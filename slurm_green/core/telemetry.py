@@ -2,8 +2,8 @@
 
 Why a directory of files: the Epilog runs on compute nodes as root and the job record in
 slurmctld can no longer be changed once the job has ended ("Job has already finished"),
-so the measurement travels outside Slurm. The Epilog writes one small JSON file per job
-and node into a directory that nodes and controller both reach (a shared filesystem at a
+so the measurement travels outside Slurm. The Epilog writes one small JSON file per job,
+node and run (a requeued job runs again under its id) into a directory that nodes and controller both reach (a shared filesystem at a
 site, a shared volume in the Docker cluster); the controller reads a job's files once
 every node of the job has written its own, folds them into the models and the job's
 record, and removes them. Files are written under a temporary name and renamed, so a
@@ -31,6 +31,9 @@ class NodeEnergy:
     energy is not this job's alone and must not teach the models. ``board_*_w``: the
     power-limit range and default NVML reports for the node's GPUs, so the models learn
     each board's real range (``FittedRegistry.observe_board``); None from an older Epilog.
+    ``started_at``: when this run of the job started on the node (its Prolog's time), so a job
+    that runs again under the same id (requeued, resized) leaves a record per run, under a name
+    of its own; None from an older Epilog (``<job>.<node>.energy.json``, one name for every run).
     """
 
     job_id: int
@@ -42,9 +45,10 @@ class NodeEnergy:
     board_min_w: float | None = None
     board_max_w: float | None = None
     board_default_w: float | None = None
+    started_at: float | None = None
 
     def __post_init__(self) -> None:
-        numbers = (self.energy_j, self.seconds)
+        numbers = (self.energy_j, self.seconds) + (() if self.started_at is None else (self.started_at,))
         if self.job_id <= 0 or self.gpus <= 0 or not self.node or "/" in self.node:
             raise ValueError(f"job {self.job_id}, node {self.node!r}, {self.gpus} GPUs: not a measurement")
         if not all(math.isfinite(x) and x >= 0 for x in numbers):
@@ -55,7 +59,10 @@ class NodeEnergy:
 
     @property
     def file_name(self) -> str:
-        return f"{self.job_id}.{self.node}{SUFFIX}"
+        """``<job>.<node>.<run start, s>.energy.json``; an older Epilog's ``<job>.<node>.energy.json``."""
+        if self.started_at is None:
+            return f"{self.job_id}.{self.node}{SUFFIX}"
+        return f"{self.job_id}.{self.node}.{int(self.started_at)}{SUFFIX}"
 
 
 def _is_board(min_w: float | None, default_w: float | None, max_w: float | None) -> bool:
@@ -85,7 +92,8 @@ def read(path: Path) -> NodeEnergy:
         return NodeEnergy(
             job_id=int(data["job_id"]), node=str(data["node"]), gpus=int(data["gpus"]),
             energy_j=float(data["energy_j"]), seconds=float(data["seconds"]), shared=bool(data.get("shared", False)),
-            **{k: float(data[k]) for k in ("board_min_w", "board_max_w", "board_default_w") if data.get(k) is not None},
+            **{k: float(data[k]) for k in ("board_min_w", "board_max_w", "board_default_w", "started_at")
+               if data.get(k) is not None},
         )
     except (KeyError, TypeError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: not an energy record ({exc})") from exc

@@ -210,7 +210,8 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
         return None
     seconds = max(0.0, time.time() - claims.started_at)
     return NodeEnergy(job_id, node, len(energies), sum(e for e in energies if e is not None), seconds, shared,
-                      *((board.min_w, board.max_w, board.default_w) if board else ()))
+                      board_min_w=board.min_w if board else None, board_max_w=board.max_w if board else None,
+                      board_default_w=board.default_w if board else None, started_at=claims.started_at)
 
 
 def _reading(backend: PowerBackend, minor: int) -> float | None:

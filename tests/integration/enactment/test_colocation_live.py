@@ -113,7 +113,7 @@ def test_the_controller_co_locates_two_jobs_that_accept_sharing_on_one_gpu_under
 
     # the Epilogs split the shared GPU's energy between the two, and the parts add up to its counter
     def records() -> list[dict] | None:
-        text = c.sh(node, f"cat {TELEMETRY}/{host}.{node}.energy.json {TELEMETRY}/{guest}.{node}.energy.json",
+        text = c.sh(node, f"cat {TELEMETRY}/{host}.{node}.*energy.json {TELEMETRY}/{guest}.{node}.*energy.json",
                     check=False).stdout
         return [json.loads(line) for line in text.replace("}{", "}\n{").splitlines()] if text.count("{") == 2 else None
 

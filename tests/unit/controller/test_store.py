@@ -320,3 +320,15 @@ def test_prune_keeps_the_current_weeks_usage_of_jobs_that_ended_earlier_in_it(tm
     # a forgotten job's usage goes once older than the retention and a longest period more
     assert store.prune(monday + 86400 + 8 * 86400 + 1) == 0
     assert store.spent(monday, monday + 7 * 86400).energy_kwh == pytest.approx(0.0)
+
+
+def test_metered_energy_adds_up_the_runs_of_a_job_and_counts_each_record_once(tmp_path):
+    store = StateStore(tmp_path / "s.db")
+    store.observe_jobs(NOW, [Job(1, name="resnet50", state=JobState.COMPLETED, start_time=NOW - 600, end_time=NOW)])
+    assert store.record_metered_run(1, [("1.node1.100.energy.json", 1.0), ("1.node2.101.energy.json", 0.5)]) \
+        == (True, "resnet50")
+    assert store.record_metered_run(1, [("1.node1.100.energy.json", 1.0)]) == (False, "resnet50")  # again
+    assert store.record_metered(1, 2.0, "1.node1.9000.energy.json") == "resnet50"  # the requeued run
+    assert store.job(1)["metered_energy_kwh"] == pytest.approx(3.5)
+    store.prune(NOW + 1)
+    assert store.job(1) is None and not store._db.execute("SELECT * FROM metered").fetchall()

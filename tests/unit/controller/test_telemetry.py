@@ -44,7 +44,8 @@ def test_other_jobs_garbage_and_stale_halves_are_removed(tmp_path, caplog) -> No
     assert "malformed" in caplog.text and "1 of its 2 nodes" in caplog.text
 
 
-@pytest.mark.parametrize("bad", [dict(energy_j=float("nan")), dict(seconds=-1.0), dict(gpus=0), dict(node="../x")])
+@pytest.mark.parametrize("bad", [dict(energy_j=float("nan")), dict(seconds=-1.0), dict(gpus=0), dict(node="../x"),
+                                 dict(started_at=float("inf"))])
 def test_a_record_that_is_no_measurement_is_refused(bad) -> None:
     fields = dict(job_id=1, node="node1", gpus=1, energy_j=1.0, seconds=1.0) | bad
     with pytest.raises(ValueError):
@@ -112,3 +113,69 @@ def test_the_board_limits_a_node_reported_reach_the_models(config, tmp_path) -> 
     assert report.notes[-1] == "1 measurement(s) of finished jobs taught the models"
     board = controller.models.board("h100")
     assert (board.min_w, board.max_w, board.default_w) == (150.0, 600.0, 600.0)
+
+
+def _requeued_job(tmp_path):
+    from slurm_green.controller.store import StateStore
+    from slurm_green.controller.telemetry import MeteredEnergy
+    from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+    from slurm_green.core.plan import JobDecision
+
+    store = StateStore(tmp_path / "state.db")
+    job = Job(7, user="alice", name="resnet50", state=JobState.RUNNING, gpus_per_node=1, nodes=("node1",),
+              start_time=NOW - 7200)
+    store.observe_jobs(NOW - 7200, [job])
+    store.record_decisions(NOW - 7200, [JobDecision(7, gpus_per_node=1, num_nodes=1, expected_energy_kwh=1.0,
+                                                    expected_runtime_s=3600)])
+    return store, MeteredEnergy(EnergyInbox(tmp_path / "telemetry"), store), ClusterSnapshot(taken_at=NOW, jobs=(job,))
+
+
+def test_a_job_that_ran_twice_under_its_id_counts_both_runs_metered_energy(tmp_path) -> None:
+    """Requeued (node failure, preemption) or resized: an older Epilog's records, one name for
+    every run, collected a tick apart, add up instead of the second replacing the first."""
+    spool = tmp_path / "telemetry"
+    store, metered, snapshot = _requeued_job(tmp_path)
+    telemetry.write(spool, NodeEnergy(7, "node1", 1, 3.6e6, 3600.0))  # the first run: 1 kWh
+    assert len(metered.observations(NOW, snapshot)) == 1
+    telemetry.write(spool, NodeEnergy(7, "node1", 1, 7.2e6, 3600.0))  # the second: 2 kWh
+    assert len(metered.observations(NOW + 7200, snapshot)) == 1
+    assert store.job(7)["metered_energy_kwh"] == pytest.approx(3.0)
+
+
+def test_each_runs_record_has_a_name_of_its_own_and_both_count_when_one_tick_finds_them(tmp_path) -> None:
+    spool = tmp_path / "telemetry"
+    store, metered, snapshot = _requeued_job(tmp_path)
+    first = telemetry.write(spool, NodeEnergy(7, "node1", 1, 3.6e6, 3600.0, started_at=NOW - 7200))
+    second = telemetry.write(spool, NodeEnergy(7, "node1", 1, 7.2e6, 3600.0, started_at=NOW - 3000))
+    assert first != second and first.name == f"7.node1.{int(NOW - 7200)}.energy.json"
+    assert len(metered.observations(NOW, snapshot)) == 2
+    assert store.job(7)["metered_energy_kwh"] == pytest.approx(3.0) and list(spool.iterdir()) == []
+
+
+def test_a_multi_node_jobs_runs_are_told_apart_by_their_start(tmp_path) -> None:
+    inbox = EnergyInbox(tmp_path)
+    for node, skew in (("node1", 0.0), ("node2", 4.0)):  # the Prologs of one run start seconds apart
+        leave(tmp_path, 5, node, 1000.0, started_at=NOW - 9000 + skew)
+        leave(tmp_path, 5, node, 2000.0, started_at=NOW - 3000 + skew)
+    leave(tmp_path, 5, "node1", 500.0, started_at=NOW - 600)  # a third run, its node2 not written yet
+    runs = inbox.collect(NOW, lambda job_id: 2)
+    assert [(run.energy_j, run.nodes, run.started_at) for run in runs] == [(2000.0, 2, NOW - 9000),
+                                                                           (4000.0, 2, NOW - 3000)]
+    assert [path.name for path in tmp_path.iterdir()] == [f"5.node1.{int(NOW - 600)}.energy.json"]
+
+
+@pytest.mark.parametrize("started_at", [None, NOW - 3600])
+def test_a_run_handed_in_again_by_a_tick_killed_before_removing_its_files_counts_once(tmp_path, started_at) -> None:
+    spool = tmp_path / "telemetry"
+    store, metered, snapshot = _requeued_job(tmp_path)
+    telemetry.write(spool, NodeEnergy(7, "node1", 1, 3.6e6, 3600.0, started_at=started_at))
+
+    def killed(run) -> None:
+        store.record_metered_run(run.job_id, [(key, j / 3.6e6) for key, j in run.records])
+        raise KeyboardInterrupt  # stopped after the store's transaction, before the unlink
+
+    with pytest.raises(KeyboardInterrupt):
+        metered.inbox.collect(NOW, lambda job_id: 1, killed)
+    assert len(list(spool.iterdir())) == 1
+    assert metered.observations(NOW + 60, snapshot) == []  # nothing new: the models learn it once
+    assert store.job(7)["metered_energy_kwh"] == pytest.approx(1.0) and list(spool.iterdir()) == []

@@ -121,7 +121,8 @@ def test_epilog_leaves_the_jobs_metered_energy_for_the_controller(node_env, fake
     assert epilog.main(env) == 0
     (path,) = spool.glob("*")
     record = telemetry.read(path)
-    assert path.name == "42.node7.energy.json"
+    assert record.started_at is not None  # the run's start on this node (its Prolog): a name per run
+    assert path.name == f"42.node7.{int(record.started_at)}.energy.json"
     assert (record.job_id, record.node, record.gpus, record.energy_j, record.shared) == (42, "node7", 2, 2000.0, False)
     assert 0 <= record.seconds < 60
 

@@ -1,9 +1,11 @@
 """The periodic loop, and the admin's off switch.
 
-The loop: APScheduler 3 runs ``Controller.tick`` every interval. One tick at a time
-(``max_instances=1``) and no catch-up burst after a stall (``coalesce=True``): a tick
-always works from a fresh snapshot, so a skipped tick loses nothing. A failing tick
-is logged and counted; the loop goes on.
+The loop: APScheduler 3 runs ``Controller.tick`` every interval, in its own thread (the
+first tick, at start, runs in the main thread). One tick at a time (``max_instances=1``)
+and no catch-up burst after a stall (``coalesce=True``): a tick always works from a
+fresh snapshot, so a skipped tick loses nothing. A failing tick
+is logged and counted; the loop goes on. SIGTERM or SIGINT stops the loop once the
+tick in progress has finished and been recorded (:func:`run_forever`).
 
 The off switch (``slurm-green pause``/``resume``): a file next to the state store,
 ``<state_db>.paused``, that the controller's policy reads at every tick
@@ -28,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from apscheduler.schedulers.blocking import BlockingScheduler
+from apscheduler.schedulers.background import BackgroundScheduler
 
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.controller.tick import Controller, TickReport
@@ -120,20 +122,36 @@ def safe_tick(controller: Controller, clock: Clock, metrics: ControllerMetrics) 
 
 
 def run_forever(controller: Controller, clock: Clock, interval_s: float, metrics: ControllerMetrics) -> None:
-    scheduler = BlockingScheduler(timezone="UTC")
-    scheduler.add_job(safe_tick, "interval", args=(controller, clock, metrics), seconds=interval_s,
-                      max_instances=1, coalesce=True, misfire_grace_time=max(1, math.ceil(interval_s)),
-                      id="tick")
+    """Tick at once, then every ``interval_s`` until SIGTERM or SIGINT; a stop lets the tick in progress finish.
+
+    The signal handler only records the request: it runs in the main thread, which at
+    start is running the first tick itself, so anything more there (APScheduler's
+    ``shutdown`` raises when the scheduler is not running yet) would surface in the middle
+    of that tick, between enacting and recording. The main thread checks the request after
+    the first tick, and otherwise waits for it while the scheduler's own thread ticks, then
+    shuts the scheduler down, waiting for a tick in progress. A second signal changes nothing.
+    """
     stop = threading.Event()
 
     def _shutdown(signum: int, _frame: object) -> None:
         log.info("signal %d: stopping after the current tick", signum)
         stop.set()
-        scheduler.shutdown(wait=True)
 
     signal.signal(signal.SIGTERM, _shutdown)
     signal.signal(signal.SIGINT, _shutdown)
     safe_tick(controller, clock, metrics)  # the first tick at start, not one interval later
-    if not stop.is_set():
-        log.info("controller running: a tick every %.0f s", interval_s)
-        scheduler.start()
+    if stop.is_set():
+        return
+    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler.add_job(safe_tick, "interval", args=(controller, clock, metrics), seconds=interval_s,
+                      max_instances=1, coalesce=True, misfire_grace_time=max(1, math.ceil(interval_s)),
+                      id="tick")
+    scheduler.start()
+    log.info("controller running: a tick every %.0f s", interval_s)
+    try:
+        # Bounded: the kernel may give the signal to another thread (the scheduler's, the
+        # carbon feed's), which does not wake this wait; the handler then runs at the next second.
+        while not stop.wait(1.0):
+            pass
+    finally:
+        scheduler.shutdown(wait=True)

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
@@ -22,6 +23,7 @@ from slurm_green.controller.config import Config
 from slurm_green.controller.daemon import operated, pause, pause_path, paused_since, released, safe_tick
 from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.core import decision_token
+from slurm_green.core.actions import Action, ActionResult
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.policy.managed import NO_CAP
@@ -112,6 +114,61 @@ def test_a_sub_second_interval_ticks_and_sigterm_stops_it(monkeypatch):
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert len(ticks) >= 3  # at start, then every half second until SIGTERM
+
+
+class StopArrivesWhileEnacting(MemoryBackend):
+    """systemd's stop (and an impatient second one) while the first tick enacts."""
+
+    def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        results = super().apply(actions)
+        if not getattr(self, "sent", False):
+            self.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGTERM)
+        return results
+
+
+def test_sigterm_during_the_first_tick_lets_that_tick_finish(config):
+    """The first tick runs in the main thread before the scheduler starts, where the signal
+    handler runs too: a stop there used to raise (APScheduler's SchedulerNotRunningError)
+    in the middle of the tick, leaving its outcomes unknown and no tick row. It now
+    finishes the tick, records it, and returns without starting the scheduler."""
+    parts = controller(config, StopArrivesWhileEnacting([deferred_job(1), deferred_job(2)]))
+    metrics = ControllerMetrics()
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        daemon.run_forever(parts.controller, parts.clock, 300.0, metrics)
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    store = parts.controller.store
+    assert metrics.registry.get_sample_value("slurm_green_tick_errors_total") == 0
+    assert store.actions() and [a for a in store.actions() if a["error"] == "unknown"] == []
+    assert len(store.ticks()) == 1
+
+
+def test_signals_during_a_scheduled_tick_let_it_finish(monkeypatch):
+    """Two signals while a scheduled tick runs: nothing raises, and run_forever returns only
+    once that tick is done (and any the scheduler started before the main thread, polling
+    once a second, saw the signal another thread may have taken)."""
+    events = []
+
+    def tick(*_args):
+        events.append("start")
+        if len(events) > 1:  # the first scheduled tick, after the one at start
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.3)
+        events.append("end")
+
+    monkeypatch.setattr(daemon, "safe_tick", tick)
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        daemon.run_forever(None, ManualClock(NOW), 0.5, ControllerMetrics())
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    assert len(events) >= 4 and events == ["start", "end"] * (len(events) // 2)
 
 
 def test_a_failing_tick_is_counted_and_timed(config):

@@ -1,7 +1,8 @@
 """The controller's configuration: a TOML file validated with errors that name the key.
 
 Default path ``/etc/slurm-green/config.toml``; every key has a sensible default, so
-an empty file (or none, with ``--config`` pointing nowhere) is a valid configuration.
+an empty file (or none at the default path) is a valid configuration; a ``--config``
+naming a file that does not exist is an error, not the defaults.
 """
 
 from __future__ import annotations
@@ -224,11 +225,11 @@ class Config(_Section):
         a budget nobody keeps, so it is refused rather than ignored."""
         budget = self.budget
         if budget.carbon_kg is not None and budget.energy_kwh is not None:
-            raise ValueError("budget: set carbon_kg (greenflow) or energy_kwh (powerflow), not both")
+            raise ValueError("budget: set carbon_kg (greenflow, icefrog) or energy_kwh (powerflow), not both")
         wants = {"greenflow": "carbon_kg", "icefrog": "carbon_kg", "powerflow": "energy_kwh"}.get(self.policy.name)
         given = "carbon_kg" if budget.carbon_kg is not None else "energy_kwh" if budget.energy_kwh is not None else None
         if given is not None and given != wants:
-            needs = f"policy.name = {'greenflow' if given == 'carbon_kg' else 'powerflow'}"
+            needs = f"policy.name = {'greenflow or icefrog' if given == 'carbon_kg' else 'powerflow'}"
             raise ValueError(f"budget.{given} is kept only by {needs} (policy.name is {self.policy.name!r})")
         return self
 

@@ -65,7 +65,7 @@ def test_broken_toml_and_missing_file(tmp_path):
 
 
 @pytest.mark.parametrize("text, words", [
-    ('[budget]\ncarbon_kg = 40\n', "budget.carbon_kg is kept only by policy.name = greenflow (policy.name is 'window')"),
+    ('[budget]\ncarbon_kg = 40\n', "budget.carbon_kg is kept only by policy.name = greenflow or icefrog (policy.name is 'window')"),
     ('[policy]\nname = "greenflow"\n[budget]\nenergy_kwh = 5\n',
      "budget.energy_kwh is kept only by policy.name = powerflow"),
     ('[policy]\nname = "greenflow"\n[budget]\ncarbon_kg = 4\nenergy_kwh = 5\n', "not both"),

@@ -117,8 +117,13 @@ def job_state(value: Any) -> JobState:
     """The base state of ``"PENDING"`` or ``["PENDING", "REQUEUED"]``; flags are dropped.
 
     A flag alone (``"CONFIGURING"``) gives its base state where that is certain
-    (``FLAG_BASE_STATES``), else OTHER."""
+    (``FLAG_BASE_STATES``), else OTHER. COMPLETING is the exception that wins over the base
+    state (24.11+ JSON: ``["COMPLETED", "COMPLETING"]``): job_state_string() tests that flag
+    first, so squeue's text and 22.05's JSON print it alone, and the job holds its nodes until
+    its Epilog ends; both reads must agree."""
     states = _state_words(value)
+    if JobState.COMPLETING.value in states:
+        return JobState.COMPLETING
     for word in states:
         state = JobState.parse(word)
         if state is not JobState.OTHER:

@@ -48,6 +48,15 @@ def config(name: str) -> str:
     return f"{IN_CONTAINER}/{name}.toml"
 
 
+def _first_ticks(c: Cluster, name: str) -> tuple[list, str]:
+    """What to read when a decision lacks what the job reported: the first ticks' notes, the
+    controller's warnings and the reports as they are now (seen once on 22.05 under load)."""
+    ticks = store_rows(c, name, "SELECT tick_at, notes FROM ticks ORDER BY tick_at LIMIT 3")
+    said = c.sh("controller", f"grep -v ' INFO ' {STATE}/controller.log | tail -n 30; "
+                f"ls -l --time-style=+%s {PROGRESS}", check=False).stdout
+    return ticks, said
+
+
 def result(c: Cluster, job: int, node: str) -> dict:
     return json.loads(c.sh(node, f"cat /tmp/sg-elastic-{job}.result").stdout)
 
@@ -100,7 +109,7 @@ def test_the_controller_resizes_a_running_elastic_job_by_checkpoint_and_requeue(
     assert (phase, attempts) == ("done", 1)
     reasons = [r for (r,) in store_rows(c, name, f"SELECT reason FROM decisions WHERE job_id = {elastic}")]
     assert any("grow running job 1 -> 2 GPUs" in r and "25% of its blocks frozen (its report)" in r
-               for r in reasons), reasons
+               for r in reasons), (reasons, _first_ticks(c, name))
     # what its reports said of its pace at each size (settle_s = 0: every report counts): twice
     # the samples a second on 2 GPUs, as the stand-in trains (docs/enactment.md, measured scaling)
     rates = {gpus: per_s for gpus, per_s in store_rows(

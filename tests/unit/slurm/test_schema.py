@@ -80,7 +80,7 @@ def test_running_job_on_two_nodes_with_per_job_gpus():
     job = schema.parse_job(
         {
             "job_id": 9,
-            "job_state": ["RUNNING", "COMPLETING"],
+            "job_state": ["RUNNING"],
             "node_count": wrapped(2),
             "nodes": "node[2-3]",
             "tres_per_node": "",
@@ -105,6 +105,17 @@ def test_running_job_on_two_nodes_with_per_job_gpus():
 def test_a_flag_printed_instead_of_the_base_state_gives_it_where_certain(state, expected):
     """22.05's JSON (and squeue's text) print job_state_string(): the flag, not the base state."""
     assert schema.parse_job({"job_id": 3, "job_state": state}).state is expected
+
+
+@pytest.mark.parametrize("state", [["COMPLETED", "COMPLETING"], ["CANCELLED", "COMPLETING"],
+                                   ["TIMEOUT", "COMPLETING"], ["PENDING", "COMPLETING", "REQUEUED"],
+                                   ["RUNNING", "COMPLETING"], "COMPLETING"])
+def test_a_completing_job_reads_as_completing_whatever_its_base_state(state):
+    """24.11+ JSON lists a completing job's end state first (``["COMPLETED", "COMPLETING"]``),
+    where squeue's text and 22.05's JSON print COMPLETING (job_state_string() tests that flag
+    first): both reads must agree that the job still holds its nodes until its Epilog ends. A
+    job being requeued is PENDING|COMPLETING until then, which the resizer waits out."""
+    assert schema.parse_job({"job_id": 3, "job_state": state}).state is JobState.COMPLETING
 
 
 @pytest.mark.parametrize("tres_per_node", ["gres:gpu:a100:2,gres:nvme:1", "gres/gpu:a100:2,gres/nvme:1"],

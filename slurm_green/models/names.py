@@ -41,7 +41,8 @@ FAMILIES: dict[str, tuple[str, int | None]] = {
     "shufflenet": ("zeus:shufflenetv2", None),
 }
 #: What a job whose name matches no modelled type is planned with (``params.default``: docs/models.md).
-DEFAULT_MODEL = "the conservative default model (scaling no better than the median measured type's, median cap response)"
+DEFAULT_MODEL = ("the conservative default model (scaling no better than the median measured type's, "
+                 "median cap response)")
 #: A job name quoted in a note is cut to this many characters: the note is stored with the job's
 #: decisions, and a name is whatever its user wrote (``why`` shows it whole on its first line).
 NOTE_NAME_CHARS = 64

@@ -142,6 +142,8 @@ def explain(config: Config, job_id: int, now: float) -> dict[str, Any]:
         "time_limit_s": job.time_limit_s if job else None,
         "time_limit_submitted_s": options.time_limit_s if options else None,
         "gpu_type": last.get("gpu_type"),
+        "model_params": last.get("model_params"),
+        "model_assumed": last.get("model_assumed"),
         "reason": last.get("reason"),
         "decided_at": last.get("decided_at"),
         "decisions": len(decisions),
@@ -170,6 +172,15 @@ def _cap(out: dict[str, Any]) -> str:
     return f"{enacted} (decided: {decided}) of the GPUs' maximum power"
 
 
+def _model(out: dict[str, Any]) -> str:
+    """Whether the job's model was fitted for its job and GPU type or assumed, and why (the
+    decision's record: the job's name matching no modelled type, a GPU type nobody profiled)."""
+    params = f"parameters {out['model_params']}" if out["model_params"] else "parameters not recorded"
+    if out["model_assumed"]:
+        return f"assumed ({out['model_assumed']}; {params})"
+    return f"fitted for its job type and GPU type ({params})"
+
+
 def _limit(out: dict[str, Any]) -> str:
     """The job's time limit, and the one it was submitted with where a decision raised it."""
     def clock(seconds: float) -> str:
@@ -186,8 +197,9 @@ def _limit(out: dict[str, Any]) -> str:
 
 def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
     """The lines a person reads, each made ``terminal_safe`` whole: the job's name, user and comment-derived
-    fields, the reason, the rates' units (the job's own reports) and the notes are untrusted text, and a newline
-    or escape sequence in any of them must not forge a line or reach the reader's terminal."""
+    fields, the reason, the model's note (it quotes the job's name), the rates' units (the job's own reports)
+    and the notes are untrusted text, and a newline or escape sequence in any of them must not forge a line or
+    reach the reader's terminal."""
     def at(t: float | None) -> str:
         return "-" if t is None else f"{stamp(t, local)} ({relative(float(t), now)})"
 
@@ -210,6 +222,8 @@ def render(out: dict[str, Any], now: float, local: bool) -> list[str]:
         if out["expected_carbon_kg"] is not None and out["carbon_if_now_kg"] is not None:
             lines.append(f"estimate:       {out['expected_carbon_kg']:.3f} kg CO2 as decided vs "
                          f"{out['carbon_if_now_kg']:.3f} kg had it started when first seen")
+        if out["model_assumed"] is not None:  # None: a decision an older controller made, which did not say
+            lines.append(f"model:          {_model(out)}")
         if out["measured"]:
             lines.append("measured:       " + ", ".join(
                 f"{r['per_s']:.4g} {r['unit']}/s on {r['gpus']} GPU(s) ({r['reports']} report(s))"

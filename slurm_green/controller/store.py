@@ -138,6 +138,7 @@ _ADDED_COLUMNS = (
     ("decisions", "model_params", "TEXT"),
     ("decisions", "energy_as_asked_kwh", "REAL"),
     ("decisions", "gpu_type", "TEXT"),
+    ("decisions", "model_assumed", "TEXT"),
 )
 
 
@@ -207,14 +208,15 @@ class StateStore:
                 self._db.execute(
                     "INSERT INTO decisions (job_id, decided_at, start_at, gpus_per_node, num_nodes, nodes,"
                     " cap_fraction, share_with, reason, expected_energy_kwh, expected_carbon_kg,"
-                    " carbon_if_now_kg, expected_runtime_s, model_params, energy_as_asked_kwh, gpu_type)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    " carbon_if_now_kg, expected_runtime_s, model_params, energy_as_asked_kwh, gpu_type,"
+                    " model_assumed) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (decision.job_id, decided_at, decision.start_at, decision.gpus_per_node, decision.num_nodes,
                      _nodes_text(decision),
                      decision.power_cap_fraction, decision.share_with, decision.reason,
                      decision.expected_energy_kwh, decision.expected_carbon_kg, decision.carbon_if_now_kg,
                      decision.expected_runtime_s, decision.model_params, decision.energy_as_asked_kwh,
-                     decision.gpu_type),
+                     decision.gpu_type,
+                     None if decision.model_assumed is None else displayable(decision.model_assumed)),
                 )
                 new += 1
         return new

@@ -25,7 +25,7 @@ from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.green_options import parse_marker
-from slurm_green.core.models import ModelRegistry, Observation, TelemetrySink
+from slurm_green.core.models import ModelProvenance, ModelRegistry, Observation, TelemetrySink
 from slurm_green.core.plan import Plan, Policy, replace_decision
 from slurm_green.core.text import displayable
 
@@ -69,14 +69,22 @@ class CarbonFeed(Protocol):
     def horizon_s(self) -> float: ...  # how far ahead the forecast is asked for ([carbon] horizon_h)
 
 
-def stamped(plan: Plan, models: ModelRegistry) -> Plan:
-    """The plan with each decision naming the model parameters it was made with, so a
-    stored decision can be traced to the exact fit behind it (``models.params_id``)."""
-    params_id = getattr(models, "params_id", None)
-    if params_id is None:
+def stamped(plan: Plan, models: ModelRegistry, snapshot: ClusterSnapshot) -> Plan:
+    """The plan with each decision naming the model parameters it was made with
+    (``models.params_id``), so a stored decision can be traced to the exact fit behind it, and
+    what those models assumed for its job rather than fitted (``models.assumed``: its name
+    matches no modelled job type, its GPU type was not profiled), so ``why`` can say its model
+    was a guess. The one place every policy's decisions get both; a decision for a job the
+    snapshot lacks keeps ``model_assumed`` unrecorded. ``assumed`` is memoised per name: this
+    runs for every decision of every tick, in the simulator too."""
+    if not isinstance(models, ModelProvenance):
         return plan
-    return dataclasses.replace(
-        plan, decisions=tuple(replace_decision(d, model_params=params_id) for d in plan.decisions))
+    params_id, decisions = models.params_id, []
+    for decision in plan.decisions:
+        job = snapshot.job(decision.job_id)
+        assumed = models.assumed(job.name, decision.gpu_type) if job is not None else None
+        decisions.append(replace_decision(decision, model_params=params_id, model_assumed=assumed))
+    return dataclasses.replace(plan, decisions=tuple(decisions))
 
 
 @dataclass
@@ -170,7 +178,7 @@ class Controller:
         measured = self.resizer.measured(snapshot) if self.resizer is not None else {}
         plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
                                            self._budget_scale(now, report), progress, measured))
-        report.plan, _ = enactable(stamped(plan, self.models), snapshot, self.verify)
+        report.plan, _ = enactable(stamped(plan, self.models, snapshot), snapshot, self.verify)
         report.notes.extend(report.plan.notes)
         resizing: list[Action] = []
         if self.resizer is not None:  # running jobs in a resize are its own, not the planner's

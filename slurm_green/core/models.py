@@ -85,6 +85,23 @@ class ModelRegistry(Protocol):
         ...
 
 
+@runtime_checkable
+class ModelProvenance(Protocol):
+    """What a decision records of the models behind it (``controller.tick.stamped``); models
+    that cannot say (a test's literal model) leave decisions without it."""
+
+    @property
+    def params_id(self) -> str:
+        """Names the model parameters (a hash of the fitted file)."""
+        ...
+
+    def assumed(self, job_type: str | None, gpu: str | None = None) -> str:
+        """What ``for_job(job_type, gpu)`` assumes rather than fits, said for a person: "" when
+        both the job type and the GPU type are modelled on their own data, else why not (a
+        job name matching no modelled type, a GPU type nobody profiled)."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Observation:
     """What one finished job was measured doing in ``config``; ``None`` where not measured.

@@ -26,6 +26,9 @@ class JobDecision:
     the backend's own scheduler. ``share_with`` names a job whose GPUs this one may share (co-location).
     ``model_params`` names the model parameters the decision was made with (the registry's
     ``params_id``), so a stored decision can be traced to the models behind it.
+    ``model_assumed`` says what those models assumed for this job rather than fitted: "" nothing
+    (its job type and GPU type are modelled), else why (its name matches no modelled job type,
+    its GPU type was not profiled); ``None``: not recorded.
     ``energy_as_asked_kwh`` is the job's energy as the user asked (requested GPUs, no cap):
     what the decided configuration's ``expected_energy_kwh`` saves is measured against it.
     ``gpu_type`` is the GPU type the decision was planned for (its models and caps);
@@ -48,6 +51,7 @@ class JobDecision:
     expected_carbon_kg: float | None = None
     carbon_if_now_kg: float | None = None
     model_params: str | None = None
+    model_assumed: str | None = None
     energy_as_asked_kwh: float | None = None
     gpu_type: str | None = None
     partner_stretch: float | None = None

@@ -40,6 +40,12 @@ FAMILIES: dict[str, tuple[str, int | None]] = {
     "shufflenetv2": ("zeus:shufflenetv2", None),
     "shufflenet": ("zeus:shufflenetv2", None),
 }
+#: What a job whose name matches no modelled type is planned with (``params.default``: docs/models.md).
+DEFAULT_MODEL = ("the conservative default model (scaling no better than the median measured type's, "
+                 "median cap response)")
+#: A job name quoted in a note is cut to this many characters: the note is stored with the job's
+#: decisions, and a name is whatever its user wrote (``why`` shows it whole on its first line).
+NOTE_NAME_CHARS = 64
 _SHORT_TOKEN_ONLY = {"lm"}  # too short to search inside other words ("film", "llm")
 _BATCH = re.compile(r"(?:batch[\s_-]*size|bsz|bs|b)[\s=_:-]*(\d+)", re.IGNORECASE)
 _GAVEL_BATCH = re.compile(r"^(.*) \(batch size (\d+)\)$")
@@ -47,6 +53,15 @@ _GAVEL_BATCH = re.compile(r"^(.*) \(batch size (\d+)\)$")
 
 def normalise(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def unmodelled(name: str | None) -> str:
+    """Why the job ``name`` (``NameResolver.resolve`` found no type for it) gets the default model,
+    quoting it: user text, kept as written, escaped where printed (``core.text.terminal_safe``)."""
+    if not name:
+        return f"the job has no name: {DEFAULT_MODEL}"
+    shown = name if len(name) <= NOTE_NAME_CHARS else name[:NOTE_NAME_CHARS] + "..."
+    return f"job name '{shown}' matches no modelled job type: {DEFAULT_MODEL}"
 
 
 class NameResolver:

@@ -25,7 +25,7 @@ from slurm_green.core.models import Config, Observation
 from slurm_green.models.colocation import MECHANISMS, heaviness, pair_power_w
 from slurm_green.models.gpu_types import (Board, board_of, canonical_gpu, conservative_type, rescaled_type,
                                           weakest_cap_response)
-from slurm_green.models.names import NameResolver, normalise
+from slurm_green.models.names import NameResolver, normalise, unmodelled
 from slurm_green.models.params import PACKAGED_PATH, FittedParams, GpuTypeParams, JobParams
 from slurm_green.models.power_cap import GpuPowerParams, capped_board_w
 from slurm_green.models.refine import Corrections, type_key
@@ -50,20 +50,24 @@ class FittedJobModel:
 
     ``gpu_assumed``: the GPU type has no fitted parameters and this model is the
     conservative one built from its board limits (``gpu_note`` says from what).
+    ``job_assumed``: the job's name matches no modelled job type and this model is the
+    conservative default (``job_note`` says so, naming the job).
     """
 
-    __slots__ = ("job_type", "params", "gpu", "unit", "gpu_assumed", "gpu_note", "_corrections", "_key",
-                 "_base", "_a", "_b", "_an", "_bn", "_beta", "_exp", "_bite_scale", "_cap_min",
-                 "_idle", "_busy_full")
+    __slots__ = ("job_type", "params", "gpu", "unit", "gpu_assumed", "gpu_note", "job_assumed", "job_note",
+                 "_corrections", "_key", "_base", "_a", "_b", "_an", "_bn", "_beta", "_exp", "_bite_scale",
+                 "_cap_min", "_idle", "_busy_full")
 
     def __init__(self, params: JobParams, gpu: GpuPowerParams, corrections: Corrections, key: str,
-                 gpu_note: str = "") -> None:
+                 gpu_note: str = "", job_note: str = "") -> None:
         self.job_type = params.job_type
         self.params = params
         self.gpu = gpu
         self.unit = params.unit
         self.gpu_assumed = bool(gpu_note)
         self.gpu_note = gpu_note
+        self.job_assumed = bool(job_note)
+        self.job_note = job_note
         self._corrections = corrections
         self._key = key
         s, cap = params.scaling, params.cap
@@ -175,6 +179,9 @@ class FittedRegistry:
         #: keeps answers (``policy/config_table``) rebuilds them when it moves.
         self.revision = 0
         self._gavel_types = {t for pairs in params.colocation.values() for pair in pairs for t in pair}
+        #: ``assumed``'s answers by (job name, GPU type) as asked: the controller stamps every decision
+        #: with one, so a name is looked up once, not resolved per decision (cleared with the models).
+        self._assumed: dict[tuple[str | None, str | None], str] = {}
 
     @property
     def job_types(self) -> tuple[str, ...]:
@@ -211,6 +218,7 @@ class FittedRegistry:
         self.revision += 1
         self._types.pop(name, None)
         self._models = {k: m for k, m in self._models.items() if k[1] != name}
+        self._assumed.clear()
         if self.corrections.path is not None:
             self.corrections.save()
 
@@ -281,12 +289,25 @@ class FittedRegistry:
             params, note = self.type_params(name)
             canonical = self.resolve(job_type)
             if canonical is None:
-                job, key = params.default, f"unknown:{normalise(job_type or '')}"
+                job, key, job_note = params.default, f"unknown:{normalise(job_type or '')}", unmodelled(job_type)
             else:
-                job, key = params.jobs[canonical], canonical
+                job, key, job_note = params.jobs[canonical], canonical, ""
             key = key if name == self.gpu else f"{key}@{name}"
-            model = self._models[(job_type, name)] = FittedJobModel(job, params.gpu, self.corrections, key, note)
+            model = self._models[(job_type, name)] = FittedJobModel(job, params.gpu, self.corrections, key, note,
+                                                                    job_note)
         return model
+
+    def assumed(self, job_type: str | None, gpu: str | None = None) -> str:
+        """What ``job_type``'s model on ``gpu`` assumes rather than fits: "" when both the job type
+        and the GPU type have fitted parameters, else why not (``job_note``, then ``GPU type X:``
+        ``gpu_note``). What every decision records (``controller.tick.stamped``), so it is memoised
+        per (name, GPU type) as asked; a board learned (``observe_board``) clears it."""
+        answer = self._assumed.get((job_type, gpu))
+        if answer is None:
+            model = self.for_job(job_type, gpu)
+            gpu_part = f"GPU type {self.gpu_type(gpu)}: {model.gpu_note}" if model.gpu_assumed else ""
+            answer = self._assumed[(job_type, gpu)] = "; ".join(p for p in (model.job_note, gpu_part) if p)
+        return answer
 
     def colocated_slowdown(self, type_a: str | None, type_b: str | None, gpu: str | None = None,
                            mechanism: str = "timeslice") -> tuple[float, float]:

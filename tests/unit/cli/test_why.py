@@ -20,6 +20,7 @@ from slurm_green.core.actions import ActionError, ActionResult, SetDecision
 from slurm_green.core.cluster import Job, JobState
 from slurm_green.core.plan import JobDecision
 from slurm_green.core.progress import JobProgress
+from slurm_green.models import default_registry
 
 NOW = time.time()
 KEY = b"k" * 32
@@ -173,3 +174,54 @@ def test_a_job_name_cannot_forge_lines_or_reach_the_terminal(tmp_path):
     assert "reason:         deferred\\nnote: FORGED" in result.output
     as_json = CliRunner().invoke(main, ["why", "42", "--json", "--config", str(config)], env=env)
     assert json.loads(as_json.output)["name"] == evil  # --json carries it as it is (JSON escapes it)
+
+
+def model_site(tmp_path, name: str, gpu_type: str | None = None):
+    """Job 42 named ``name``, its decision stamped as the controller stamps it (the packaged models)."""
+    models = default_registry()
+    config = write_config(tmp_path, sources="[]")
+    store = StateStore(tmp_path / "state.db")
+    store.record_decisions(NOW - 60, [JobDecision(42, start_at=NOW + 3600, gpus_per_node=1, num_nodes=1,
+                                                  reason="deferred", expected_runtime_s=3600, gpu_type=gpu_type,
+                                                  model_params=models.params_id,
+                                                  model_assumed=models.assumed(name, gpu_type))])
+    store.close()
+    env = fake_squeue(tmp_path, [{
+        "job_id": 42, "user_name": "alice", "name": name, "job_state": ["PENDING"], "comment": "",
+        "admin_comment": f"sg:managed=1;flex=21600;cap=1;share=0;deadline={int(NOW + 6 * 3600)};limit=3600",
+        "eligible_time": slurm_time(NOW + 3600), "submit_time": slurm_time(NOW - 120),
+        "start_time": slurm_time(NOW + 3600), "tres_per_node": "gres/gpu:1"}])
+    return config, env, models.params_id
+
+
+def test_why_says_when_the_jobs_model_was_assumed_and_why(tmp_path):
+    config, env, params_id = model_site(tmp_path, "my-experiment", "NVIDIA H200")
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("model:")]
+    assert line.startswith("model:          assumed (job name 'my-experiment' matches no modelled job type: "
+                           "the conservative default model (")
+    assert "; GPU type h200: not profiled" in line and line.endswith(f"; parameters {params_id})")
+    as_json = json.loads(CliRunner().invoke(main, ["why", "42", "--json", "--config", str(config)], env=env).output)
+    assert as_json["model_assumed"].startswith("job name 'my-experiment'") and as_json["model_params"] == params_id
+
+
+def test_why_says_a_recognised_jobs_model_was_fitted_and_an_older_decision_says_nothing(tmp_path):
+    config, env, params_id = model_site(tmp_path, "train_resnet50_bs64")
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert f"model:          fitted for its job type and GPU type (parameters {params_id})" in result.output
+    (tmp_path / "old").mkdir()
+    old_config, old_env, _ = site(tmp_path / "old")  # a decision stored without the record
+    assert "model:" not in CliRunner().invoke(main, ["why", "42", "--config", str(old_config)], env=old_env).output
+
+
+def test_a_job_name_quoted_in_the_model_line_cannot_forge_lines_or_reach_the_terminal(tmp_path):
+    evil = "run\nreason:         FORGED\x1b]0;owned\x07"
+    config, env, _ = model_site(tmp_path, evil)
+    result = CliRunner().invoke(main, ["why", "42", "--config", str(config)], env=env)
+    assert result.exit_code == 0, result.output
+    assert "\x1b" not in result.output and "\x07" not in result.output
+    [reason] = [line for line in result.output.splitlines() if line.startswith("reason:")]
+    assert reason.startswith("reason:         deferred (decided ")
+    assert "model:          assumed (job name 'run\\nreason:         FORGED\\x1b]0;owned\\x07' matches no" \
+        in result.output

@@ -107,6 +107,40 @@ def test_a_store_written_by_an_older_release_gains_the_new_columns(tmp_path):
     assert store.decisions(9)[0]["gpu_type"] == "a40"
 
 
+def test_what_a_decisions_model_assumed_is_stored_as_said_and_survives_a_restart(tmp_path):
+    """"" (fitted) and None (not recorded) stay apart; a note quoting a job name with bytes that
+    were not UTF-8 is stored with them escaped (SQLite refuses lone surrogates), newlines kept."""
+    path = tmp_path / "state.db"
+    store = StateStore(path)
+    note = "job name 'run\udcff\nx' matches no modelled job type"
+    assert store.record_decisions(NOW, [JobDecision(1, start_at=NOW, model_assumed=note),
+                                        JobDecision(2, start_at=NOW, model_assumed=""),
+                                        JobDecision(3, start_at=NOW)]) == 3
+    store.close()
+    store = StateStore(path)
+    assert [d["model_assumed"] for d in store.decisions()] == [
+        "job name 'run\\xff\nx' matches no modelled job type", "", None]
+
+
+def test_a_store_of_the_release_before_model_assumed_gains_it_and_keeps_its_decisions(tmp_path):
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as db:  # the decisions table as the previous release left it
+        db.execute("CREATE TABLE decisions (id INTEGER PRIMARY KEY, job_id INTEGER NOT NULL, decided_at REAL NOT NULL,"
+                   " start_at REAL, gpus_per_node INTEGER, num_nodes INTEGER, nodes TEXT, cap_fraction REAL,"
+                   " share_with INTEGER, reason TEXT NOT NULL, expected_energy_kwh REAL, expected_carbon_kg REAL,"
+                   " carbon_if_now_kg REAL, expected_runtime_s REAL, model_params TEXT, energy_as_asked_kwh REAL,"
+                   " gpu_type TEXT)")
+        db.execute("INSERT INTO decisions (job_id, decided_at, start_at, reason, model_params, gpu_type)"
+                   " VALUES (9, 1, 2, 'old', 'edffbd853434', 'a40')")
+    store = StateStore(path)
+    [old] = store.decisions(9)
+    assert old["model_assumed"] is None and old["model_params"] == "edffbd853434"  # not recorded then
+    store.record_decisions(NOW, [JobDecision(9, start_at=NOW, gpu_type="h200", model_assumed="GPU type h200: x")])
+    assert [d["model_assumed"] for d in store.decisions(9)] == [None, "GPU type h200: x"]
+    store.close()
+    assert [d["model_assumed"] for d in StateStore(path).decisions(9)] == [None, "GPU type h200: x"]  # added once
+
+
 def test_a_stretch_counted_past_the_jobs_end_is_taken_back(tmp_path):
     store = StateStore(tmp_path / "s.db")
     store.record_decisions(NOW - 60, [JobDecision(1, start_at=NOW, expected_energy_kwh=1.0, expected_runtime_s=3600)])

@@ -240,6 +240,22 @@ def test_every_stored_decision_names_the_model_parameters_it_was_made_with(confi
     assert decision["model_params"] == parts.controller.models.params_id and len(decision["model_params"]) == 12
 
 
+def test_every_stored_decision_says_whether_its_jobs_model_was_fitted_or_assumed(config: Config) -> None:
+    """One stamp for every policy: a job whose name matches no modelled type is said to run on
+    the default model, naming it; a recognised one is fitted ("")."""
+    parts = assemble(config, clock=ManualClock(NOW))
+    parts.controller.carbon = None
+    mystery = dataclasses.replace(deferred_job(2), name="my-experiment\nFORGED")
+    parts.controller.backend = MemoryBackend([deferred_job(1), mystery])
+    parts.controller.tick(NOW)
+    fitted, assumed = parts.controller.store.decisions()
+    assert (fitted["job_id"], fitted["model_assumed"]) == (1, "")
+    assert assumed["model_assumed"] == parts.controller.models.assumed("my-experiment\nFORGED")
+    assert assumed["model_assumed"].startswith("job name 'my-experiment\nFORGED' matches no modelled job type: "
+                                               "the conservative default model")
+    assert assumed["model_params"] == fitted["model_params"] == parts.controller.models.params_id
+
+
 def test_a_capped_decision_states_the_energy_of_the_job_as_asked(config: Config) -> None:
     parts = assemble(config, clock=ManualClock(NOW))
     parts.controller.carbon = None

@@ -413,11 +413,6 @@ class StateStore:
             (int(start // USAGE_BUCKET_S), int(math.ceil(end / USAGE_BUCKET_S)))).fetchone()
         return Spent(energy_kwh=float(row[0]), carbon_kg=float(row[1]), jobs=int(row[2]))
 
-    def record_metered(self, job_id: int, energy_kwh: float, record: str | None = None) -> str | None:
-        """Add one run's metered GPU energy to the job's (``record_metered_run``); returns the
-        job's name (its model's type)."""
-        return self.record_metered_run(job_id, [(record, energy_kwh)])[1]
-
     def record_metered_run(self, job_id: int, records: Sequence[tuple[str | None, float]]) -> tuple[bool, str | None]:
         """Add a finished run's metered GPU energy, (record, kWh) per node, to the job's, in one
         transaction: a job that ran more than once under its id (requeued, resized) sums its

@@ -31,7 +31,7 @@ def store_with_jobs(tmp_path):
         job = Job(job_id, user=user, submit_time=t, start_time=t + 3600, end_time=t + 7200, state=JobState.COMPLETED)
         store.observe_jobs(t + 7300, [job])
         store.account_usage(t + 7300, [job], None)  # 1 kWh modelled; no carbon signal, no carbon
-    store.record_metered(1, 0.8)
+    store.record_metered_run(1, [(None, 0.8)])
     store.close()
 
 

@@ -22,7 +22,7 @@ def test_report_joins_first_and_last_decision_with_the_actual_start(tmp_path):
     assert row["carbon_if_now_kg"] == 2.0 and row["expected_carbon_kg"] == 0.4
     assert row["state"] == "RUNNING" and row["user"] == "alice"
     assert row["metered_energy_kwh"] is None
-    assert store.record_metered(1, 0.25) == "" and job_rows(store)[0]["metered_energy_kwh"] == 0.25
+    assert store.record_metered_run(1, [(None, 0.25)])[1] == "" and job_rows(store)[0]["metered_energy_kwh"] == 0.25
     summary = totals([row])
     assert summary["saved_kg"] == 1.6 and summary["saved_fraction"] == 0.8
 

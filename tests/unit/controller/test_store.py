@@ -362,7 +362,7 @@ def test_metered_energy_adds_up_the_runs_of_a_job_and_counts_each_record_once(tm
     assert store.record_metered_run(1, [("1.node1.100.energy.json", 1.0), ("1.node2.101.energy.json", 0.5)]) \
         == (True, "resnet50")
     assert store.record_metered_run(1, [("1.node1.100.energy.json", 1.0)]) == (False, "resnet50")  # again
-    assert store.record_metered(1, 2.0, "1.node1.9000.energy.json") == "resnet50"  # the requeued run
+    assert store.record_metered_run(1, [("1.node1.9000.energy.json", 2.0)])[1] == "resnet50"  # the requeued run
     assert store.job(1)["metered_energy_kwh"] == pytest.approx(3.5)
     store.prune(NOW + 1)
     assert store.job(1) is None and not store._db.execute("SELECT * FROM metered").fetchall()

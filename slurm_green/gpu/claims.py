@@ -165,6 +165,11 @@ class ClaimStore:
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o755)
         self._path(job_id).with_suffix(".ended").write_text("failed" if given_up else str(os.getpid()))
 
+    def unmark_ended(self, job_id: int) -> None:
+        """The job runs (again: requeued onto this node after an Epilog that died): an earlier
+        run's marker must not make the next hook release this run's claims."""
+        self._path(job_id).with_suffix(".ended").unlink(missing_ok=True)
+
     def abandoned(self) -> set[int]:
         """Jobs marked ended whose Epilog is no longer running (killed, or crashed)."""
         jobs = set()

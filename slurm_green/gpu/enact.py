@@ -118,6 +118,7 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
     claims = JobClaims(job_id)
     with store.locked():
         others = heal(backend, store, job_id, log)
+        store.unmark_ended(job_id)
         earlier_run = store.load(job_id)  # a Prolog that ran before, without its Epilog
         baselines = store.baselines()
         for minor in minors:

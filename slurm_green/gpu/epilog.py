@@ -32,7 +32,10 @@ def epilog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: 
     claims = store.load(job_id)
     if claims is None and not set(minors) & store.baselines().keys():
         return  # the Prolog changed nothing (no GPUs, or no power control here)
-    store.mark_ended(job_id)
+    try:
+        store.mark_ended(job_id)
+    except OSError as exc:  # a full /var: the GPUs' limits need no disk, they come back first
+        log(f"could not mark the job ended ({exc}); restoring its GPUs all the same")
     backend, how = open_backend(settings)
     if backend is None:
         gpus = claims.gpus if claims else {}

@@ -76,9 +76,12 @@ def write(directory: Path, record: NodeEnergy) -> Path:
     """Write ``record`` whole (temporary file, then rename); returns its path."""
     directory.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix=".", suffix=".tmp")
+    # mkstemp makes it 0600 and the controller reads it as another user. Through the open file,
+    # never by name: the directory's owner (the service user) could swap the name for a link
+    # to a file of root's, which root would then make readable to all.
+    os.fchmod(fd, 0o644)
     with os.fdopen(fd, "w") as handle:
         json.dump(asdict(record), handle, sort_keys=True)
-    os.chmod(tmp, 0o644)  # mkstemp makes it 0600: the controller reads it as another user
     target = directory / record.file_name
     os.replace(tmp, target)
     return target

@@ -15,8 +15,9 @@ NVML call that got it killed):
   only once its GPU has its baseline back.
 * ``<jobid>.ended``: the Epilog marks its job ended (with its pid) before it takes the
   lock; if that process dies before it is done (killed waiting for a hung lock or NVML),
-  the next Prolog or Epilog on the node releases the job's claims, and GPUs no live job
-  holds get their baseline back (``enact.heal``).
+  or fails (it then marks the job ended naming no process, epilog.py), the next Prolog or
+  Epilog on the node releases the job's claims, and GPUs no live job holds get their
+  baseline back (``enact.heal``).
 """
 
 from __future__ import annotations
@@ -156,11 +157,18 @@ class ClaimStore:
                 records.append(record)
         return sorted(records, key=lambda r: r.job_id)
 
-    def mark_ended(self, job_id: int) -> None:
+    def mark_ended(self, job_id: int, given_up: bool = False) -> None:
         """Say, without the lock, that this job has left: if this Epilog dies before it is
-        done, whoever takes the lock next finds the marker of a dead process and cleans up."""
+        done, whoever takes the lock next finds the marker of a dead process and cleans up.
+        ``given_up``: this process does nothing more for the job (it failed), so the marker
+        names no process and the next hook cleans up even while this one is still exiting."""
         self.dir.mkdir(parents=True, exist_ok=True, mode=0o755)
-        self._path(job_id).with_suffix(".ended").write_text(str(os.getpid()))
+        self._path(job_id).with_suffix(".ended").write_text("failed" if given_up else str(os.getpid()))
+
+    def unmark_ended(self, job_id: int) -> None:
+        """The job runs (again: requeued onto this node after an Epilog that died): an earlier
+        run's marker must not make the next hook release this run's claims."""
+        self._path(job_id).with_suffix(".ended").unlink(missing_ok=True)
 
     def abandoned(self) -> set[int]:
         """Jobs marked ended whose Epilog is no longer running (killed, or crashed)."""

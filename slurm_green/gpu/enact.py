@@ -118,6 +118,7 @@ def apply_caps(backend: PowerBackend, store: ClaimStore, job_id: int, minors: li
     claims = JobClaims(job_id)
     with store.locked():
         others = heal(backend, store, job_id, log)
+        store.unmark_ended(job_id)
         earlier_run = store.load(job_id)  # a Prolog that ran before, without its Epilog
         baselines = store.baselines()
         for minor in minors:
@@ -181,14 +182,14 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
         energies: list[float | None] = []
         shared = claims.shared
         board: BoardLimits | None = None  # the node's board range, for the models
+        changed: dict[int, JobClaims] = {}  # other holders' records, saved once every limit is set
         for minor, claim in sorted(claims.gpus.items()):
             holders = [r for r in others if minor in r.gpus]
             held = [r.gpus[minor] for r in holders]
             shared = shared or bool(held)
             target = max(c.want_w for c in held) if held else baselines.get(minor, claim.baseline_w)
             split_energy([claims, *holders], minor, _reading(backend, minor))
-            for holder in holders:
-                store.save(holder)  # their part so far, and the new mark
+            changed.update({holder.job_id: holder for holder in holders})  # their part so far, and the new mark
             energy = claims.energy_j.get(minor) if minor in claims.energy_mark_j else None
             energies.append(energy)
             drawn = f", {energy:.0f} J since job start" if energy is not None else ""
@@ -204,8 +205,12 @@ def restore_caps(backend: PowerBackend, store: ClaimStore, job_id: int, node: st
                 log(f"gpu {minor}: {current:g} W -> {target:g} W ({why}){drawn}")
             except GpuError as exc:
                 log(f"gpu {minor}: error, could not set {target:g} W (the next job's hook retries): {exc}")
-        store.save_baselines(baselines)
+        # Writes last, the record's removal (no disk space needed) first: on a full disk the limits
+        # are back and the job holds nothing; a baseline kept too long only restores a limit in force.
         store.remove(job_id)
+        for holder in changed.values():
+            store.save(holder)
+        store.save_baselines(baselines)
     if not energies or None in energies or claims.started_at is None:
         return None
     seconds = max(0.0, time.time() - claims.started_at)

@@ -19,7 +19,7 @@ from slurm_green.gpu import mps
 from slurm_green.gpu.claims import ClaimStore
 from slurm_green.gpu.enact import Log, job_gpus, restore_caps
 from slurm_green.gpu.hook import run_hook
-from slurm_green.gpu.settings import GpuSettings, open_backend
+from slurm_green.gpu.settings import GpuSettings, jobs_dir, open_backend
 
 
 def epilog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: Log) -> None:
@@ -32,7 +32,10 @@ def epilog(settings: GpuSettings, job_id: int, environ: Mapping[str, str], log: 
     claims = store.load(job_id)
     if claims is None and not set(minors) & store.baselines().keys():
         return  # the Prolog changed nothing (no GPUs, or no power control here)
-    store.mark_ended(job_id)
+    try:
+        store.mark_ended(job_id)
+    except OSError as exc:  # a full /var: the GPUs' limits need no disk, they come back first
+        log(f"could not mark the job ended ({exc}); restoring its GPUs all the same")
     backend, how = open_backend(settings)
     if backend is None:
         gpus = claims.gpus if claims else {}
@@ -63,8 +66,19 @@ def _node_name(environ: Mapping[str, str]) -> str:
     return environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 
 
+def _mark_ended(job_id: int, environ: Mapping[str, str], log: Log) -> None:
+    """After a failure (a bad setting, an unreadable gpu.conf...): say that the job has left, so
+    the next hook on the node releases its claims and restores the GPUs no live job holds.
+    Exiting 0, this process gets no marker from the wrapper; unmarked, the job's record would
+    hold its GPUs (and keep them at its cap after later jobs) until a reboot."""
+    store = ClaimStore(jobs_dir(environ))
+    if store.load(job_id) is not None:
+        store.mark_ended(job_id, given_up=True)
+        log("job marked ended: the next Prolog or Epilog here restores its GPUs")
+
+
 def main(environ: Mapping[str, str] | None = None) -> int:
-    return run_hook("epilog", epilog, environ)
+    return run_hook("epilog", epilog, environ, on_failure=_mark_ended)
 
 
 if __name__ == "__main__":

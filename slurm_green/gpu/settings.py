@@ -65,10 +65,15 @@ def _read_conf(path: Path) -> dict[str, str]:
     return values
 
 
-def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
-    """Settings from the file, then the environment; raises ValueError on a bad value."""
+def _values(environ: Mapping[str, str]) -> dict[str, str]:
     values = _read_conf(Path(environ.get(CONF_ENV, DEFAULT_CONF)))
     values.update({k: v for k, v in environ.items() if k.startswith("SLURM_GREEN_")})
+    return values
+
+
+def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
+    """Settings from the file, then the environment; raises ValueError on a bad value."""
+    values = _values(environ)
     defaults = GpuSettings()
     backend = values.get("SLURM_GREEN_GPU_BACKEND", defaults.backend).strip().lower()
     if backend not in BACKENDS:
@@ -92,6 +97,17 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
         telemetry_dir=_optional_path(values.get("SLURM_GREEN_TELEMETRY_DIR", "none")),
         mps_control=_optional_path(values.get("SLURM_GREEN_MPS_CONTROL", "none")),
     )
+
+
+def jobs_dir(environ: Mapping[str, str]) -> Path:
+    """Where the job records are, even where another setting is bad or the file cannot be read
+    (``SLURM_GREEN_STATE_DIR`` then from the environment, else the default): an Epilog that
+    failed must still mark its job ended there (epilog.py), as the wrapper's fallback does."""
+    try:
+        values = _values(environ)
+    except (OSError, ValueError):  # unreadable, or not UTF-8
+        values = dict(environ)
+    return GpuSettings(state_dir=Path(values.get("SLURM_GREEN_STATE_DIR", GpuSettings().state_dir))).jobs_dir
 
 
 def _optional_path(text: str) -> Path | None:

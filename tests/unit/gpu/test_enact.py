@@ -124,6 +124,20 @@ def test_requeued_job_replaces_its_own_record(node) -> None:
     assert backend.limits(0).current_w == 400  # the limit from before the first run
 
 
+def test_a_run_requeued_after_an_epilog_that_died_keeps_its_cap_and_record(node) -> None:
+    """Run 1's Epilog was killed (its wrapper marked job 5 ended); run 2 starts on this node:
+    the next hook of another job must not take run 1's marker for run 2's and release it."""
+    backend, store = node
+    apply_caps(backend, store, 5, [0], 0.5, print)
+    (store.dir / "5.ended").write_text("wrapper\n")
+    apply_caps(backend, store, 5, [0], 0.5, print)  # run 2
+    apply_caps(backend, store, 6, [1], None, print)  # another job's Prolog heals the node
+    assert backend.limits(0).current_w == 200
+    assert store.load(5) is not None
+    restore_caps(backend, store, 5, "node1", print)
+    assert backend.limits(0).current_w == 400
+
+
 def test_records_of_an_earlier_boot_are_dropped(node, monkeypatch) -> None:
     backend, store = node
     monkeypatch.setattr(claims_module, "boot_id", lambda: "boot-1")

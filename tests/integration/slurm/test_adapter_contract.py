@@ -174,6 +174,24 @@ def test_stopped_node_shows_as_not_responding(cluster: Cluster, backend: CliBack
     assert node.gpus_free == 0
 
 
+def test_a_job_ended_on_a_node_that_does_not_answer_reads_completing_as_text_and_as_json(
+        cluster: Cluster, backend: CliBackend):
+    """A job cancelled while its node is stopped cannot finish its Epilog: Slurm keeps it
+    COMPLETING (its end state with the flag, ``["CANCELLED", "COMPLETING"]`` in 24.11+ JSON)
+    until the node is marked down. Both reads must say COMPLETING: the job still holds the node."""
+    job_id = cluster.sbatch("alice", ["--gres=gpu:1", "-t", "5", "-w", "node4"], script="sleep 300\n")
+    cluster.wait_for(lambda: cluster.job_state(job_id) == "RUNNING", timeout=60)
+    cluster.stop_node("node4")
+    cluster.exec("controller", "scancel", str(job_id))
+    cluster.wait_for(lambda: cluster.job_state(job_id) == "COMPLETING", timeout=30, interval=1)
+    json_jobs = CliBackend(backend.runner, timeout_s=60, text_jobs=False).snapshot().jobs
+    text_job = next(job for job in text_read(backend) if job.job_id == job_id)
+    assert cluster.job_state(job_id) == "COMPLETING"  # still, after both reads (SlurmdTimeout is 30 s)
+    json_job = next(job for job in json_jobs if job.job_id == job_id)
+    assert (text_job.state, json_job.state) == (JobState.COMPLETING, JobState.COMPLETING)
+    assert text_job.state.is_active
+
+
 def rpc_counters(cluster: Cluster) -> sdiag.RpcCounts:
     return sdiag.rpc_counts(cluster.exec("controller", "sdiag").stdout)
 

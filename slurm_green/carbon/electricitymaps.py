@@ -89,8 +89,10 @@ class ElectricityMapsSource(CarbonSource):
             value_of=lambda p: p["carbonIntensity"],
             label=f"{self.name} forecast",
         )
-        combined = pd.concat([pd.Series([current.value], index=[current.time.floor(self.resolution)]), future])
-        combined = combined[~combined.index.duplicated(keep="first")]
+        period = current.time.floor(self.resolution)
+        # The latest value replaces the forecast's for its own period only: any other repeated
+        # timestamp is the provider's, and validation must see it (agreeing: merged; else refused).
+        combined = pd.concat([pd.Series([current.value], index=[period]), future[future.index != period]])
         series = validate_series(combined, resolution=self.resolution, label=f"{self.name} forecast")
         return series.loc[now.floor(self.resolution) :]
 

@@ -10,7 +10,13 @@ from http_handlers import hanging
 from pydantic import SecretStr
 
 from slurm_green.carbon.electricitymaps import ElectricityMapsSource
-from slurm_green.carbon.errors import AuthError, MalformedResponseError, SourceError, StaleDataError
+from slurm_green.carbon.errors import (
+    AuthError,
+    DuplicateTimestampError,
+    MalformedResponseError,
+    SourceError,
+    StaleDataError,
+)
 from slurm_green.carbon.http import HttpClient
 
 TOKEN = "em-secret-token-123"
@@ -127,3 +133,21 @@ def test_stale_latest_is_rejected(httpserver, source):
     expect(httpserver, "latest").respond_with_json(latest_body(when=NOW - pd.Timedelta(hours=8)))
     with pytest.raises(StaleDataError):
         source.latest(NOW)
+
+
+def test_conflicting_duplicates_in_the_forecast_are_refused(httpserver, source):
+    """Only the current period's forecast value gives way to the latest value; a timestamp the
+    forecast itself repeats with other values (a timezone slip upstream) was resolved silently,
+    first wins, instead of being refused like any other conflicting duplicate."""
+    expect(httpserver, "latest").respond_with_json(latest_body(300.0))
+    body = forecast_body(NOW.floor("h") + pd.Timedelta(hours=1), [280, 260, 240])
+    body["forecast"].insert(2, {"carbonIntensity": 900, "datetime": body["forecast"][1]["datetime"]})
+    expect(httpserver, "forecast").respond_with_json(body)
+    with pytest.raises(DuplicateTimestampError, match="conflicting values"):
+        source.forecast(pd.Timedelta(hours=3), now=NOW)
+
+
+def test_the_latest_value_replaces_the_forecasts_for_the_current_period(httpserver, source):
+    expect(httpserver, "latest").respond_with_json(latest_body(300.0))
+    expect(httpserver, "forecast").respond_with_json(forecast_body(NOW.floor("h"), [999, 260, 240]))
+    assert list(source.forecast(pd.Timedelta(hours=2), now=NOW)) == [300, 260, 240]

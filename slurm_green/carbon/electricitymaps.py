@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from slurm_green.carbon.errors import AuthError, StaleDataError
 from slurm_green.carbon.forecast import SeasonalForecaster
 from slurm_green.carbon.http import HttpClient
-from slurm_green.carbon.payload import field, series_from_points
+from slurm_green.carbon.payload import field, number, series_from_points, timestamp
 from slurm_green.carbon.secrets import Credential, reveal
 from slurm_green.carbon.source import CarbonSource, Reading
 from slurm_green.carbon.timebase import as_utc
@@ -59,11 +59,10 @@ class ElectricityMapsSource(CarbonSource):
     def latest(self, now: pd.Timestamp | None = None) -> Reading:
         now = as_utc(now)
         body = self._get("/carbon-intensity/latest")
-        when = pd.Timestamp(field(body, "datetime", label=self.name))
-        when = when.tz_convert("UTC") if when.tzinfo else when.tz_localize("UTC")
+        when = timestamp(field(body, "datetime", label=self.name), label=self.name)
         if now - when > self.max_age:
             raise StaleDataError(f"{self.name}: latest value is from {when}, older than {self.max_age}")
-        value = check_value(field(body, "carbonIntensity", label=self.name), label=self.name)
+        value = check_value(number(field(body, "carbonIntensity", label=self.name), self.name), label=self.name)
         return Reading(when, value, self.name)
 
     def history(self, start: pd.Timestamp, end: pd.Timestamp) -> pd.Series:

@@ -151,3 +151,22 @@ def test_the_latest_value_replaces_the_forecasts_for_the_current_period(httpserv
     expect(httpserver, "latest").respond_with_json(latest_body(300.0))
     expect(httpserver, "forecast").respond_with_json(forecast_body(NOW.floor("h"), [999, 260, 240]))
     assert list(source.forecast(pd.Timedelta(hours=2), now=NOW)) == [300, 260, 240]
+
+
+@pytest.mark.parametrize("change", [{"datetime": "garbage"}, {"datetime": None}, {"datetime": 17},
+                                    {"carbonIntensity": "300"}, {"carbonIntensity": 10 ** 400}])
+def test_malformed_latest_is_a_typed_error(httpserver, source, change):
+    """These came out as pandas/numpy exceptions (logged as a bug of ours, with a traceback), and a
+    null datetime as a reading at NaT that passed the staleness check."""
+    expect(httpserver, "latest").respond_with_json({**latest_body(), **change})
+    with pytest.raises(MalformedResponseError):
+        source.latest(NOW)
+
+
+def test_a_huge_value_quoted_in_an_error_is_cut_short(httpserver, source):
+    expect(httpserver, "latest").respond_with_json(latest_body())
+    point = {"datetime": "2024-05-01T11:00:00Z", "carbonIntensity": "x" * 100_000}
+    expect(httpserver, "forecast").respond_with_json({"zone": "DE", "forecast": [point]})
+    with pytest.raises(MalformedResponseError, match=r"value 'x+\.\.\. is not a number") as info:
+        source.forecast(pd.Timedelta(hours=3), now=NOW)
+    assert len(str(info.value)) < 200

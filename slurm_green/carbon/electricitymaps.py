@@ -50,7 +50,9 @@ class ElectricityMapsSource(CarbonSource):
         http: HttpClient | None = None,
     ) -> None:
         self.zone = zone
-        self.name = f"electricitymaps:{zone}"
+        # The factor is in the name because the name is what the disk cache, the logs and the
+        # snapshot's provenance go by: direct and life-cycle numbers differ by a fifth or more.
+        self.name = f"electricitymaps:{zone}" + ("" if emission_factor == "direct" else f"?factor={emission_factor}")
         self._token = token
         self.emission_factor = emission_factor
         self.max_age = max_age

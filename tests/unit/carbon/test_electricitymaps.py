@@ -12,12 +12,16 @@ from pydantic import SecretStr
 from slurm_green.carbon.electricitymaps import ElectricityMapsSource
 from slurm_green.carbon.errors import (
     AuthError,
+    CarbonUnavailable,
     DuplicateTimestampError,
     MalformedResponseError,
     SourceError,
     StaleDataError,
 )
+from slurm_green.carbon.feed import CarbonFeed
 from slurm_green.carbon.http import HttpClient
+from slurm_green.carbon.secrets import CarbonSecrets
+from slurm_green.carbon.spec import parse_sources
 
 TOKEN = "em-secret-token-123"
 NOW = pd.Timestamp("2024-05-01 10:20", tz="UTC")
@@ -170,3 +174,19 @@ def test_a_huge_value_quoted_in_an_error_is_cut_short(httpserver, source):
     with pytest.raises(MalformedResponseError, match=r"value 'x+\.\.\. is not a number") as info:
         source.forecast(pd.Timedelta(hours=3), now=NOW)
     assert len(str(info.value)) < 200
+
+
+def test_a_cache_of_direct_numbers_is_not_served_once_the_config_asks_for_lifecycle(httpserver, tmp_path):
+    """The cache is keyed on the source's name, which omitted the factor: after switching
+    ``electricitymaps:DE`` to ``?factor=lifecycle`` the restart served direct numbers as the new config's."""
+    expect(httpserver, "latest").respond_with_json(latest_body(300.0))
+    expect(httpserver, "forecast").respond_with_json(forecast_body(NOW.floor("h") + pd.Timedelta(hours=1), [280, 260]))
+    secrets = CarbonSecrets(electricitymaps_token=SecretStr(TOKEN))
+    clock = NOW.timestamp
+    cache = tmp_path / "carbon.json"
+    base = f"base_url={httpserver.url_for('/v3')}"
+    CarbonFeed(parse_sources(f"electricitymaps:DE?{base}", secrets), cache_path=cache, clock=clock).refresh()
+    lifecycle = parse_sources(f"electricitymaps:DE?factor=lifecycle&{base}", secrets)
+    with pytest.raises(CarbonUnavailable, match="no carbon data yet"):
+        CarbonFeed(lifecycle, cache_path=cache, clock=clock).snapshot()
+    assert lifecycle.name == "electricitymaps:DE?factor=lifecycle"  # and logs and provenance say which

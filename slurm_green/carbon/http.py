@@ -25,6 +25,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -35,6 +36,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 
 log = logging.getLogger(__name__)
+#: A header value a request can carry: visible ASCII, spaces or tabs only between words (RFC 9110 field-value).
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
 
 
 class _Transient(Exception):
@@ -113,6 +116,7 @@ class HttpClient:
     ) -> Any:
         """One request: its JSON, a :class:`_Transient` to retry, or the error to report at once."""
         where = f"{self.label} {path}"
+        _check_headers(headers, where)
         started = time.monotonic()
         try:
             with self._http().stream("GET", path, params=params, headers=headers, auth=auth) as response:
@@ -166,6 +170,19 @@ class HttpClient:
         if isinstance(failure, _Transient) and failure.retry_after is not None:
             return failure.retry_after
         return float(self._backoff(state))
+
+
+def _check_headers(headers: Mapping[str, str] | None, where: str) -> None:
+    """Refuse a header value no request can carry, naming the header, never the value.
+
+    Such a value is a credential gone wrong (a token with the newline of the file it came from,
+    a control or non-ASCII character). Sent, it fails inside httpcore, whose DEBUG trace logs the
+    exception, and with it the whole value: the token, in the controller's log.
+    """
+    for name, value in (headers or {}).items():
+        if not _HEADER_VALUE.fullmatch(value):
+            raise AuthError(f"{where}: the {name} header would hold a newline, control or non-ASCII character, "
+                            "which no request can carry: check the credential it is made from")
 
 
 def _failure(state: RetryCallState) -> str:

@@ -190,3 +190,15 @@ def test_a_cache_of_direct_numbers_is_not_served_once_the_config_asks_for_lifecy
     with pytest.raises(CarbonUnavailable, match="no carbon data yet"):
         CarbonFeed(lifecycle, cache_path=cache, clock=clock).snapshot()
     assert lifecycle.name == "electricitymaps:DE?factor=lifecycle"  # and logs and provenance say which
+
+
+@pytest.mark.parametrize("token", [TOKEN + "\n", TOKEN + "\r\nX-Evil: 1", "\x00" + TOKEN, TOKEN + "é"])
+def test_a_token_no_header_can_carry_is_refused_unsent_and_never_logged(httpserver, caplog, token):
+    """Sent, it failed in httpcore, whose DEBUG trace (``[controller] log_level = "DEBUG"``) logged
+    ``LocalProtocolError("Illegal header value b'<token>\\n'")`` at every attempt."""
+    http = HttpClient(httpserver.url_for("/v3"), label="electricitymaps:DE", retries=1, sleep=lambda s: None)
+    source = ElectricityMapsSource("DE", SecretStr(token), http=http)
+    with caplog.at_level(logging.DEBUG), pytest.raises(AuthError, match="the auth-token header would hold") as info:
+        source.latest(NOW)
+    assert TOKEN not in str(info.value) and TOKEN not in caplog.text
+    assert len(httpserver.log) == 0

@@ -5,7 +5,8 @@ use, keys ``electricitymaps_token``, ``watttime_username``, ``watttime_password`
 the controller's config has no credential keys and passes none), the
 environment (``ELECTRICITYMAPS_TOKEN``, ``WATTTIME_USERNAME``,
 ``WATTTIME_PASSWORD``), then a file named by the ``*_FILE`` variant of that
-variable (Docker/Kubernetes secrets; surrounding whitespace is stripped).
+variable (Docker/Kubernetes secrets). Surrounding whitespace is stripped wherever
+the value comes from, as it always was for a file.
 Values are pydantic ``SecretStr``: ``str()``/``repr()`` print ``**********``
 and only ``get_secret_value()`` at the point of use reveals them.
 
@@ -51,7 +52,8 @@ class CarbonSecrets(BaseModel):
         found: dict[str, SecretStr] = {}
         unreadable: dict[str, str] = {}
         for key, var in _ENV_NAMES.items():
-            value = config.get(key) or env.get(var)
+            # Stripped like a file's: a secret exported from a file often keeps its newline.
+            value = (config.get(key) or env.get(var) or "").strip()
             path = env.get(f"{var}_FILE")
             if not value and path:
                 try:

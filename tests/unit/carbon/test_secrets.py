@@ -25,6 +25,14 @@ def test_environment_and_file_variants(tmp_path):
     assert secrets.watttime_username.get_secret_value() == "bob"
 
 
+def test_a_value_from_the_environment_or_config_is_stripped_like_a_files():
+    """A Kubernetes secret made from a file and exported as a variable keeps the file's newline;
+    sent as is, the token is refused (the header cannot carry it) and the source never answers."""
+    secrets = CarbonSecrets.load({"watttime_password": " pw-1 "}, env={"ELECTRICITYMAPS_TOKEN": f"{SECRET}\n"})
+    assert secrets.electricitymaps_token.get_secret_value() == SECRET
+    assert secrets.watttime_password.get_secret_value() == "pw-1"
+
+
 def test_config_wins_over_environment():
     secrets = CarbonSecrets.load({"electricitymaps_token": "from-config"}, env={"ELECTRICITYMAPS_TOKEN": "from-env"})
     assert secrets.electricitymaps_token.get_secret_value() == "from-config"

@@ -25,6 +25,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import math
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -206,9 +207,11 @@ def _retry_after_seconds(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # "nan" parses, and would reach time.sleep (a ValueError out of the retry loop)
+        return max(seconds, 0.0) if not math.isnan(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

@@ -42,6 +42,14 @@ def test_429_with_http_date_retry_after(httpserver, client, sleeps):
     assert 3.0 <= sleeps[0] <= 6.0
 
 
+def test_429_with_a_retry_after_of_nan_backs_off_as_without_one(httpserver, client, sleeps):
+    """``float("nan")`` parses: the client slept NaN seconds, a ValueError out of the retry loop."""
+    httpserver.expect_request("/x").respond_with_data("", status=429, headers={"Retry-After": "nan"})
+    with pytest.raises(RateLimitedError, match="Retry-After None"):
+        client.get_json("/x")
+    assert sleeps == [0.1, 0.2]
+
+
 def test_429_with_a_long_retry_after_fails_fast(httpserver, client, sleeps):
     httpserver.expect_request("/x").respond_with_data("", status=429, headers={"Retry-After": "3600"})
     with pytest.raises(RateLimitedError, match="429"):

@@ -59,7 +59,7 @@ class CarbonSecrets(BaseModel):
                 try:
                     value = Path(path).read_text(encoding="utf-8").strip()
                 except (OSError, UnicodeDecodeError) as exc:
-                    unreadable[key] = f"cannot read {var}_FILE {path}: {getattr(exc, 'strerror', None) or exc}"
+                    unreadable[key] = f"cannot read {var}_FILE {_shown(path)}: {getattr(exc, 'strerror', None) or exc}"
             if value:
                 found[key] = SecretStr(value)
         return cls(**found, unreadable=unreadable)
@@ -78,6 +78,13 @@ class CarbonSecrets(BaseModel):
     def deferred(self, key: str, purpose: str) -> Credential:
         """The credential, asked for only when a request needs it (see the module docstring)."""
         return lambda: self.require(key, purpose)
+
+
+def _shown(path: str) -> str:
+    """The path of a ``*_FILE`` variable as an error may show it. Secret files are named by absolute
+    paths (``/run/secrets/...``); anything else may be the secret itself, set in the ``_FILE``
+    variable instead of its own, and an error must not carry it into logs and tick notes."""
+    return path if path.startswith("/") else "(not an absolute path, not shown: is it the credential itself?)"
 
 
 #: A credential as a source holds it: the value, or a function that gives it (or raises AuthError) when needed.

@@ -44,6 +44,15 @@ def test_an_unreadable_secret_file_fails_the_source_that_needs_it_not_the_loadin
         secrets.require("electricitymaps_token", "electricitymaps")
 
 
+def test_a_credential_set_in_the_file_variable_by_mistake_is_not_echoed_as_a_path():
+    """``ELECTRICITYMAPS_TOKEN_FILE=<the token>``: the error named the "file", that is the token, and
+    it went to the log, the tick's notes and the state store."""
+    secrets = CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": SECRET})
+    with pytest.raises(AuthError, match="not an absolute path, not shown.*No such file") as info:
+        secrets.require("electricitymaps_token", "electricitymaps")
+    assert SECRET not in str(info.value) and SECRET not in repr(secrets)
+
+
 def test_a_missing_credential_names_the_variables_that_exist():
     with pytest.raises(AuthError) as info:
         CarbonSecrets().require("watttime_password", "watttime")

@@ -127,6 +127,8 @@ class HttpClient:
                 body = self._read(response, where, started)
         except httpx.TimeoutException:
             raise _Transient(SourceError(f"{where}: timed out")) from None
+        except httpx.DecodingError:  # not a TransportError: it escaped as an "unexpected" error
+            raise MalformedResponseError(f"{where}: answer is not in its stated Content-Encoding") from None
         except httpx.TransportError as exc:
             raise _Transient(SourceError(f"{where}: connection failed ({type(exc).__name__})")) from None
         if status == 429:

@@ -116,6 +116,14 @@ def test_an_answer_over_the_size_limit_is_refused(httpserver, client):
     assert len(httpserver.log) == 1
 
 
+def test_a_body_not_in_its_content_encoding_is_a_typed_error(httpserver, client):
+    """httpx's DecodingError is no TransportError: it came out of the client untyped."""
+    httpserver.expect_request("/x").respond_with_data(b"not gzip at all", headers={"Content-Encoding": "gzip"},
+                                                      content_type="application/json")
+    with pytest.raises(MalformedResponseError, match="not in its stated Content-Encoding"):
+        client.get_json("/x")
+
+
 def test_malformed_body_is_a_typed_error(httpserver, client):
     httpserver.expect_request("/x").respond_with_data("<html>oops</html>", status=200)
     with pytest.raises(MalformedResponseError, match="not JSON"):

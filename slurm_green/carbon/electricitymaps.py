@@ -21,7 +21,7 @@ from pydantic import SecretStr
 from slurm_green.carbon.errors import AuthError, StaleDataError
 from slurm_green.carbon.forecast import SeasonalForecaster
 from slurm_green.carbon.http import HttpClient
-from slurm_green.carbon.payload import field, series_from_points
+from slurm_green.carbon.payload import field, number, series_from_points, timestamp
 from slurm_green.carbon.secrets import Credential, reveal
 from slurm_green.carbon.source import CarbonSource, Reading
 from slurm_green.carbon.timebase import as_utc
@@ -50,7 +50,9 @@ class ElectricityMapsSource(CarbonSource):
         http: HttpClient | None = None,
     ) -> None:
         self.zone = zone
-        self.name = f"electricitymaps:{zone}"
+        # The factor is in the name because the name is what the disk cache, the logs and the
+        # snapshot's provenance go by: direct and life-cycle numbers differ by a fifth or more.
+        self.name = f"electricitymaps:{zone}" + ("" if emission_factor == "direct" else f"?factor={emission_factor}")
         self._token = token
         self.emission_factor = emission_factor
         self.max_age = max_age
@@ -59,11 +61,10 @@ class ElectricityMapsSource(CarbonSource):
     def latest(self, now: pd.Timestamp | None = None) -> Reading:
         now = as_utc(now)
         body = self._get("/carbon-intensity/latest")
-        when = pd.Timestamp(field(body, "datetime", label=self.name))
-        when = when.tz_convert("UTC") if when.tzinfo else when.tz_localize("UTC")
+        when = timestamp(field(body, "datetime", label=self.name), label=self.name)
         if now - when > self.max_age:
             raise StaleDataError(f"{self.name}: latest value is from {when}, older than {self.max_age}")
-        value = check_value(field(body, "carbonIntensity", label=self.name), label=self.name)
+        value = check_value(number(field(body, "carbonIntensity", label=self.name), self.name), label=self.name)
         return Reading(when, value, self.name)
 
     def history(self, start: pd.Timestamp, end: pd.Timestamp) -> pd.Series:
@@ -89,8 +90,10 @@ class ElectricityMapsSource(CarbonSource):
             value_of=lambda p: p["carbonIntensity"],
             label=f"{self.name} forecast",
         )
-        combined = pd.concat([pd.Series([current.value], index=[current.time.floor(self.resolution)]), future])
-        combined = combined[~combined.index.duplicated(keep="first")]
+        period = current.time.floor(self.resolution)
+        # The latest value replaces the forecast's for its own period only: any other repeated
+        # timestamp is the provider's, and validation must see it (agreeing: merged; else refused).
+        combined = pd.concat([pd.Series([current.value], index=[period]), future[future.index != period]])
         series = validate_series(combined, resolution=self.resolution, label=f"{self.name} forecast")
         return series.loc[now.floor(self.resolution) :]
 

@@ -43,6 +43,9 @@ from slurm_green.carbon.timebase import EPOCH
 
 log = logging.getLogger(__name__)
 CACHE_FORMAT = 2  #: 2: the cache names the configured source and is ignored under another
+#: How far after a tick's ``now`` a snapshot may have been fetched: the tick takes ``now`` at its start
+#: and reads the feed later (after asking Slurm), so a refresh may finish in between.
+FUTURE_SLACK_S = 300.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,8 +105,14 @@ class CarbonFeed:
         if snap is None:
             raise self._unavailable("no carbon data yet")
         now = self._clock() if now is None else now
-        if now - snap.fetched_at > self.max_age:
-            raise self._unavailable(f"carbon data from {snap.source} is {now - snap.fetched_at:.0f} s old")
+        age = now - snap.fetched_at
+        if age > self.max_age:
+            raise self._unavailable(f"carbon data from {snap.source} is {age:.0f} s old")
+        if not age >= -FUTURE_SLACK_S:  # also NaN: a cache's fetched_at is whatever the file says
+            # The clock went back (or the cache was written by one running ahead): "how old" is
+            # unknown, and a negative age would pass as fresh for as long as the jump was.
+            raise self._unavailable(f"carbon data from {snap.source} was fetched {-age:.0f} s after now "
+                                    "(the clock went back?): its age is unknown")
         return snap
 
     @property

@@ -27,7 +27,7 @@ import pandas as pd
 from slurm_green.carbon.errors import CarbonError, DataValidationError, GapError, SourceError, SourceSpecError
 from slurm_green.carbon.replay import replay_window
 from slurm_green.carbon.source import CarbonSource
-from slurm_green.carbon.timebase import as_utc
+from slurm_green.carbon.timebase import as_utc, floor_on
 from slurm_green.carbon.validate import DEFAULT_MAX_GAP, validate_series
 
 EM_TIME_COLUMN = "Datetime (UTC)"
@@ -190,7 +190,7 @@ class FileSource(CarbonSource):
         now = as_utc(now)
         if self.forecast_mode == "model":
             return super().forecast(horizon, now=now)
-        first = now.floor(self.resolution)
+        first = floor_on(now, self.resolution, self.recorded.index[0])
         window = self.history(first, now + horizon + pd.Timedelta(1))
         if window.index[0] != first:
             raise GapError(f"{self.name}: no value for the current period {first}")

@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from slurm_green.carbon.errors import GapError, StaleDataError
+from slurm_green.carbon.timebase import floor_on
 
 ONE_DAY = pd.Timedelta(days=1)
 
@@ -71,12 +72,13 @@ class SeasonalForecaster:
             raise StaleDataError(f"newest history point {origin} is more than {self.max_lag} before {now}")
         steps_per_day = int(ONE_DAY / step)
         regular = past.reindex(pd.date_range(past.index[0], origin, freq=step))
-        target_end = now.floor(step) + horizon
+        first = floor_on(now, step, origin)  # the period holding now, on the data's own grid
+        target_end = first + horizon
         horizon_steps = int(np.ceil((target_end - origin) / step))
         values = self.predict(regular.to_numpy(), steps_per_day, max(horizon_steps, 0))
         index = pd.date_range(origin, periods=len(values), freq=step)
         out = pd.Series(values, index=index, name="gco2_per_kwh")
-        return out.loc[now.floor(step) :]
+        return out.loc[first:]
 
     def _profile(self, past: np.ndarray, steps_per_day: int, steps: np.ndarray) -> np.ndarray:
         """Seasonal expectation for each future step (0 = origin), from data up to the origin."""

@@ -8,6 +8,12 @@ and 403 are not retried. Errors name the provider, the path and the status,
 never a header value, so credentials cannot leak through messages (a 4xx body
 quoted in an error has the request's credentials masked, in case it echoes them).
 
+httpx's ``timeout`` bounds each read, not the answer: a server sending a byte
+every few seconds, or gigabytes at full speed, would hold the refresh thread
+(and the chain's fall-through) indefinitely, or fill the controller's memory.
+So the body is read in chunks, at most ``max_bytes`` of it (decoded) and for at
+most ``max_time`` seconds per attempt (six timeouts by default); an answer over either limit fails.
+
 The retry loop is tenacity's (stop after so many attempts, exponential wait,
 retry only on a transient failure); this module only decides what an answer
 means: success, a failure to retry (and the wait the server asked for), or a
@@ -17,7 +23,10 @@ failure to report at once. See docs/carbon.md, "Providers", for why tenacity.
 from __future__ import annotations
 
 import email.utils
+import json
 import logging
+import math
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -28,6 +37,8 @@ from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_aft
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 
 log = logging.getLogger(__name__)
+#: A header value a request can carry: visible ASCII, spaces or tabs only between words (RFC 9110 field-value).
+_HEADER_VALUE = re.compile(r"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
 
 
 class _Transient(Exception):
@@ -52,12 +63,16 @@ class HttpClient:
         backoff: float = 0.5,
         max_backoff: float = 8.0,
         max_retry_after: float = 30.0,
+        max_time: float | None = None,
+        max_bytes: int = 16 * 2**20,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.label = label
         self.retries = retries
         self.max_retry_after = max_retry_after
+        self.max_time = 6 * timeout if max_time is None else max_time  # 30 s at the default timeout
+        self.max_bytes = max_bytes
         self._base_url = base_url.rstrip("/")
         self._timeout = timeout
         self._transport = transport
@@ -102,15 +117,20 @@ class HttpClient:
     ) -> Any:
         """One request: its JSON, a :class:`_Transient` to retry, or the error to report at once."""
         where = f"{self.label} {path}"
+        _check_headers(headers, where)
+        started = time.monotonic()
         try:
-            response = self._http().get(path, params=params, headers=headers, auth=auth)
+            with self._http().stream("GET", path, params=params, headers=headers, auth=auth) as response:
+                status = response.status_code
+                if status in (401, 403):
+                    raise AuthError(f"{where}: HTTP {status} (credentials refused or endpoint not in plan)")
+                body = self._read(response, where, started)
         except httpx.TimeoutException:
             raise _Transient(SourceError(f"{where}: timed out")) from None
+        except httpx.DecodingError:  # not a TransportError: it escaped as an "unexpected" error
+            raise MalformedResponseError(f"{where}: answer is not in its stated Content-Encoding") from None
         except httpx.TransportError as exc:
             raise _Transient(SourceError(f"{where}: connection failed ({type(exc).__name__})")) from None
-        status = response.status_code
-        if status in (401, 403):
-            raise AuthError(f"{where}: HTTP {status} (credentials refused or endpoint not in plan)")
         if status == 429:
             wait = _retry_after_seconds(response.headers.get("Retry-After"))
             error = RateLimitedError(f"{where}: HTTP 429 rate limited (Retry-After {wait})")
@@ -120,13 +140,27 @@ class HttpClient:
         if status >= 500:
             raise _Transient(SourceError(f"{where}: HTTP {status}"))
         if status >= 400:
+            text = body.decode(response.encoding or "utf-8", errors="replace")
             # Masked whole, then cut: cut first, a secret straddling the cut would keep its prefix.
-            body = _masked(response.text, headers, auth, response.request.headers.get("Authorization"))[:200]
-            raise SourceError(f"{where}: HTTP {status}: {body}")
+            text = _masked(text, headers, auth, response.request.headers.get("Authorization"))[:200]
+            raise SourceError(f"{where}: HTTP {status}: {text}")
         try:
-            return response.json()
+            return json.loads(body)
         except ValueError:
             raise MalformedResponseError(f"{where}: answer is not JSON") from None
+
+    def _read(self, response: httpx.Response, where: str, started: float) -> bytes:
+        """The body, or an error once it passes ``max_bytes`` or the attempt passes ``max_time``."""
+        chunks: list[bytes] = []
+        size = 0
+        for chunk in response.iter_bytes():
+            size += len(chunk)
+            if size > self.max_bytes:
+                raise MalformedResponseError(f"{where}: answer larger than {self.max_bytes} bytes")
+            if time.monotonic() - started > self.max_time:
+                raise _Transient(SourceError(f"{where}: timed out (answer not complete after {self.max_time:g} s)"))
+            chunks.append(chunk)
+        return b"".join(chunks)
 
     def _http(self) -> httpx.Client:
         if self._client is None:
@@ -139,6 +173,19 @@ class HttpClient:
         if isinstance(failure, _Transient) and failure.retry_after is not None:
             return failure.retry_after
         return float(self._backoff(state))
+
+
+def _check_headers(headers: Mapping[str, str] | None, where: str) -> None:
+    """Refuse a header value no request can carry, naming the header, never the value.
+
+    Such a value is a credential gone wrong (a token with the newline of the file it came from,
+    a control or non-ASCII character). Sent, it fails inside httpcore, whose DEBUG trace logs the
+    exception, and with it the whole value: the token, in the controller's log.
+    """
+    for name, value in (headers or {}).items():
+        if not _HEADER_VALUE.fullmatch(value):
+            raise AuthError(f"{where}: the {name} header would hold a newline, control or non-ASCII character, "
+                            "which no request can carry: check the credential it is made from")
 
 
 def _failure(state: RetryCallState) -> str:
@@ -162,9 +209,11 @@ def _retry_after_seconds(value: str | None) -> float | None:
     if not value:
         return None
     try:
-        return max(float(value), 0.0)
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # "nan" parses, and would reach time.sleep (a ValueError out of the retry loop)
+        return max(seconds, 0.0) if not math.isnan(seconds) else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):

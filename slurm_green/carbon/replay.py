@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from slurm_green.carbon.errors import GapError
+from slurm_green.carbon.timebase import floor_on
 
 ONE_WEEK = pd.Timedelta(weeks=1)
 
@@ -25,7 +26,7 @@ def replay_window(recorded: pd.Series, start: pd.Timestamp, end: pd.Timestamp) -
     if weeks < 1:
         raise GapError("replay needs at least one whole week of data")
     loop_len = int(weeks * ONE_WEEK / step)
-    first = start.floor(step)
+    first = floor_on(start, step, recorded.index[0])
     # Stamps on the data's own grid, so the loop offset is a whole number of steps.
     grid = pd.date_range(first, max(end, first + step) - pd.Timedelta(1), freq=step)
     position = ((grid - recorded.index[0]) // step) % loop_len

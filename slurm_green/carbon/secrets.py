@@ -5,7 +5,8 @@ use, keys ``electricitymaps_token``, ``watttime_username``, ``watttime_password`
 the controller's config has no credential keys and passes none), the
 environment (``ELECTRICITYMAPS_TOKEN``, ``WATTTIME_USERNAME``,
 ``WATTTIME_PASSWORD``), then a file named by the ``*_FILE`` variant of that
-variable (Docker/Kubernetes secrets; surrounding whitespace is stripped).
+variable (Docker/Kubernetes secrets). Surrounding whitespace is stripped wherever
+the value comes from, as it always was for a file.
 Values are pydantic ``SecretStr``: ``str()``/``repr()`` print ``**********``
 and only ``get_secret_value()`` at the point of use reveals them.
 
@@ -51,13 +52,14 @@ class CarbonSecrets(BaseModel):
         found: dict[str, SecretStr] = {}
         unreadable: dict[str, str] = {}
         for key, var in _ENV_NAMES.items():
-            value = config.get(key) or env.get(var)
+            # Stripped like a file's: a secret exported from a file often keeps its newline.
+            value = (config.get(key) or env.get(var) or "").strip()
             path = env.get(f"{var}_FILE")
             if not value and path:
                 try:
                     value = Path(path).read_text(encoding="utf-8").strip()
                 except (OSError, UnicodeDecodeError) as exc:
-                    unreadable[key] = f"cannot read {var}_FILE {path}: {getattr(exc, 'strerror', None) or exc}"
+                    unreadable[key] = f"cannot read {var}_FILE {_shown(path)}: {getattr(exc, 'strerror', None) or exc}"
             if value:
                 found[key] = SecretStr(value)
         return cls(**found, unreadable=unreadable)
@@ -76,6 +78,13 @@ class CarbonSecrets(BaseModel):
     def deferred(self, key: str, purpose: str) -> Credential:
         """The credential, asked for only when a request needs it (see the module docstring)."""
         return lambda: self.require(key, purpose)
+
+
+def _shown(path: str) -> str:
+    """The path of a ``*_FILE`` variable as an error may show it. Secret files are named by absolute
+    paths (``/run/secrets/...``); anything else may be the secret itself, set in the ``_FILE``
+    variable instead of its own, and an error must not carry it into logs and tick notes."""
+    return path if path.startswith("/") else "(not an absolute path, not shown: is it the credential itself?)"
 
 
 #: A credential as a source holds it: the value, or a function that gives it (or raises AuthError) when needed.

@@ -61,7 +61,8 @@ def split_spec(spec: str) -> SpecParts:
     head, _, query = spec.strip().partition("?")
     kind, _, arg = head.partition(":")
     try:
-        options = dict(parse_qsl(query, keep_blank_values=True, strict_parsing=bool(query)))
+        # A "+" is a plus, not the space of form encoding: tz=Etc/GMT+5 names a zone (and a space is %20).
+        options = dict(parse_qsl(query.replace("+", "%2B"), keep_blank_values=True, strict_parsing=bool(query)))
     except ValueError:
         raise SourceSpecError(f"{spec!r}: malformed options {query!r} (use key=value&key=value)") from None
     return SpecParts(kind.lower(), arg, options)
@@ -129,8 +130,8 @@ def _synthetic(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spe
 
 
 def _duration(value: str, key: str, spec: str) -> pd.Timedelta:
-    try:
-        duration = pd.Timedelta(value)
+    try:  # a bare number has no unit: pandas reads "3" as 3 nanoseconds, where 3 hours was meant
+        duration = pd.NaT if value.strip().lstrip("+-").replace(".", "", 1).isdigit() else pd.Timedelta(value)
     except ValueError:
         duration = pd.NaT
     if pd.isna(duration) or duration <= pd.Timedelta(0):

@@ -37,3 +37,13 @@ def epoch_seconds(index: pd.DatetimeIndex) -> np.ndarray:
     """Seconds since 1970-01-01 UTC as float64, whatever the index's resolution."""
     return np.asarray((index - EPOCH) / ONE_SECOND, dtype=np.float64)
 
+
+
+def floor_on(ts: pd.Timestamp, step: pd.Timedelta, origin: pd.Timestamp) -> pd.Timestamp:
+    """The start of the period holding ``ts`` on the grid of ``step`` through ``origin``.
+
+    ``ts.floor(step)`` assumes periods start on multiples of ``step`` since the epoch; a
+    series recorded in local hours of a half-hour zone (India, UTC+05:30) starts its
+    periods at :30 UTC, and flooring "now" to :00 names a period it does not have.
+    """
+    return origin + ((ts - origin) // step) * step

@@ -21,7 +21,7 @@ from pydantic import SecretStr
 
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, StaleDataError, UnitError
 from slurm_green.carbon.http import HttpClient
-from slurm_green.carbon.payload import field, series_from_points
+from slurm_green.carbon.payload import field, mapping, series_from_points, timestamp
 from slurm_green.carbon.secrets import Credential, reveal
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.timebase import as_utc
@@ -61,8 +61,8 @@ class WattTimeSource(CarbonSource):
         now = as_utc(now)
         hours = max(1, int(-(-horizon // pd.Timedelta(hours=1))))
         body = self._data("/v3/forecast", {"horizon_hours": hours})
-        generated = field(body, "meta", label=self.name).get("generated_at")
-        if generated is not None and now - pd.Timestamp(generated).tz_convert("UTC") > self.max_age:
+        generated = mapping(body, "meta", label=self.name).get("generated_at")
+        if generated is not None and now - timestamp(generated, label=f"{self.name} meta.generated_at") > self.max_age:
             raise StaleDataError(f"{self.name}: forecast generated at {generated}, older than {self.max_age}")
         series = self._series(body, "forecast")
         if series.index[0] > now.floor(self.resolution):
@@ -75,8 +75,8 @@ class WattTimeSource(CarbonSource):
 
     def _series(self, body: dict, what: str) -> pd.Series:
         label = f"{self.name} {what}"
-        units = field(body, "meta", label=label).get("units", "lbs_co2_per_mwh")
-        if units not in UNIT_SCALE:
+        units = mapping(body, "meta", label=label).get("units", "lbs_co2_per_mwh")
+        if not isinstance(units, str) or units not in UNIT_SCALE:
             raise UnitError(f"{label}: unsupported units {units!r} (expected lbs_co2_per_mwh)")
         raw = series_from_points(
             field(body, "data", label=label),

@@ -144,6 +144,33 @@ def test_disk_cache_survives_a_restart_and_respects_max_age(tmp_path):
         restarted.snapshot()
 
 
+def test_a_cache_fetched_after_now_is_not_served_as_fresh(tmp_path):
+    """Written while the clock ran a year ahead: its age is negative, which passed as fresh for a year."""
+    path = tmp_path / "carbon.json"
+    CarbonFeed(Switch(), cache_path=path, clock=Clock(T + 365 * 86400)).refresh()
+    restarted = CarbonFeed(Switch(SourceError("down")), cache_path=path, clock=Clock(T), max_age=3600)
+    with pytest.raises(CarbonUnavailable, match="fetched 31536000 s after now"):
+        restarted.snapshot()
+
+
+def test_after_the_clock_goes_back_the_last_snapshot_is_not_fresh():
+    clock = Clock(T + 30 * 86400)
+    feed = CarbonFeed(SyntheticSource(), clock=clock, max_age=3600)
+    feed.refresh()
+    clock.t = T  # NTP corrects a clock that ran a month ahead
+    with pytest.raises(CarbonUnavailable, match="the clock went back"):
+        feed.snapshot()
+
+
+def test_a_refresh_finishing_during_the_tick_is_served():
+    """The tick takes ``now`` at its start and reads the feed after asking Slurm; a refresh in between
+    was fetched a little after that ``now``, and is the freshest there is."""
+    clock = Clock(T)
+    feed = CarbonFeed(SyntheticSource(), clock=clock, max_age=3600)
+    feed.refresh()
+    assert feed.snapshot(T - 60).source == "synthetic"
+
+
 def test_corrupt_cache_is_ignored(tmp_path, caplog):
     path = tmp_path / "carbon.json"
     path.write_text("{not json")

@@ -180,3 +180,35 @@ def test_a_six_hour_gap_fails_the_file_naming_the_gap_and_the_chain_moves_on(tmp
     assert "GapError" in snap.failures[f"csv:{gappy}?replay=1"]
     # the admin may accept longer interpolation for this file, in its spec
     assert parse_source_spec(f"csv:{gappy}?replay=1&max_gap=7h").answer(pd.Timedelta(hours=6)).series.notna().all()
+
+
+@pytest.fixture
+def half_hour_zone_file(tmp_path):
+    """Three weeks of hourly values in local time of India (UTC+05:30): periods start at :30 UTC."""
+    stamps = pd.date_range("2024-01-01T00:00+05:30", periods=24 * 21, freq="h")
+    lines = [f"{t.isoformat()},{100 + i % 24}" for i, t in enumerate(stamps)]
+    return write(tmp_path, "timestamp,value\n" + "\n".join(lines) + "\n", "in.csv")
+
+
+HALF_HOUR_NOW = pd.Timestamp("2024-01-03 10:10", tz="UTC")
+
+
+def test_a_file_on_a_half_hour_grid_answers_from_the_period_holding_now(half_hour_zone_file):
+    """``now.floor('1h')`` is 10:00, a period such a file does not have: it failed with "no value for
+    the current period" at every refresh."""
+    series = FileSource(half_hour_zone_file).forecast(pd.Timedelta(hours=3), now=HALF_HOUR_NOW)
+    assert series.index[0] == pd.Timestamp("2024-01-03 09:30", tz="UTC")
+    assert series.iloc[0] == 100 + 15  # 09:30 UTC is 15:00 local: the 16th hour of the day
+
+
+def test_a_replayed_half_hour_grid_keeps_the_files_periods(half_hour_zone_file):
+    two_weeks = pd.Timedelta(weeks=2)
+    series = FileSource(half_hour_zone_file, replay=True).forecast(pd.Timedelta(hours=3), now=HALF_HOUR_NOW + two_weeks)
+    assert series.index[0] == pd.Timestamp("2024-01-03 09:30", tz="UTC") + two_weeks
+    assert list(series.iloc[:2]) == [115, 116]
+
+
+def test_a_model_forecast_on_a_half_hour_grid_starts_with_the_period_holding_now(half_hour_zone_file):
+    series = FileSource(half_hour_zone_file, forecast="model").forecast(pd.Timedelta(hours=3),
+                                                                       now=HALF_HOUR_NOW + pd.Timedelta(days=10))
+    assert series.index[0] == pd.Timestamp("2024-01-13 09:30", tz="UTC")

@@ -6,7 +6,7 @@ import email.utils
 import time
 
 import pytest
-from http_handlers import hanging
+from http_handlers import hanging, trickling
 
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 from slurm_green.carbon.http import HttpClient
@@ -40,6 +40,14 @@ def test_429_with_http_date_retry_after(httpserver, client, sleeps):
     httpserver.expect_ordered_request("/x").respond_with_json({})
     client.get_json("/x")
     assert 3.0 <= sleeps[0] <= 6.0
+
+
+def test_429_with_a_retry_after_of_nan_backs_off_as_without_one(httpserver, client, sleeps):
+    """``float("nan")`` parses: the client slept NaN seconds, a ValueError out of the retry loop."""
+    httpserver.expect_request("/x").respond_with_data("", status=429, headers={"Retry-After": "nan"})
+    with pytest.raises(RateLimitedError, match="Retry-After None"):
+        client.get_json("/x")
+    assert sleeps == [0.1, 0.2]
 
 
 def test_429_with_a_long_retry_after_fails_fast(httpserver, client, sleeps):
@@ -85,6 +93,35 @@ def test_timeout_is_retried_then_reported(httpserver, sleeps):
     with pytest.raises(SourceError, match="timed out after 2 attempts"):
         client.get_json("/slow")
     assert sleeps == [0.5]
+
+
+def test_an_answer_trickling_in_is_cut_off_after_six_timeouts(httpserver, sleeps):
+    """httpx's timeout bounds each read only: without a limit on the whole answer, a server
+    sending a byte now and then holds the refresh thread, and the chain's fall-through, for ever."""
+    httpserver.expect_request("/slow").respond_with_handler(trickling)
+    client = HttpClient(httpserver.url_for(""), label="test", timeout=0.2, retries=0, sleep=sleeps.append)
+    started = time.monotonic()
+    with pytest.raises(SourceError, match=r"timed out \(answer not complete after 1.2 s\) after 1 attempts"):
+        client.get_json("/slow")
+    assert time.monotonic() - started < 2.5  # the answer itself takes 3 s
+
+
+def test_an_answer_over_the_size_limit_is_refused(httpserver, client):
+    """A provider answers kilobytes; 16 MiB and more is a broken server or proxy, refused before it
+    fills the controller's memory (and not retried: the same answer would come again)."""
+    httpserver.expect_request("/x").respond_with_data(b'{"a": "' + b"x" * (16 * 2**20) + b'"}',
+                                                      content_type="application/json")
+    with pytest.raises(MalformedResponseError, match=f"answer larger than {16 * 2**20} bytes"):
+        client.get_json("/x")
+    assert len(httpserver.log) == 1
+
+
+def test_a_body_not_in_its_content_encoding_is_a_typed_error(httpserver, client):
+    """httpx's DecodingError is no TransportError: it came out of the client untyped."""
+    httpserver.expect_request("/x").respond_with_data(b"not gzip at all", headers={"Content-Encoding": "gzip"},
+                                                      content_type="application/json")
+    with pytest.raises(MalformedResponseError, match="not in its stated Content-Encoding"):
+        client.get_json("/x")
 
 
 def test_malformed_body_is_a_typed_error(httpserver, client):

@@ -25,6 +25,14 @@ def test_environment_and_file_variants(tmp_path):
     assert secrets.watttime_username.get_secret_value() == "bob"
 
 
+def test_a_value_from_the_environment_or_config_is_stripped_like_a_files():
+    """A Kubernetes secret made from a file and exported as a variable keeps the file's newline;
+    sent as is, the token is refused (the header cannot carry it) and the source never answers."""
+    secrets = CarbonSecrets.load({"watttime_password": " pw-1 "}, env={"ELECTRICITYMAPS_TOKEN": f"{SECRET}\n"})
+    assert secrets.electricitymaps_token.get_secret_value() == SECRET
+    assert secrets.watttime_password.get_secret_value() == "pw-1"
+
+
 def test_config_wins_over_environment():
     secrets = CarbonSecrets.load({"electricitymaps_token": "from-config"}, env={"ELECTRICITYMAPS_TOKEN": "from-env"})
     assert secrets.electricitymaps_token.get_secret_value() == "from-config"
@@ -34,6 +42,15 @@ def test_an_unreadable_secret_file_fails_the_source_that_needs_it_not_the_loadin
     secrets = CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": str(tmp_path / "nope")})
     with pytest.raises(AuthError, match=r"electricitymaps: cannot read ELECTRICITYMAPS_TOKEN_FILE .*/nope: No such file"):
         secrets.require("electricitymaps_token", "electricitymaps")
+
+
+def test_a_credential_set_in_the_file_variable_by_mistake_is_not_echoed_as_a_path():
+    """``ELECTRICITYMAPS_TOKEN_FILE=<the token>``: the error named the "file", that is the token, and
+    it went to the log, the tick's notes and the state store."""
+    secrets = CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": SECRET})
+    with pytest.raises(AuthError, match="not an absolute path, not shown.*No such file") as info:
+        secrets.require("electricitymaps_token", "electricitymaps")
+    assert SECRET not in str(info.value) and SECRET not in repr(secrets)
 
 
 def test_a_missing_credential_names_the_variables_that_exist():

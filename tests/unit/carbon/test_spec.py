@@ -58,12 +58,19 @@ def test_chains_from_commas_and_lists(carbon_csvs):
         ("csv:/x.csv?forecast=psychic", "forecast must be one of"),
         ("csv:/x.csv?max_gap=-3h", "not a positive duration"),
         ("csv:/x.csv?max_gap=soon", "not a positive duration"),
+        ("csv:/x.csv?max_gap=3", "not a positive duration"),  # was 3 ns: every missing point failed the file
         ("electricitymaps:DE?factor=lca", "allowed: \\['direct', 'lifecycle'\\]"),
     ],
 )
 def test_errors_name_the_problem(spec, message):
     with pytest.raises(SourceSpecError, match=message):
         parse_source_spec(spec)
+
+
+def test_a_plus_in_an_option_is_a_plus():
+    """Read as form encoding, ``tz=Etc/GMT+5`` (a fixed UTC-5 zone, as US grid data often is) became
+    "Etc/GMT 5" and the spec was refused."""
+    assert parse_source_spec("csv:/x.csv?tz=Etc/GMT+5&max_gap=1h30min")._read_options["tz"] == "Etc/GMT+5"
 
 
 def test_building_a_source_reads_no_file_and_needs_no_credential(tmp_path):

@@ -119,3 +119,20 @@ def test_a_login_that_does_not_answer_in_time_is_a_source_error(httpserver):
     with pytest.raises(SourceError, match="timed out"):
         WattTimeSource("CAISO_NORTH", SecretStr(USER), SecretStr(PASSWORD), http=http).forecast(
             pd.Timedelta(hours=1), now=NOW)
+
+
+@pytest.mark.parametrize("meta", [[1], {"units": "lbs_co2_per_mwh", "generated_at": "garbage"}])
+def test_malformed_meta_is_a_typed_error(httpserver, source, meta):
+    """These came out as AttributeError and DateParseError: reported as a bug of ours."""
+    expect_login(httpserver)
+    expect_forecast(httpserver).respond_with_json({**moer_body(NOW.floor("5min"), [1000.0] * 13), "meta": meta})
+    with pytest.raises(MalformedResponseError):
+        source.forecast(pd.Timedelta(hours=1), now=NOW)
+
+
+def test_a_generated_at_without_offset_is_read_as_utc(httpserver, source):
+    body = moer_body(NOW.floor("5min"), [1000.0] * 13)
+    body["meta"]["generated_at"] = "2024-05-01T10:00:00"
+    expect_login(httpserver)
+    expect_forecast(httpserver).respond_with_json(body)
+    assert source.forecast(pd.Timedelta(hours=1), now=NOW).iloc[0] == pytest.approx(453.592)

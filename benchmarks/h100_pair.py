@@ -30,9 +30,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
-from slurm_green.policy.eaco import pair_cap
+from slurm_green.policy.eaco import pair_at_caps, pair_cap
 
 #: The workload families of perf_energy/h100 and the Gavel type each stands for.
 FAMILIES = {"resnet50": "ResNet-50 (batch size 64)", "resnet18": "ResNet-18 (batch size 64)",
@@ -48,27 +47,23 @@ def decisions(models, mechanism: str, bound: float = BOUND) -> list[tuple[str, s
     """(a, b, cap) of every pair EaCO would co-locate (cap None: full power)."""
     found = []
     for a, b in itertools.combinations(FAMILIES, 2):
-        slow_a, slow_b, _ = models.colocation(FAMILIES[a], FAMILIES[b], "h100", mechanism)
         cap = pair_cap(models, FAMILIES[a], FAMILIES[b], "h100", mechanism, bound)
         # pair_cap's None means either "no cap keeps both within the bound" or "full power":
         # EaCO's own check (each stretch at the cap within the bound) tells the two apart.
-        rate = [models.for_job(FAMILIES[x], "h100") for x in (a, b)]
-        fits = all(s / (m.throughput(Config(1, 1, cap or 1.0)) / m.throughput(Config(1))) <= bound
-                   for s, m in zip((slow_a, slow_b), rate))
-        if fits:
+        at_cap = pair_at_caps(models, FAMILIES[a], FAMILIES[b], "h100", mechanism, [cap])
+        if max(at_cap.stretch_a[0], at_cap.stretch_b[0]) <= bound:
             found.append((a, b, cap))
     return found
 
 
 def predicted(models, a: str, b: str, cap: float, mechanism: str = "mps", gpu: str = "h100") -> dict[str, float]:
-    """The models' view of the pair at ``cap`` on ``gpu``: each job's rate at the cap (vs alone at
-    full power), its co-location slowdown, its stretch (the two together) and the pair's power."""
-    ma, mb = (models.for_job(FAMILIES[x], gpu) for x in (a, b))
-    rate_a, rate_b = (m.throughput(Config(1, 1, cap)) / m.throughput(Config(1)) for m in (ma, mb))
-    power_a, power_b = (m.power_w(Config(1, 1, cap)) for m in (ma, mb))
-    slow_a, slow_b, pair_w = models.colocation(FAMILIES[a], FAMILIES[b], gpu, mechanism, power_a, power_b)
-    return {"rate_a": rate_a, "rate_b": rate_b, "slow_a": slow_a, "slow_b": slow_b,
-            "stretch_a": slow_a / rate_a, "stretch_b": slow_b / rate_b, "pair_w": pair_w}
+    """The models' view of the pair at ``cap`` on ``gpu``, as EaCO prices it (``eaco.pair_at_caps``):
+    each job's rate at the cap (vs alone at full power), its co-location slowdown, its stretch
+    (the two together) and the pair's power under the cap."""
+    at_cap = pair_at_caps(models, FAMILIES[a], FAMILIES[b], gpu, mechanism, [cap])
+    return {"rate_a": float(at_cap.rate_a[0]), "rate_b": float(at_cap.rate_b[0]), "slow_a": float(at_cap.slow_a[0]),
+            "slow_b": float(at_cap.slow_b[0]), "stretch_a": float(at_cap.stretch_a[0]),
+            "stretch_b": float(at_cap.stretch_b[0]), "pair_w": float(at_cap.pair_w[0])}
 
 
 def measured(rows: list[dict[str, str]], a: str, b: str, cap: float, mechanism: str = "mps") -> dict[str, float] | None:

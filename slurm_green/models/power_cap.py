@@ -59,12 +59,15 @@ def capped_board_w(gpu: GpuPowerParams,
                    cap_fraction: float | Sequence[float] | np.ndarray | None) -> np.ndarray | float:
     """The most a board of ``gpu`` draws, whatever runs on it, under ``cap_fraction`` (None: no
     cap, its maximum): the firmware holds the average at ``draw_ratio`` of the limit, never
-    under idle, as ``busy_power_w`` does for one job; caps outside the settable range are
-    taken as its ends. What bounds two jobs sharing the GPU (``colocation.pair_power_w``)."""
+    under idle, as ``busy_power_w`` does for one job; caps under the settable range are taken
+    as its lowest. A cap of 1.0 (or more) is no cap: the Prolog leaves the board's own limit
+    (``gpu/enact.py``), so it is bounded by its maximum as with None, and a policy pricing
+    caps up to 1.0 prices full power as the simulator charges it. What bounds two jobs
+    sharing the GPU (``colocation.pair_power_w``)."""
     if cap_fraction is None:
         return gpu.tdp_w
-    c = np.clip(np.asarray(cap_fraction, dtype=float), gpu.cap_min, 1.0)
-    return np.minimum(gpu.tdp_w, np.maximum(gpu.idle_w, gpu.tdp_w * gpu.draw_ratio * c))
+    c = np.maximum(np.asarray(cap_fraction, dtype=float), gpu.cap_min)
+    return np.where(c >= 1.0, gpu.tdp_w, np.minimum(gpu.tdp_w, np.maximum(gpu.idle_w, gpu.tdp_w * gpu.draw_ratio * c)))
 
 
 def natural_fraction(rows: Sequence[CapRow], tdp_w: float) -> float:

@@ -329,7 +329,7 @@ class FittedRegistry:
         (``power_x_w``, e.g. measured by telemetry; else its model's, or the board's maximum for
         an unknown job: the most conservative). ``power_w``: the shared GPU's power from the
         load model, each job's power alone as above, at most what the board draws under
-        ``cap_fraction`` (the cap the shared GPU runs under; None: none, the board's maximum).
+        ``cap_fraction`` (the cap the shared GPU runs under; None or 1.0: none, the board's maximum).
         """
         slow_a, slow_b, power_w = self.colocation_arrays([type_a], [type_b], gpu, mechanism,
                                                          None if power_a_w is None else [power_a_w],
@@ -342,7 +342,7 @@ class FittedRegistry:
                           cap_fraction: float | Sequence[float] | np.ndarray | None = None) -> tuple[np.ndarray, ...]:
         """``colocation`` over sequences of pairs (one GPU type and mechanism): arrays
         ``slow_a, slow_b, power_w``; ``power_x_w`` entries that are NaN count as unknown;
-        ``cap_fraction`` one cap for all the pairs or one per pair (None: uncapped)."""
+        ``cap_fraction`` one cap for all the pairs or one per pair (None, or 1.0 for a pair: uncapped)."""
         if mechanism not in MECHANISMS:
             raise ValueError(f"unknown sharing mechanism {mechanism!r}; choose from {', '.join(MECHANISMS)}")
         name = self.gpu_type(gpu)

@@ -47,6 +47,7 @@ job whose best partner fails that starts alone, as asked.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -136,8 +137,9 @@ class EaCoPolicy:
                 cap = host.cap  # one GPU, one cap: a guest refusing caps only joins an uncapped one
                 if not host.cap_settled and host.accept_cap and options.accept_cap:
                     cap = pair_cap(models, job.name, host.job_type, host.gpu, self.mechanism, self.slowdown_bound)
-                stretch = (slow[0] / cap_rate(models, job.name, host.gpu, cap),
-                           slow[1] / cap_rate(models, host.job_type, host.gpu, cap))
+                at_cap = pair_at_caps(models, job.name, host.job_type, host.gpu, self.mechanism, [cap])
+                slow = (float(at_cap.slow_a[0]), float(at_cap.slow_b[0]))
+                stretch = (float(at_cap.stretch_a[0]), float(at_cap.stretch_b[0]))
                 host_job = snapshot.job(host.job_id)
                 if slowed_past_max_time(job, runtime * stretch[0], limits, max_times) or (
                         host_job is not None and slowed_past_max_time(
@@ -201,27 +203,64 @@ class EaCoPolicy:
                     f"{slow[0]:.2f}x for this job, {slow[1]:.2f}x for it (bound {self.slowdown_bound:g}x){capped}"))
 
 
-def pair_cap(models: ModelRegistry, type_a: str, type_b: str, gpu: str | None, mechanism: str,
-              bound: float) -> float | None:
-    """Zeus's energy-optimal cap for a pair on one GPU: among ``allowed_caps``, the one with the
-    least pair power per unit of both jobs' work (each job's work rate at the cap over its
-    rate alone at full power, divided by its co-location slowdown), each job's stretch within
-    ``bound``; among equals the highest cap. None (full power) for 1.0."""
-    caps = np.array(models.allowed_caps(gpu), dtype=float)
+@dataclass(frozen=True)
+class PairAtCaps:
+    """Two jobs sharing one GPU, one entry per cap the GPU may run under: what EaCO's cap
+    choice, GreenFlow's priced sharing and their decisions' run times all read, so that they
+    price a pair as the simulator runs it (``ModelRegistry.colocation`` under the GPU's cap).
+
+    ``rate_x``: a job's throughput alone at the cap over alone at full power; ``power_x_w``
+    its power alone at the cap; ``slow_x`` its co-location slowdown (from its power at the
+    cap where the load model serves); ``pair_w`` the shared GPU's power, at most what the
+    board draws under the cap."""
+
+    caps: np.ndarray
+    rate_a: np.ndarray
+    rate_b: np.ndarray
+    power_a_w: np.ndarray
+    power_b_w: np.ndarray
+    slow_a: np.ndarray
+    slow_b: np.ndarray
+    pair_w: np.ndarray
+
+    @property
+    def stretch_a(self) -> np.ndarray:
+        """How many times longer job a runs than alone at full power: sharing, then the cap."""
+        return self.slow_a / self.rate_a
+
+    @property
+    def stretch_b(self) -> np.ndarray:
+        return self.slow_b / self.rate_b
+
+
+def pair_at_caps(models: ModelRegistry, type_a: str | None, type_b: str | None, gpu: str | None, mechanism: str,
+                 caps: Sequence[float | None]) -> PairAtCaps:
+    """``type_a`` and ``type_b`` sharing one GPU of ``gpu`` under each of ``caps`` (None: full power)."""
+    c = np.array([1.0 if cap is None else cap for cap in caps], dtype=float)
     rate, power = [], []
     for job_type in (type_a, type_b):
         model = models.for_job(job_type or None, gpu)
-        tput = np.array([model.throughput(Config(1, 1, c)) for c in caps])
-        rate.append(tput / model.throughput(Config(1)))
-        power.append(np.array([model.power_w(Config(1, 1, c)) for c in caps]))
-    n = len(caps)
-    slow_a, slow_b, pair_w = models.colocation_arrays([type_a or None] * n, [type_b or None] * n, gpu, mechanism, power[0], power[1])
-    stretch_a, stretch_b = slow_a / rate[0], slow_b / rate[1]
-    energy = np.round(pair_w / (rate[0] / slow_a + rate[1] / slow_b), 9)
-    energy = np.where((stretch_a <= bound) & (stretch_b <= bound), energy, np.inf)
+        rate.append(np.array([model.throughput(Config(1, 1, x)) for x in c.tolist()]) / model.throughput(Config(1)))
+        power.append(np.array([model.power_w(Config(1, 1, x)) for x in c.tolist()]))
+    n = len(c)
+    slow_a, slow_b, pair_w = models.colocation_arrays([type_a or None] * n, [type_b or None] * n, gpu, mechanism,
+                                                      power[0], power[1], cap_fraction=c)
+    return PairAtCaps(c, rate[0], rate[1], power[0], power[1], slow_a, slow_b, pair_w)
+
+
+def pair_cap(models: ModelRegistry, type_a: str, type_b: str, gpu: str | None, mechanism: str,
+             bound: float) -> float | None:
+    """Zeus's energy-optimal cap for a pair on one GPU: among ``allowed_caps``, the one with the
+    least pair power (bounded by the cap, ``pair_at_caps``) per unit of both jobs' work (each
+    job's work rate at the cap over its rate alone at full power, divided by its co-location
+    slowdown), each job's stretch within ``bound``; among equals the highest cap. None (full
+    power) for 1.0."""
+    pair = pair_at_caps(models, type_a, type_b, gpu, mechanism, models.allowed_caps(gpu))
+    energy = np.round(pair.pair_w / (1.0 / pair.stretch_a + 1.0 / pair.stretch_b), 9)
+    energy = np.where((pair.stretch_a <= bound) & (pair.stretch_b <= bound), energy, np.inf)
     if not np.isfinite(energy).any():
         return None
-    cap = float(caps[energy == energy.min()].max())
+    cap = float(pair.caps[energy == energy.min()].max())
     return None if cap >= 1.0 else round(cap, 3)
 
 

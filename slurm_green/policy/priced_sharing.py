@@ -9,7 +9,8 @@ its plan. So a budget buys co-location where it is cheaper than GPU-hours or wai
 never where the pair's slowdown costs more time than the wait it saves.
 
 For a guest g beside host h under the pair's cap (``eaco.pair_cap``; a running host's is
-settled by its token), with solo run times S at that cap and co-location stretches s:
+settled by its token), with solo run times S at that cap and co-location stretches s, and the
+pair's power under that cap (``eaco.pair_at_caps``, as EaCO and the simulator take it):
 both run together for T = min(S_g s_g, S_h s_h), then the one left runs alone. The guest's
 time is its completion; the host's is the delay over its own plan (a cap the pair changes
 included); the energy is the pair's power over T plus the one left alone, less what the
@@ -35,7 +36,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.models import Config, ModelRegistry
 from slurm_green.core.plan import JobDecision
 from slurm_green.core.time_limit import partition_limits, partition_max_times, slowed_past_max_time
-from slurm_green.policy.eaco import cap_rate, pair_cap, running_hosts
+from slurm_green.policy.eaco import cap_rate, pair_at_caps, pair_cap, running_hosts
 
 _J_PER_KWH = 3.6e6
 
@@ -180,13 +181,13 @@ def _price_pair(guest: Planned, host: _Host, models: ModelRegistry, gpu: str | N
         cap = pair_cap(models, g_type, h_type, gpu, settings.mechanism, settings.slowdown_bound)
     else:
         cap = None
-    p_g, p_h = _power_w(models, g_type, gpu, cap), _power_w(models, h_type, gpu, cap)
-    slow_g, slow_h, pair_w = (float(x[0]) for x in models.colocation_arrays(
-        [g_type or None], [h_type or None], gpu, settings.mechanism, [p_g], [p_h]))
+    at_cap = pair_at_caps(models, g_type, h_type, gpu, settings.mechanism, [cap])  # as EaCO and the simulator
+    p_g, p_h, pair_w = float(at_cap.power_a_w[0]), float(at_cap.power_b_w[0]), float(at_cap.pair_w[0])
+    slow_g, slow_h = float(at_cap.slow_a[0]), float(at_cap.slow_b[0])
     if not max(slow_g, slow_h) <= settings.slowdown_bound:
         return None
-    solo_g = guest.solo_s / cap_rate(models, g_type, gpu, cap)
-    rate_h = cap_rate(models, h_type, gpu, cap)
+    solo_g = guest.solo_s / float(at_cap.rate_a[0])
+    rate_h = float(at_cap.rate_b[0])
     solo_h = host.left_s / rate_h
     together = min(solo_g * slow_g, solo_h * slow_h)
     if solo_g * slow_g <= solo_h * slow_h:  # the guest ends first; the host finishes alone

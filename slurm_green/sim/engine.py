@@ -153,12 +153,11 @@ def _shared_fields(per_node: int) -> dict[str, object]:
                                                                            "shards_per_node": 0}
 
 
-def _pair_cap(cap: float, host: Config | None) -> dict[str, float]:
+def _pair_cap(cap: float, host: Config | None) -> float:
     """The cap a shared GPU runs under, for ``ModelRegistry.colocation``: the loosest of its
-    jobs' (``gpu/enact.py``), which bounds the pair's power. Passed only when it is below the
-    board's maximum: an uncapped pair is asked as before, of models that take no cap too."""
-    loosest = max(cap, 1.0 if host is None else host.cap_fraction)
-    return {"cap_fraction": loosest} if loosest < 1.0 else {}
+    jobs' (``gpu/enact.py``), which bounds the pair's power (1.0: none). The policies price a
+    pair under the one cap they give both its jobs (``policy/eaco.pair_at_caps``): the same."""
+    return max(cap, 1.0 if host is None else host.cap_fraction)
 
 
 def _unlogged(line: str) -> None:
@@ -990,7 +989,7 @@ class Simulator:
         solo_power = float(frozen_power_w(model, config, frozen))
         slow, slow_host, pair_w = self.models.colocation(
             job.name or None, host_job.name or None, gpu or self.spec.gpu_type, self.spec.share_mechanism,
-            solo_power / host.gpus, host.solo_power_w / host.gpus, **_pair_cap(cap, host.config))
+            solo_power / host.gpus, host.solo_power_w / host.gpus, _pair_cap(cap, host.config))
         pair_total = pair_w * host.gpus
         power = pair_total * solo_power / (solo_power + host.solo_power_w)
         throughput = solo_tput / slow

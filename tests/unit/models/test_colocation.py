@@ -149,9 +149,12 @@ def test_a_capped_pair_draws_no_more_than_its_cap_allows(registry: FittedRegistr
     assert capped[2] == pytest.approx(board.draw_ratio * cap * board.tdp_w) and capped[2] <= cap * board.tdp_w
     assert capped[:2] == free[:2]
     assert registry.colocation(a, b, gpu, mechanism, *solo, cap_fraction=None) == free
-    # Below the lowest settable cap the board holds that cap; arrays take one cap per pair.
+    # Below the lowest settable cap the board holds that cap; arrays take one cap per pair, and
+    # a cap of 1.0 is none (the Prolog leaves the board's limit): bounded by the maximum, as None.
     lowest = registry.colocation(a, b, gpu, mechanism, *solo, cap_fraction=board.cap_min / 2)
     assert lowest[2] == pytest.approx(max(board.idle_w, board.draw_ratio * board.cap_min * board.tdp_w))
     arrays = registry.colocation_arrays([a, a], [b, b], gpu, mechanism, [solo[0]] * 2, [solo[1]] * 2, [cap, 1.0])
     assert arrays[2][0] == pytest.approx(capped[2])
-    assert arrays[2][1] == pytest.approx(min(free[2], board.draw_ratio * board.tdp_w))
+    assert arrays[2][1] == pytest.approx(free[2])
+    heavy = registry.colocation(a, b, gpu, mechanism, board.tdp_w, board.tdp_w, cap_fraction=1.0)
+    assert heavy[2] == registry.colocation(a, b, gpu, mechanism, board.tdp_w, board.tdp_w)[2] > board.draw_ratio * board.tdp_w

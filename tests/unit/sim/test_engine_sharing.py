@@ -23,7 +23,7 @@ from slurm_green.core.cluster import ClusterSnapshot
 from slurm_green.core.models import Config
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.policy.baselines import FifoPolicy
-from slurm_green.policy.eaco import EaCoPolicy
+from slurm_green.policy.eaco import EaCoPolicy, pair_at_caps
 from slurm_green.sim.carbon import SimCarbonFeed
 from slurm_green.sim.cluster import ClusterSpec
 from slurm_green.models.registry import default_registry
@@ -49,13 +49,14 @@ class PairModels:
     def allowed_caps(self, gpu=None, *, accept_cap=True, floor=0.0, step=0.05):
         return (1.0,)  # a board that cannot be capped: pairs run at full power
 
-    def colocation_arrays(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None):
+    def colocation_arrays(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None,
+                          cap_fraction=None):
         return np.full(len(a), self.slowdown[0]), np.full(len(a), self.slowdown[1]), np.full(len(a), PAIR_W)
 
     def colocated_slowdown(self, a, b, gpu=None, mechanism="timeslice"):
         return self.slowdown
 
-    def colocation(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None):
+    def colocation(self, a, b, gpu=None, mechanism="timeslice", power_a_w=None, power_b_w=None, cap_fraction=None):
         return (*self.slowdown, PAIR_W)
 
 
@@ -256,11 +257,11 @@ class CappedPairing(Pairing):
 def test_a_pair_is_asked_of_the_models_under_the_loosest_cap_of_its_two_jobs():
     """The shared GPU runs at the loosest limit its jobs ask for (``gpu/enact.py``; the planner
     gives both jobs of a pair that one): that cap bounds the pair's power; an uncapped pair is
-    asked without one (as before)."""
-    for caps, asked in (((0.4, 0.4), 0.4), ((0.4, 0.6), 0.6), ((0.6, 0.4), 0.6), ((1.0, 0.4), None)):
+    asked at 1.0, which the models take as no cap (``power_cap.capped_board_w``)."""
+    for caps, asked in (((0.4, 0.4), 0.4), ((0.4, 0.6), 0.6), ((0.6, 0.4), 0.6), ((1.0, 0.4), 1.0)):
         models = CappedPairs()
         _, record = run(workload((0.0, 1, HOUR), (0.0, 1, HOUR)), CappedPairing(caps=caps), models=models)
-        assert max(record.sample_shared) == 1 and record.cap.tolist() == [asked or 1.0] * 2, (caps, record.cap)
+        assert max(record.sample_shared) == 1 and record.cap.tolist() == [asked] * 2, (caps, record.cap)
         assert models.asked == [asked], (caps, models.asked)
 
 
@@ -283,3 +284,5 @@ def test_a_capped_h100_pair_is_charged_no_more_than_its_cap_allows():
     shared_w = max(p for p, s in zip(record.sample_power_w, record.sample_shared, strict=True) if s)
     assert shared_w <= cap * 700.0, f"pair charged {shared_w:.0f} W under a {cap * 700:.0f} W cap"
     assert shared_w == pytest.approx(models.colocation(*types, "h100", "mps", *solo, cap_fraction=cap)[2])
+    # what EaCO and GreenFlow's priced sharing price the pair at under that cap
+    assert shared_w == pytest.approx(pair_at_caps(models, *types, "h100", "mps", [cap]).pair_w[0])

@@ -75,6 +75,20 @@ class CarbonSecrets(BaseModel):
         raise AuthError(f"{purpose} needs {var} or {var}_FILE in the environment of the process "
                         "(for the service: Environment= or EnvironmentFile= in its systemd unit)")
 
+    def masked(self, text: str) -> str:
+        """``text`` with the token and the password held here replaced by ``***``.
+
+        Carbon errors are built without credentials (see :mod:`slurm_green.carbon.errors`), but
+        the message of an unexpected exception is whatever a library put in it (a URL, a value it
+        refused), and the CLI prints it: this is the last look before it does. The username is
+        left as is: it names an account, and masking it would mangle paths and words holding it.
+        """
+        values = [secret.get_secret_value() for secret in (self.electricitymaps_token, self.watttime_password) if secret]
+        for value in sorted(values, key=len, reverse=True):
+            if len(value) >= 4:  # as http's masking: a shorter one would mangle every message
+                text = text.replace(value, "***")
+        return text
+
     def deferred(self, key: str, purpose: str) -> Credential:
         """The credential, asked for only when a request needs it (see the module docstring)."""
         return lambda: self.require(key, purpose)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import click
@@ -12,9 +13,12 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from slurm_green.carbon.answer import Answer
+from slurm_green.carbon.chain import log as chain_log
 from slurm_green.carbon.errors import CarbonError
+from slurm_green.carbon.failures import describe
 from slurm_green.carbon.secrets import CarbonSecrets
-from slurm_green.carbon.spec import parse_source_spec, parse_sources
+from slurm_green.carbon.spec import parse_source_spec, parse_sources, split_specs
 from slurm_green.carbon.timebase import utc_now
 from slurm_green.carbon.windows import low_carbon_windows
 from slurm_green.cli.plot_extra import needs_plots
@@ -61,20 +65,21 @@ def carbon() -> None:
 def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, at: str | None) -> None:
     """Show the carbon-intensity forecast of the next hours and its low-carbon windows."""
     now = _now(at)
-    try:
-        answer = parse_sources(specs, CarbonSecrets.load()).answer(pd.Timedelta(hours=hours), now=now)
-    except CarbonError as exc:
-        raise click.ClickException(str(exc)) from None
+    secrets = CarbonSecrets.load()
+    answer = _answer(specs, secrets, pd.Timedelta(hours=hours), now)
+    # Names too: a spec names its source, and a credential pasted into one would be shown with it.
+    source = secrets.masked(answer.source)
+    failures = {secrets.masked(name): secrets.masked(reason) for name, reason in answer.failures.items()}
     series = ahead(answer.series, now, pd.Timedelta(hours=hours))
     windows = low_carbon_windows(series)
-    label = f"{answer.source}{' (SYNTHETIC data)' if answer.synthetic else ''}"
+    label = f"{source}{' (SYNTHETIC data)' if answer.synthetic else ''}"
     if plot:
         _plot(series, windows, label, plot)
     if as_json:
-        click.echo(json.dumps(_as_json(series, windows, answer.source, answer.synthetic, answer.failures), indent=2))
+        click.echo(json.dumps(_as_json(series, windows, source, answer.synthetic, failures), indent=2))
         return
     console = Console()
-    for name, reason in answer.failures.items():
+    for name, reason in failures.items():
         # a source's error text (a provider's HTTP answer too) is literal, never markup
         console.print(f"[yellow]skipped {escape(terminal_safe(f'{name}: {reason}'))}[/]")
     table = Table(title=Text(terminal_safe(f"Carbon intensity from {label}, gCO2eq/kWh")))
@@ -89,6 +94,25 @@ def show(specs: tuple[str, ...], hours: int, as_json: bool, plot: Path | None, a
     console.print(table)
     if plot:
         console.print(Text(terminal_safe(f"plot written to {plot}")))
+
+
+def _answer(specs: tuple[str, ...], secrets: CarbonSecrets, horizon: pd.Timedelta, now: pd.Timestamp) -> Answer:
+    """The chain's answer; a :class:`CarbonError` (every source failed) as one ``Error:`` line.
+
+    The chain logs each member's failure, with the traceback of an unexpected one, for the
+    controller's log. This command configures no logging, so Python's last-resort handler
+    printed those records raw on stderr, traceback and all, beside the ``skipped`` line that
+    already says the same. Unless ``--debug`` asks for tracebacks, the records are dropped here.
+    """
+    quiet = logging.NullHandler()
+    if not click.get_current_context().find_root().params.get("debug"):
+        chain_log.addHandler(quiet)
+    try:
+        return parse_sources(specs, secrets).answer(horizon, now=now)
+    except CarbonError as exc:
+        raise click.ClickException(secrets.masked(str(exc))) from None
+    finally:
+        chain_log.removeHandler(quiet)
 
 
 def ahead(series: pd.Series, now: pd.Timestamp, span: pd.Timedelta) -> pd.Series:
@@ -115,7 +139,13 @@ def configured_sources(path: Path) -> list[str]:
               show_default=True, help="Controller configuration whose [carbon] sources are checked.")
 @click.option("--at", help="Check at this UTC time instead of now.")
 def check(specs: tuple[str, ...], config_path: Path, at: str | None) -> None:
-    """Check which sources answer and how fresh their data is (exit 1 if none does)."""
+    """Check which sources answer and how fresh their data is (exit 1 if none does).
+
+    A source failing with anything but a :class:`CarbonError` (a bug, an OS error the source
+    did not turn into one) is a FAIL row like any other, so it hides none of the other rows;
+    after the table, the first such exception goes to the top-level mapping (cli/errors.py):
+    an OS error is exit 1 naming its path, anything else an internal error, exit 70.
+    """
     # Specs, source names and error texts (a provider's HTTP answer, a file's path) go in as literal,
     # terminal_safe Text: as rich markup, a "[/...]" in one would fail the command, a "[word]" would vanish.
     specs = specs or tuple(configured_sources(config_path))
@@ -125,19 +155,22 @@ def check(specs: tuple[str, ...], config_path: Path, at: str | None) -> None:
     for column in ("source", "status", "latest (UTC)", "age", "forecast to", "detail"):
         table.add_column(column)
     healthy = 0
-    for spec in [part.strip() for item in specs for part in item.split(",") if part.strip()]:
+    unexpected: Exception | None = None
+    for spec in split_specs(specs):
         try:
             source = parse_source_spec(spec, secrets)
             series = source.forecast(pd.Timedelta(hours=24), now=now)
             reading = source.latest(now)
-        except CarbonError as exc:
-            table.add_row(Text(terminal_safe(spec)), "[red]FAIL[/]", "", "", "",
-                          Text(terminal_safe(f"{type(exc).__name__}: {exc}")))
+        except Exception as exc:
+            if not isinstance(exc, CarbonError):
+                unexpected = unexpected or exc
+            table.add_row(Text(terminal_safe(secrets.masked(spec))), "[red]FAIL[/]", "", "", "",
+                          Text(terminal_safe(secrets.masked(describe(exc)))))
             continue
         healthy += 1
         age = now - reading.time
         table.add_row(
-            Text(terminal_safe(source.name)),
+            Text(terminal_safe(secrets.masked(source.name))),
             "[green]OK[/]",
             f"{reading.time:%Y-%m-%d %H:%M}",
             f"{age.total_seconds() / 60:.0f} min",
@@ -145,6 +178,8 @@ def check(specs: tuple[str, ...], config_path: Path, at: str | None) -> None:
             "SYNTHETIC data" if source.synthetic else f"{reading.value:.0f} gCO2eq/kWh now",
         )
     Console().print(table)
+    if unexpected is not None:
+        raise unexpected
     if not healthy:
         raise SystemExit(1)
 

@@ -3,8 +3,9 @@
 Commands raise what they raise (``SlurmError``, ``CarbonError``, ``ConfigError``...);
 :class:`ErrorMappingGroup` catches them at the top of ``slurm-green`` and prints
 ``Error: <what is wrong>; <what to do>`` on stderr, exit 1. Anything else is a bug
-in slurm-green: one line saying so, exit 70 (``EX_SOFTWARE``). ``--debug`` lets the
-exception through, so Python prints the traceback. Doing it here, once, keeps the
+in slurm-green: one line saying so, exit 70 (``EX_SOFTWARE``). Either line has the carbon
+credentials of the environment masked. ``--debug`` lets the exception through, so
+Python prints the traceback. Doing it here, once, keeps the
 commands free of try/except and the messages alike across commands (a new admin
 first meets slurm-green through these lines, usually without Slurm reachable yet).
 """
@@ -18,6 +19,7 @@ from typing import Any
 import click
 
 from slurm_green.carbon.errors import AuthError, CarbonError, SourceSpecError
+from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.controller.config import ConfigError
 from slurm_green.core.actions import ActionError
 from slurm_green.core.green_options import GreenOptionError
@@ -96,4 +98,5 @@ class ErrorMappingGroup(click.Group):
             if ctx.params.get("debug"):
                 raise
             message, code = describe(exc)
-            raise CliError(message, code) from exc
+            # An unexpected exception's text is a library's: it may quote a credential it was handed.
+            raise CliError(CarbonSecrets.load().masked(message), code) from exc

@@ -28,7 +28,9 @@ from slurm_green.core.decision import DecisionMemo
 
 @dataclass
 class NodeRules:
-    """The rule for one snapshot's nodes and partitions, answered once per (partitions, type)."""
+    """The rule for one snapshot's nodes and partitions, answered once per (partitions, type).
+    Of ``nodes`` it reads only names, GPU types and GPU counts (``node_rules`` may hand on one
+    built from an earlier tuple that had the same)."""
 
     nodes: tuple[Node, ...]
     partitions: tuple[Partition, ...]

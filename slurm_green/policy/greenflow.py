@@ -97,11 +97,10 @@ _CHOOSE_BLOCK_ELEMENTS = 1 << 16
 @dataclass(frozen=True)
 class _Where:
     """Where each pending job of a pool may run (``core.partitions``, the planner's rule): per
-    row, the pool's nodes it is held to (None: any of them; a job of a partition smaller than
-    the pool, or of another GPU type than the pool's nodes all have) and the GPUs per node its
-    sizes are laid out in (its allowed nodes' most common count; the pool's for a row held to
-    none). Sizes and pins then fit the job's partition, and ``planner.within_partition`` has
-    nothing to drop."""
+    row, the pool's nodes it is held to (None: all of them, the usual case of one partition)
+    and the GPUs per node its sizes are laid out in (its allowed nodes' most common count; the
+    pool's where it is held to none). Its sizes and pins then fit its partition, and
+    ``planner.within_partition`` has nothing to drop."""
 
     allowed: tuple[frozenset[str] | None, ...]
     gpn: tuple[int, ...]

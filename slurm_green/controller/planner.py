@@ -25,6 +25,7 @@ from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, 
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
+from slurm_green.core.partitions import node_rules
 from slurm_green.core.plan import JobDecision, Plan, replace_decision
 from slurm_green.core.time_limit import (asked_limit, partition_limits, partition_max_times,
                                          slowed_past_max_time, whole_minutes_s)
@@ -244,18 +245,13 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     Slurm refuses such an update, and the job's start waits for its other updates
     (``enactment``), so the job would wait until its deadline, the same update refused at
     every tick. The decision keeps the rest: its start, its cap. A pin dropped so clears the
-    job's pin (an earlier one may be as wrong) and its share (the pin was for it). A partition
-    whose node list the snapshot does not give, or names a node it does not have (``ALL``),
-    is taken as holding every node. An untyped node (``gres/gpu``, ``Node.gpu_type`` None)
-    never has a requested type, as Slurm matches ``gpu:h100`` to no such node; but where no
-    node reports a type, the types are not known (a backend that does not read them, the
-    simulator's one-type cluster, whose jobs name that type) and the type is not checked."""
-    by_name = {partition.name: partition for partition in snapshot.partitions}
+    job's pin (an earlier one may be as wrong) and its share (the pin was for it). Which nodes
+    a job may run on is ``core.partitions``' rule, the one the placing policies follow too (a
+    partition whose node list is not known holds every node; a type is checked only where
+    nodes report types), so this only drops what another policy, or a stale pin, decided."""
+    rules = node_rules(snapshot)
     gpus_of = {node.name: node.gpus_total for node in snapshot.nodes}
-    type_of = {node.name: node.gpu_type for node in snapshot.nodes}
-    typed = any(type_of.values())
-    # A node list naming nodes the snapshot does not have (``Nodes=ALL`` as printed) is not known.
-    known = {name: bool(p.nodes) and set(p.nodes) <= gpus_of.keys() for name, p in by_name.items()}
+    typed = any(node.gpu_type for node in snapshot.nodes)
     decisions = []
     changed = False
     for original in plan.decisions:
@@ -264,13 +260,8 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         if job is None or not job.is_pending:
             decisions.append(decision)
             continue
-        listed = [by_name[name] for name in (job.partition or "").split(",") if name in by_name]
-        if not job.partition:
-            listed = [p for p in snapshot.partitions if p.default]
-        allowed = None if not listed or not all(known[p.name] for p in listed) else {n for p in listed for n in p.nodes}
-        kind = job.gpu_type if typed else None  # Slurm's gpu:TYPE: only nodes of that type
-        if kind:
-            allowed = {n for n in (gpus_of if allowed is None else allowed) if type_of[n] == kind}
+        allowed = rules.allowed(job)
+        kind = job.gpu_type if typed else None  # the type ``allowed`` was held to, for the reasons below
         label = f"{kind} node" if kind else "node"
         widest = max((gpus_of.get(n, 0) for n in allowed), default=0) if allowed is not None else None
         size = decision.gpus_per_node if decision.gpus_per_node is not None else (

@@ -16,11 +16,12 @@ the guest runs on each of the host's GPUs. A job on shards counts as one GPU per
 (Slurm: shards per GPU in gres.conf; the planner and the simulator enact pairs, i.e. 2).
 
 Partners (hosts) are only those a backend can join, read from the snapshot, not from
-which backend it is:
+which backend it is, on nodes the guest's partition allows (``core.partitions``, the
+planner's rule, so the planner never drops a pair's pin):
 
 - one-node jobs this same decision releases onto a free GPU: such a host is pinned to the
-  fullest node with a free GPU and no shard in use (where Slurm's first fit gives both
-  jobs one GPU), and its guest with it;
+  fullest node of its partition with a free GPU and no shard in use (where Slurm's first
+  fit gives both jobs one GPU), and its guest with it;
 - running jobs **on shards** (``shards_per_node`` > 0, no whole GPU) whose GPU has room: a
   pair member whose partner ended, or a job submitted with ``--gres=shard:K``. A job running
   on whole GPUs hosts nobody: Slurm gives no shards of a GPU allocated whole, so such a
@@ -57,6 +58,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.models import Config, ModelRegistry
+from slurm_green.core.partitions import node_rules
 from slurm_green.core.plan import JobDecision, Plan
 from slurm_green.core.time_limit import partition_limits, partition_max_times, slowed_past_max_time
 from slurm_green.policy.pending import pending_jobs
@@ -123,6 +125,7 @@ class EaCoPolicy:
             hosts.setdefault(running.group, []).append(running)
         free = _free_gpus(snapshot, context.memo)
         pinnable = {node.name for node in snapshot.nodes if not node.shards_allocated}
+        rules = node_rules(snapshot, context.memo)
         cache: dict[tuple[str, str, str | None], Pair] = {}
         decisions: dict[int, JobDecision] = {}
         limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
@@ -130,7 +133,8 @@ class EaCoPolicy:
             layout = _layout(job)
             gpus = max(1, layout[0] * layout[1])
             shares = options.accept_share and gpus <= self.max_gpus
-            host, slow = (self._partner(job, layout, hosts, models, cache, options.accept_cap) if shares
+            allowed = rules.allowed(job)  # its partition's nodes (``core.partitions``), None: any
+            host, slow = (self._partner(job, layout, hosts, models, cache, options.accept_cap, allowed) if shares
                           else (None, (1.0, 1.0)))
             alone = "no partner within the slowdown bound"
             if host is not None:
@@ -157,7 +161,7 @@ class EaCoPolicy:
                                                      power_cap_fraction=cap,
                                                      expected_runtime_s=host.runtime_s * host.stretch)
                 continue
-            node = _take(free, gpus, pinnable if shares else None)
+            node = _take(free, gpus, pinnable if shares else None, allowed)
             if shares and node is not None and layout[1] == 1 and self.share_limit > 1:
                 host = Host(job.job_id, job.name, job.gpu_type, layout, self.share_limit - 1, False, (node,),
                             options.accept_cap, runtime_s=runtime)
@@ -168,10 +172,11 @@ class EaCoPolicy:
 
     def _partner(self, job: Job, layout: Layout, hosts: dict[tuple[str, str | None, Layout], list[Host]],
                  models: ModelRegistry, cache: dict[tuple[str, str, str | None], Pair],
-                 accept_cap: bool) -> tuple[Host | None, Pair]:
+                 accept_cap: bool, allowed: frozenset[str] | None) -> tuple[Host | None, Pair]:
         """The host whose pair with ``job`` has the smallest worse slowdown within the bound
-        (hosts are grouped by what the slowdown depends on; in a group the first with a slot
-        and, for a job refusing caps, no cap: running hosts, oldest first, then this tick's)."""
+        (hosts are grouped by what the slowdown depends on; in a group the first with a slot,
+        on nodes ``job`` may run on (``allowed``, None: any) and, for a job refusing caps, no
+        cap: running hosts, oldest first, then this tick's)."""
         best: Host | None = None
         best_slow = (math.inf, math.inf)
         for (job_type, gpu, host_layout), members in hosts.items():
@@ -183,7 +188,8 @@ class EaCoPolicy:
                 slow = cache[key] = models.colocated_slowdown(job.name or None, job_type or None, gpu, self.mechanism)
             if max(slow) > self.slowdown_bound or max(slow) >= max(best_slow):
                 continue
-            host = next((h for h in members if h.slots > 0 and (accept_cap or h.cap is None)), None)
+            host = next((h for h in members if h.slots > 0 and (accept_cap or h.cap is None)
+                         and (allowed is None or allowed.issuperset(h.nodes))), None)
             if host is not None:
                 best, best_slow = host, slow
         return best, best_slow
@@ -270,10 +276,13 @@ def cap_rate(models: ModelRegistry, job_type: str, gpu: str | None, cap: float |
     return model.throughput(Config(1, 1, cap or 1.0)) / model.throughput(Config(1))
 
 
-def _take(free: dict[str, int], gpus: int, allowed: set[str] | None = None) -> str | None:
-    """Take ``gpus`` free GPUs on the fullest node that has them (best fit; among ``allowed``
-    nodes if given, else any): the node a host is pinned to (None if none fits)."""
-    fitting = [(count, name) for name, count in free.items() if count >= gpus and (allowed is None or name in allowed)]
+def _take(free: dict[str, int], gpus: int, pinnable: set[str] | None = None,
+          allowed: frozenset[str] | None = None) -> str | None:
+    """Take ``gpus`` free GPUs on the fullest node that has them (best fit; among the nodes in
+    both ``pinnable`` and ``allowed`` (the job's partition), each None: any): the node a host is
+    pinned to (None if none fits)."""
+    fitting = [(count, name) for name, count in free.items() if count >= gpus
+               and (pinnable is None or name in pinnable) and (allowed is None or name in allowed)]
     if not fitting:
         return None
     name = min(fitting)[1]

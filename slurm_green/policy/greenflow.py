@@ -23,8 +23,10 @@ options x caps x starts):
    starts it between ticks the moment GPUs free, at whatever size it carries, so the
    increments that were to follow a shrink never come, and the shrunk size would be
    read back as its request at the next tick (see ``_Options.queued_col``);
-6. jobs admitted now get nodes (network packing, buddy blocks), see ``placement``; one
-   that does not fit is not started and queues at its requested size (``_enact``).
+6. jobs admitted now get nodes (network packing, buddy blocks), see ``placement``, only
+   among the nodes their partition allows, laid out in those nodes' GPUs per node
+   (``_Where``); one that does not fit is not started and queues at its requested size
+   (``_enact``).
 
 Every plan is scored by one objective (``_expected_cost_s``): the expected sum of the
 pending jobs' completion times (admitted jobs start now, the others as GPUs free,
@@ -72,9 +74,10 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
+from slurm_green.core.partitions import node_rules
 from slurm_green.core.plan import JobDecision, Plan, Price
 from slurm_green.policy.eaco import named_partner
-from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
+from slurm_green.policy.config_table import ConfigTable, cap_choices, config_table, gpu_options, layout
 from slurm_green.policy.pending import PendingJobs, gpus_per_node_of, pending_jobs
 from slurm_green.policy.gpu_types import gpu_pools
 from slurm_green.policy.managed import released_as_started
@@ -89,6 +92,54 @@ _J_PER_KWH = 3.6e6
 _PRICE_STEPS = range(-8, 17)
 #: ``_choose_walk`` prices this many cost entries (prices x jobs x columns x starts x caps) at once at most.
 _CHOOSE_BLOCK_ELEMENTS = 1 << 16
+
+
+@dataclass(frozen=True)
+class _Where:
+    """Where each pending job of a pool may run (``core.partitions``, the planner's rule): per
+    row, the pool's nodes it is held to (None: all of them, the usual case of one partition)
+    and the GPUs per node its sizes are laid out in (its allowed nodes' most common count; the
+    pool's where it is held to none). Its sizes and pins then fit its partition, and
+    ``planner.within_partition`` has nothing to drop."""
+
+    allowed: tuple[frozenset[str] | None, ...]
+    gpn: tuple[int, ...]
+    #: Per allowed set: (the FreeGpus names it was read against, which of them it allows).
+    masks: dict[frozenset[str], tuple[tuple[str, ...], np.ndarray]]
+
+    @classmethod
+    def anywhere(cls, n: int, gpn: int) -> _Where:
+        return cls((None,) * n, (gpn,) * n, {})
+
+    @classmethod
+    def of(cls, jobs: PendingJobs, snapshot: ClusterSnapshot, pool: ClusterSnapshot, gpu: str | None, gpn: int,
+           memo: DecisionMemo) -> _Where:
+        """``jobs``' rows in ``pool`` (``snapshot`` itself, or its nodes of GPU type ``gpu``), whose
+        most common GPUs per node is ``gpn``."""
+        rules = node_rules(snapshot, memo)  # the whole cluster's: partitions name nodes of every type
+        among = rules.names if pool is snapshot else rules.of_type(gpu)
+        narrowed: dict[frozenset[str] | None, tuple[frozenset[str] | None, int]] = {}
+        allowed, gpns = [], []
+        for job in jobs.jobs:
+            wanted = rules.allowed(job)
+            held = narrowed.get(wanted)
+            if held is None:
+                inside = None if wanted is None or wanted >= among else wanted & among
+                held = narrowed[wanted] = (inside, gpn if inside is None else rules.gpus_per_node(inside) or gpn)
+            allowed.append(held[0])
+            gpns.append(held[1])
+        return cls(tuple(allowed), tuple(gpns), {})
+
+    def mask(self, row: int, names: tuple[str, ...]) -> np.ndarray | None:
+        """Which of ``names`` (a ``FreeGpus``'s nodes) row ``row`` may be placed on (None: all)."""
+        allowed = self.allowed[row]
+        if allowed is None:
+            return None
+        held = self.masks.get(allowed)
+        if held is None or held[0] is not names:
+            held = self.masks[allowed] = (names, np.fromiter((name in allowed for name in names), dtype=bool,
+                                                             count=len(names)))
+        return held[1]
 
 
 @dataclass(frozen=True)
@@ -107,6 +158,7 @@ class _Options:
     #: None where the spend does not depend on when a job runs (energy, or no forecast).
     forecast: CarbonForecast | None
     now: float  #: the decision's time, epoch seconds (the queue estimate counts from it)
+    where: _Where  #: the nodes each job may be placed on and the GPUs per node it is laid out in
 
     # Price-independent parts of ``_choose``, computed once per decision (not once per price).
 
@@ -297,11 +349,12 @@ class GreenFlowPolicy:
             if not len(pool_jobs):
                 continue
             gpn, gpus_free, gpus_total = _node_facts(pool, memo)
-            options, caps = self._options(pool_jobs, context, gpn, gpu)
+            where = _Where.of(pool_jobs, snapshot, pool, gpu, gpn, memo)
+            options, caps = self._options(pool_jobs, context, gpn, gpu, where)
             queue = _Queue(gpus_free, gpus_total, running_releases(pool, now, memo))
-            solved = self._solve(options, gpus_free, queue, pool, gpn, memo, context.budget_scale,
+            solved = self._solve(options, gpus_free, queue, pool, memo, context.budget_scale,
                                  self._chooser(pool, context, gpu))
-            decided = list(self._decisions(pool_jobs, options, caps, solved, now, gpn, gpu))
+            decided = list(self._decisions(pool_jobs, options, caps, solved, now, gpu))
             decisions += self._share(pool_jobs, options, solved, queue, pool, context, gpu, decided)
             notes.append(solved.note if len(pools) == 1 else f"{gpu}: {solved.note}")
             # The price a running job is weighed by (``policy/running.py``): only a budget asking
@@ -331,7 +384,8 @@ class GreenFlowPolicy:
         starting = choice.admitted & (choice.start == 0)
         solo = o.runtime[rows, o.requested_col, o.full_cap]
         planned = [Planned(job, options.accept_share, bool(accept), bool(now), bool(one), float(r), float(e), float(k),
-                           float(alone), float(ci), solved.placed[j][1] if j in solved.placed else None)
+                           float(alone), float(ci), solved.placed[j][1] if j in solved.placed else None,
+                           o.where.allowed[j])
                    for j, (job, options, accept, now, one, r, e, k, alone, ci) in enumerate(zip(
                        jobs.jobs, jobs.options, jobs.accept_cap, starting, one_gpu, runtime, energy, cost, solo,
                        o.intensity[:, 0]))]
@@ -347,9 +401,9 @@ class GreenFlowPolicy:
         if not len(jobs):
             return None
         gpn, gpus_free, gpus_total = _node_facts(pool, memo)
-        options, _ = self._options(jobs, context, gpn, gpu)
+        options, _ = self._options(jobs, context, gpn, gpu, _Where.of(jobs, context.snapshot, pool, gpu, gpn, memo))
         return self._solve(options, gpus_free, _Queue(gpus_free, gpus_total, running_releases(pool, now, memo)), pool,
-                           gpn, memo, context.budget_scale, self._chooser(pool, context, gpu))
+                           memo, context.budget_scale, self._chooser(pool, context, gpu))
 
     def _chooser(self, pool: ClusterSnapshot, context: DecisionContext, gpu: str | None) -> NodeChooser | None:
         """The site's node choice for one-node jobs in ``pool`` (None: network placement's)."""
@@ -359,12 +413,14 @@ class GreenFlowPolicy:
 
     # -- candidate space ---------------------------------------------------------------
 
-    def _options(self, jobs: PendingJobs, context: DecisionContext, gpn: int,
-                 gpu: str | None) -> tuple[_Options, np.ndarray]:
-        """The candidate space of ``jobs`` on GPU type ``gpu``, and its cap axis."""
-        # Jobs share few (requested, low, high) ranges: build each range's options once.
-        ranges = list(zip(jobs.gpus.tolist(), jobs.gpus_min.tolist(), jobs.gpus_max.tolist()))
-        distinct = {key: gpu_options(*key, gpn) for key in dict.fromkeys(ranges)}
+    def _options(self, jobs: PendingJobs, context: DecisionContext, gpn: int, gpu: str | None,
+                 where: _Where | None = None) -> tuple[_Options, np.ndarray]:
+        """The candidate space of ``jobs`` on GPU type ``gpu`` (in a pool of ``gpn`` GPUs per node;
+        each job laid out as ``where`` says, None: the pool's way), and its cap axis."""
+        where = where or _Where.anywhere(len(jobs), gpn)
+        # Jobs share few (requested, low, high, GPUs per node) ranges: build each range's options once.
+        ranges = list(zip(jobs.gpus.tolist(), jobs.gpus_min.tolist(), jobs.gpus_max.tolist(), where.gpn))
+        distinct = {key: gpu_options(*key) for key in dict.fromkeys(ranges)}
         all_counts = {g for opts in distinct.values() for g in opts} | set(jobs.gpus.tolist())
         models = context.models
         caps = tuple(sorted(set(self.caps or cap_choices(models, gpu, floor=self.cap_floor, step=self.cap_step))
@@ -388,7 +444,7 @@ class GreenFlowPolicy:
         requested_col = np.fromiter((col_of[g] for g in jobs.gpus.tolist()), dtype=np.int64, count=n)
         full_cap = int(np.flatnonzero(table.caps == 1.0)[0])
         cap_ok = np.where(jobs.accept_cap[:, None], True, (np.arange(c_cols) == full_cap)[None, :])
-        tput = table.throughput[types]  # [N, G, C]
+        tput, power = _laid_out(table, types, jobs, where, gpn, context, gpu)  # [N, G, C] each
         rows = np.arange(n)
         asked_tput = tput[rows, requested_col, full_cap]
         work = jobs.runtime_s * asked_tput
@@ -411,7 +467,7 @@ class GreenFlowPolicy:
         if len(stuck):
             _least_change(stuck, runtime, ok, allowed, counts, jobs.gpus, jobs.runtime_s, modelled, full_cap)
         chain = _feasible_chain(chain, ok.any(axis=2))
-        energy = table.power_w[types] * runtime / _J_PER_KWH
+        energy = power * runtime / _J_PER_KWH
         # Energy stays finite everywhere: the requested configuration at full power is the
         # carbon-agnostic reference even when the user's range excludes it. (Where a model gives
         # no throughput the runtime, and so the energy, is infinite: never a candidate, it is
@@ -422,7 +478,7 @@ class GreenFlowPolicy:
         intensity, wait = self._intensity(jobs, context.forecast, context.now, jobs.runtime_s)
         timed = context.forecast if self.resource == "carbon" else None
         return _Options(runtime, energy, intensity, wait, chain, counts, requested_col, full_cap, timed,
-                        context.now), table.caps
+                        context.now, where), table.caps
 
     def _asks_carbon(self, budget_scale: float) -> bool:
         """Whether this decision is asked to spend less than the carbon-agnostic plan: a budget
@@ -564,7 +620,7 @@ class GreenFlowPolicy:
         return plans
 
     def _solve(self, o: _Options, free_gpus: int, queue: _Queue, snapshot: ClusterSnapshot,
-               gpn: int, memo: DecisionMemo, budget_scale: float, choose: NodeChooser | None) -> Solution:
+               memo: DecisionMemo, budget_scale: float, choose: NodeChooser | None) -> Solution:
         unit = "kg CO2" if self.resource == "carbon" else "kWh"
         agnostic = _agnostic_choice(o, free_gpus)
         # Jobs the carbon-agnostic plan leaves queued: the crowd that every GPU-second a plan
@@ -582,7 +638,7 @@ class GreenFlowPolicy:
             key = _key(choice)
             shape = key[:len(key) // 4 * 3]
             if key not in seen:
-                placed_choice, placed = self._enact(choice, o, snapshot, gpn, memo, choose, places.get(shape))
+                placed_choice, placed = self._enact(choice, o, snapshot, memo, choose, places.get(shape))
                 places[shape] = placed
                 seen[key] = (placed_choice, placed)
             return (*seen[key], key)
@@ -697,7 +753,7 @@ class GreenFlowPolicy:
 
     # -- placement and output ----------------------------------------------------------
 
-    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot, gpn: int, memo: DecisionMemo,
+    def _enact(self, choice: _Choice, o: _Options, snapshot: ClusterSnapshot, memo: DecisionMemo,
                choose: NodeChooser | None, placed: dict[int, tuple[int, tuple[str, ...]]] | None = None,
                ) -> tuple[_Choice, dict[int, tuple[int, tuple[str, ...]]]]:
         """``choice`` as it will run: admitted jobs get nodes (``_placement``, or ``placed`` if
@@ -708,7 +764,7 @@ class GreenFlowPolicy:
         if not self.place or not starting.any():
             return choice, {}
         if placed is None:
-            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), gpn, choose)
+            placed = self._placement(choice, o, FreeGpus.from_snapshot(snapshot, memo), choose)
         if len(placed) == int(starting.sum()) and all(choice.col[j] == c for j, (c, _) in placed.items()):
             # Every job starting now was placed at its chosen size: the plan is enacted as chosen
             # (the same columns, its admitted jobs are the ones starting now, and its spend, summed
@@ -723,9 +779,10 @@ class GreenFlowPolicy:
         spent = float((o.energy_kwh[rows, col, choice.cap] * o.intensity[rows, choice.start]).sum())
         return _Choice(col, choice.cap, choice.start, now_placed, spent), placed
 
-    def _placement(self, choice: _Choice, o: _Options, free: FreeGpus, gpn: int,
+    def _placement(self, choice: _Choice, o: _Options, free: FreeGpus,
                    choose: NodeChooser | None) -> dict[int, tuple[int, tuple[str, ...]]]:
-        """Nodes for admitted jobs, largest first (a one-node job's by ``choose`` if the site set one).
+        """Nodes for admitted jobs, largest first (a one-node job's by ``choose`` if the site set one),
+        each among the nodes its partition allows, laid out in their GPUs per node (``_Where``).
 
         A job whose chosen size does not fit the free GPUs' shape (fragmentation) steps down
         its chain, but never below the smaller of its chosen and its requested size: shrinking
@@ -741,16 +798,17 @@ class GreenFlowPolicy:
             top = gpus[chosen[j]]
             least = min(top, gpus[requested[j]])
             fitting = [c for c in chain if 0 <= c and least <= gpus[c] <= top]
+            allowed = o.where.mask(j, free.names)
             for col in reversed(fitting):
-                shape = layout(gpus[col], gpn)
-                nodes = free.place(*shape, choose=choose) if shape else None
+                shape = layout(gpus[col], o.where.gpn[j])
+                nodes = free.place(*shape, choose=choose, allowed=allowed) if shape else None
                 if nodes is not None:
                     placed[j] = (col, nodes)
                     break
         return placed
 
     def _decisions(self, jobs: PendingJobs, o: _Options, cap_axis: np.ndarray, solved: Solution,
-                   now: float, gpn: int, gpu: str | None) -> tuple[JobDecision, ...]:
+                   now: float, gpu: str | None) -> tuple[JobDecision, ...]:
         choice, placed, price = solved.choice, solved.placed, solved.price
         n = len(jobs)
         rows = np.arange(n)
@@ -777,14 +835,15 @@ class GreenFlowPolicy:
         ids = jobs.job_id.tolist()
         price_note = f" (price {price:.3g})"
         on = f" {gpu}" if gpu else ""
-        shapes: dict[int, tuple[int, int]] = {}
+        shapes: dict[tuple[int, int], tuple[int, int]] = {}
+        gpns = o.where.gpn
         sizes: dict[tuple[int, float], str] = {}
         out = []
         for j in range(n):
             g = counts_l[j]
-            shape = shapes.get(g)
+            shape = shapes.get((g, gpns[j]))
             if shape is None:
-                shape = shapes[g] = layout(g, gpn) or (g, 1)
+                shape = shapes[(g, gpns[j])] = layout(g, gpns[j]) or (g, 1)
             per_node, nodes = shape
             cap_f = caps_l[j]
             size = sizes.get((g, cap_f))
@@ -832,6 +891,24 @@ def _node_facts(snapshot: ClusterSnapshot, memo: DecisionMemo) -> tuple[int, int
         held.last = (snapshot.nodes, (gpus_per_node_of(snapshot, memo), placement_gpus_free(snapshot.nodes, memo),
                                       usable))
     return held.last[1]
+
+
+def _laid_out(table: ConfigTable, types: np.ndarray, jobs: PendingJobs, where: _Where, gpn: int,
+              context: DecisionContext, gpu: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Throughput and power [N, G, C] of each job on ``table``'s columns, a job laid out in
+    other GPUs per node than the pool's (``where``) read from a table of its own layout."""
+    tput, power = table.throughput[types], table.power_w[types]
+    others = sorted({g for g in where.gpn if g != gpn})
+    for other in others:
+        rows = np.flatnonzero(np.asarray(where.gpn) == other)
+        kinds = [jobs.job_type[r] for r in rows.tolist()]
+        own = config_table(context.models, set(kinds), set(table.gpus.tolist()), tuple(table.caps.tolist()), other,
+                           gpu, context.memo)
+        cols = np.searchsorted(own.gpus, table.gpus)
+        at = np.fromiter((own.type_index[t] for t in kinds), dtype=np.int64, count=len(kinds))
+        tput[rows] = own.throughput[at][:, cols]
+        power[rows] = own.power_w[at][:, cols]
+    return tput, power
 
 
 def _least_change(stuck: np.ndarray, runtime: np.ndarray, ok: np.ndarray, allowed: np.ndarray, counts: np.ndarray,

@@ -17,8 +17,8 @@ included); the energy is the pair's power over T plus the one left alone, less w
 host alone would have drawn; the GPU-seconds are how much longer the host's GPU is held.
 The plan's cost of g is its completion in GreenFlow's own queue estimate (its wait
 included), its priced carbon and its GPU-seconds. The guest shares when the first is
-lower; guests are taken oldest first, each with its cheapest host, one guest per GPU
-(Slurm's shards enact pairs).
+lower; guests are taken oldest first, each with its cheapest host on a node its partition
+holds, one guest per GPU (Slurm's shards enact pairs).
 
 No pair slows either job past its partition's ``MaxTime`` (the planner's rule).
 
@@ -65,6 +65,8 @@ class Planned:
     solo_s: float  #: run time alone on one GPU at full power
     intensity: float  #: budget units per kWh starting now
     nodes: tuple[str, ...] | None  #: where it starts now, if it does
+    #: The nodes it may run on (its partition's, ``core.partitions``); None: any of the pool's.
+    allowed: frozenset[str] | None = None
 
 
 @dataclass
@@ -115,7 +117,8 @@ def share_where_cheaper(planned: list[Planned], decisions: list[JobDecision], sn
         guest = planned[i]
         best: tuple[_Pair, _Host] | None = None
         for host in hosts:
-            if host.taken or (not guest.accept_cap and host.cap is not None and host.running):
+            if host.taken or (not guest.accept_cap and host.cap is not None and host.running) or (
+                    guest.allowed is not None and not guest.allowed.issuperset(host.nodes)):
                 continue
             pair = _price_pair(guest, host, models, gpu, price, crowd_per_gpu_s, settings)
             if pair is None or _past_max_time(guest.job, host, pair, limits, max_times):

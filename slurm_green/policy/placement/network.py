@@ -186,14 +186,19 @@ class FreeGpus:
     def total_free(self) -> int:
         return int(self.free.sum())
 
-    def place(self, gpus_per_node: int, num_nodes: int, choose: NodeChooser | None = None) -> tuple[str, ...] | None:
+    def place(self, gpus_per_node: int, num_nodes: int, choose: NodeChooser | None = None,
+              allowed: np.ndarray | None = None) -> tuple[str, ...] | None:
         """Choose nodes for the job and mark their GPUs taken; ``None`` if it does not fit.
 
-        One node is the fullest with a fitting block, or ``choose``'s pick among the nodes with
-        one (a site's scoring, ``placement/site.py``); several are packed under few switches."""
+        Only ``allowed`` nodes (bool per node: the job's partition, ``core.partitions``; None:
+        any) are candidates. One node is the fullest with a fitting block, or ``choose``'s pick
+        among the nodes with one (a site's scoring, ``placement/site.py``); several are packed
+        under few switches."""
         if gpus_per_node <= 0 or num_nodes <= 0:
             return None
         fits, block = self._fitting_nodes(gpus_per_node)
+        if allowed is not None:
+            fits = fits & allowed
         candidates = np.flatnonzero(fits)
         if len(candidates) < num_nodes:
             return None

@@ -395,7 +395,7 @@ def test_the_bounds_candidates_are_searched_by_never_exceed_their_objective(mode
     agnostic = gf._agnostic_choice(o, free)
     crowd = int((~agnostic.admitted).sum())
     for choice in [agnostic] + [c for c, _ in policy._price_grid(o, free)]:
-        enacted, _ = policy._enact(choice, o, snap, gpn, ctx.memo, None)
+        enacted, _ = policy._enact(choice, o, snap, ctx.memo, None)
         exact = gf._expected_cost_s(o, enacted, queue, crowd)
         assert gf._cost_lower_bound_s(o, enacted, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
         assert gf._enactment_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6

@@ -62,6 +62,19 @@ def test_a_queued_job_shares_a_running_shard_jobs_gpu_rather_than_wait_for_it(mo
     assert "share the GPU of job 1 (running)" in plan[2].reason
 
 
+def test_a_queued_job_shares_no_gpu_outside_its_partition(models):
+    """The same pair as above, the guest submitted to a partition whose only node is busy: the
+    host's GPU is not its partition's (``core.partitions``), so it waits there."""
+    busy = Node("a0", gpus_total=1, gpus_allocated=1, gpu_indices_allocated=(0,))
+    host, guest = job(1, LIGHT, running_for_h=3, shards=1), replace(job(2, LIGHT2), partition="a")
+    snap = ClusterSnapshot(taken_at=NOW, jobs=(host, guest), nodes=(one_gpu_node(), busy),
+                           partitions=(Partition("a", nodes=("a0",)), Partition("b", nodes=("n0",), default=True)))
+    plan = {d.job_id: d for d in GreenFlowPolicy(colocation=Colocation())(
+        context(snap, signal([300.0] * 48), models)).decisions}
+    assert plan[2].share_with is None and not plan[2].nodes
+    assert decide([host, replace(guest, partition="b")], models, (one_gpu_node(), busy))[2].share_with == 1
+
+
 def test_a_guest_of_a_running_host_carries_how_much_longer_the_host_runs_beside_it(models):
     """What the planner raises the running host's time limit by: its co-location slowdown over
     its rate at the cap in force (its token's, 0.6 here)."""

@@ -1,0 +1,110 @@
+"""Which nodes a pending job may run on: the one rule the planner and the policies share.
+
+Slurm refuses to pin a job to a node outside its partition(s), or to one of another GPU
+type than it asked for (``--gres=gpu:h100:2``). The planner drops such a pin
+(``planner.within_partition``); the policies that place jobs (GreenFlow, PowerFlow, EaCO)
+place each job on these nodes alone, so that nothing they decide is dropped. Both read the
+rule here, so the two never disagree:
+
+- the partitions listed in ``Job.partition`` (comma-separated), or the default partition
+  for a job that names none;
+- a partition whose node list the snapshot does not give, or names a node the snapshot
+  does not have (``Nodes=ALL`` as printed), holds every node; so does a job whose
+  partitions the snapshot does not list;
+- a requested GPU type restricts the nodes to those of that type where types are known
+  (some node reports one): an untyped node never has it, as Slurm matches ``gpu:h100`` to
+  no such node. Where no node reports a type the type is not checked (a backend that does
+  not read types, the simulator's one-type cluster, whose jobs name that type).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
+from slurm_green.core.decision import DecisionMemo
+
+
+@dataclass
+class NodeRules:
+    """The rule for one snapshot's nodes and partitions, answered once per (partitions, type).
+    Of ``nodes`` it reads only names, GPU types and GPU counts (``node_rules`` may hand on one
+    built from an earlier tuple that had the same)."""
+
+    nodes: tuple[Node, ...]
+    partitions: tuple[Partition, ...]
+    _answers: dict[tuple[str, str | None], frozenset[str] | None] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        names = {node.name for node in self.nodes}
+        self.names = frozenset(names)
+        self._gpus_of = {node.name: node.gpus_total for node in self.nodes}
+        self._of_type: dict[str | None, frozenset[str]] = {}
+        self._by_name = {partition.name: partition for partition in self.partitions}
+        self._defaults = [partition for partition in self.partitions if partition.default]
+        # A node list naming nodes the snapshot does not have (``Nodes=ALL`` as printed) is not known.
+        self._known = {p.name: bool(p.nodes) and set(p.nodes) <= names for p in self.partitions}
+        self._typed = any(node.gpu_type for node in self.nodes)
+
+    def allowed(self, job: Job) -> frozenset[str] | None:
+        """The names of the nodes ``job`` may run on; None: every node (no restriction)."""
+        kind = job.gpu_type if self._typed else None
+        key = (job.partition, kind or None)
+        if key not in self._answers:
+            self._answers[key] = self._allowed(job.partition, kind or None)
+        return self._answers[key]
+
+    def of_type(self, kind: str | None) -> frozenset[str]:
+        """The names of the nodes whose GPU type is ``kind``."""
+        if kind not in self._of_type:
+            self._of_type[kind] = frozenset(node.name for node in self.nodes if node.gpu_type == kind)
+        return self._of_type[kind]
+
+    def gpus_per_node(self, names: frozenset[str]) -> int | None:
+        """The most common GPU count per node among ``names`` (the larger of two as common);
+        None if none of them has a GPU."""
+        counts = Counter(self._gpus_of[name] for name in names if self._gpus_of.get(name, 0) > 0)
+        return max(counts, key=lambda gpus: (counts[gpus], gpus)) if counts else None
+
+    def _allowed(self, partition: str, kind: str | None) -> frozenset[str] | None:
+        listed = ([self._by_name[name] for name in partition.split(",") if name in self._by_name] if partition
+                  else self._defaults)
+        every = not listed or not all(self._known[p.name] for p in listed)
+        names = None if every else {n for p in listed for n in p.nodes}
+        if kind:  # Slurm's gpu:TYPE: only nodes of that type
+            return frozenset(node.name for node in self.nodes
+                             if node.gpu_type == kind and (names is None or node.name in names))
+        return None if names is None else frozenset(names)
+
+
+def _signature(nodes: tuple[Node, ...]) -> tuple[tuple[str, str | None, int], ...]:
+    """What the rule reads of the nodes: their names, GPU types and GPU counts."""
+    return tuple([(node.name, node.gpu_type, node.gpus_total) for node in nodes])
+
+
+@dataclass
+class _RulesMemo:
+    """The last snapshot's rule, in a controller's memo. The simulator hands over a new node
+    tuple whenever a node's allocation changes, and a new partition tuple with every snapshot,
+    while names, types, GPU counts and partitions stay the same: the rule is kept while they do."""
+
+    nodes: tuple[Node, ...] | None = None
+    signature: tuple[tuple[str, str | None, int], ...] = ()
+    rules: NodeRules | None = None
+
+
+def node_rules(snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> NodeRules:
+    """The rule for ``snapshot`` (kept in ``memo`` while its nodes' names, types and GPU counts
+    and its partitions are the same)."""
+    if memo is None:
+        return NodeRules(snapshot.nodes, snapshot.partitions)
+    held = memo.get(_RulesMemo)
+    if held.nodes is not snapshot.nodes:
+        signature = _signature(snapshot.nodes)
+        if signature != held.signature:
+            held.rules = None
+        held.nodes, held.signature = snapshot.nodes, signature
+    if held.rules is None or held.rules.partitions != snapshot.partitions:
+        held.rules = NodeRules(snapshot.nodes, snapshot.partitions)
+    return held.rules

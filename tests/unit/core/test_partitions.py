@@ -1,0 +1,51 @@
+"""The one rule of which nodes a pending job may run on (planner and placing policies alike)."""
+
+from dataclasses import replace
+
+import pytest
+
+from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
+from slurm_green.core.decision import DecisionMemo
+from slurm_green.core.partitions import node_rules
+
+NODES = (Node("a1", gpus_total=4, gpu_type="h100"), Node("a2", gpus_total=4, gpu_type="a40"),
+         Node("b1", gpus_total=8, gpu_type="h100"), Node("b2", gpus_total=8, gpu_type="a40"),
+         Node("b3", gpus_total=8, gpu_type="a40"))
+PARTITIONS = (Partition("a", nodes=("a1", "a2")), Partition("b", nodes=("b1", "b2", "b3"), default=True),
+              Partition("all", nodes=("ALL",)), Partition("none"))
+
+
+def allowed(partition: str, gpu_type: str | None = None, nodes: tuple[Node, ...] = NODES):
+    snap = ClusterSnapshot(taken_at=0.0, nodes=nodes, partitions=PARTITIONS)
+    return node_rules(snap).allowed(Job(1, partition=partition, gpu_type=gpu_type))
+
+
+@pytest.mark.parametrize("partition, expected", [
+    ("a", {"a1", "a2"}), ("", {"b1", "b2", "b3"}), ("a,b", {"a1", "a2", "b1", "b2", "b3"}),
+    ("a,gone", {"a1", "a2"}),  # a partition the snapshot does not list adds nothing
+    ("all", None), ("none", None), ("a,all", None),  # a node list not known: every node
+    ("gone", None),  # only partitions the snapshot does not list: nothing to hold it to
+])
+def test_a_job_runs_on_its_partitions_nodes(partition, expected):
+    assert allowed(partition) == (None if expected is None else frozenset(expected))
+
+
+def test_a_requested_gpu_type_holds_a_job_to_nodes_of_that_type_where_types_are_known():
+    assert allowed("a", "h100") == {"a1"}
+    assert allowed("b", "a40") == {"b2", "b3"}
+    assert allowed("all", "h100") == {"a1", "b1"}  # every node, of that type
+    assert allowed("a", "b200") == frozenset()  # no node of its partition has it
+    untyped = tuple(replace(node, gpu_type=None) for node in NODES)
+    assert allowed("a", "h100", untyped) == {"a1", "a2"}  # no node reports a type: not checked
+
+
+def test_the_memo_keeps_the_rule_while_names_types_counts_and_partitions_stay():
+    memo = DecisionMemo()
+    snap = ClusterSnapshot(taken_at=0.0, nodes=NODES, partitions=PARTITIONS)
+    rules = node_rules(snap, memo)
+    busy = tuple(replace(node, gpus_allocated=1) for node in NODES)  # new objects, same names and types
+    assert node_rules(replace(snap, nodes=busy, partitions=tuple(PARTITIONS)), memo) is rules
+    moved = replace(snap, partitions=(replace(PARTITIONS[0], nodes=("a1",)), *PARTITIONS[1:]))
+    assert node_rules(moved, memo).allowed(Job(1, partition="a")) == {"a1"}
+    retyped = replace(snap, nodes=(replace(NODES[0], gpu_type="a40"), *NODES[1:]))
+    assert node_rules(retyped, memo).allowed(Job(1, partition="a", gpu_type="h100")) == frozenset()

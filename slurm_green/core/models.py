@@ -74,7 +74,8 @@ class ModelRegistry(Protocol):
         """``(slow_a, slow_b, power_w)``: both slowdowns and the shared GPU's power (W) under
         ``mechanism`` (``timeslice`` = gres/shard, ``mps`` = gres/mps); ``power_x_w`` a job's
         measured power alone on one GPU (telemetry), the proxy for a type no table covers;
-        ``cap_fraction`` the cap the shared GPU runs under (None or 1.0: uncapped), which bounds its power."""
+        ``cap_fraction`` the cap the shared GPU runs under (None or 1.0: uncapped), which bounds its
+        power and, where it binds, stretches both slowdowns (``colocation.clip_stretch``)."""
         ...
 
     def colocation_arrays(self, types_a: Sequence[str | None], types_b: Sequence[str | None], gpu: str | None = None,

@@ -51,8 +51,8 @@ class LoadModel:
     the measured pairs, so it over-states more often than it under-states; the job's own
     heaviness is left out on purpose (a light job beside a heavy one is then over-stated).
     The pair's power is ``idle + power_scale * (dyn_a / slow_a + dyn_b / slow_b)``, at most
-    the board's maximum (under a cap, what the capped board draws): each job draws its dynamic
-    power for the share of time it progresses.
+    the board's maximum (under a cap, what the capped board draws, which slows both jobs where
+    it binds: ``clip_stretch``): each job draws its dynamic power for the share of time it progresses.
     """
 
     k: float
@@ -75,6 +75,32 @@ def pair_power_w(power_a: np.ndarray | float, power_b: np.ndarray | float, slow_
     dyn = (np.maximum(np.asarray(power_a, dtype=float) - idle_w, 0.0) / np.asarray(slow_a, dtype=float)
            + np.maximum(np.asarray(power_b, dtype=float) - idle_w, 0.0) / np.asarray(slow_b, dtype=float))
     return np.clip(idle_w + scale * dyn, idle_w, max_w)
+
+
+#: The deepest clip (``clip_stretch``'s ratio) a pair has run under, per mechanism, with no time lost to it
+#: beyond what the models give: the four capped H100 pairs under MPS (``benchmarks/h100_pair.py``,
+#: ``benchmarks/h100/results/hooks.csv``; resnet18 with recommendation at 0.35, its 327 W bounded at
+#: 244 W, ratio 1.53, stretched 0.84 / 1.12 against 1.00 / 1.20 predicted). No time-sliced pair
+#: has been measured under a clip (the two in ``hooks_timeslice.csv`` drew under theirs): 1.0.
+MEASURED_CLIP = {"timeslice": 1.0, "mps": 1.53}
+
+
+def clip_stretch(demand_w: np.ndarray | float, max_w: np.ndarray | float, idle_w: float,
+                 measured: float = 1.0) -> np.ndarray:
+    """How many times longer both jobs of a pair run because the bound ``max_w`` (a cap's,
+    ``power_cap.capped_board_w``) is under the power the pair would draw (``demand_w``,
+    ``pair_power_w`` at the board's maximum): the firmware lowers the clocks to hold the limit,
+    so the pair does its work at the dynamic power the bound leaves. The clip's ratio is
+    ``(demand - idle) / (max_w - idle)`` (``inf`` when the bound leaves no dynamic power).
+    What a clip deeper than ``measured`` (``MEASURED_CLIP``) costs no measurement shows, so
+    beyond it the clip costs time and saves nothing: the stretch is ``ratio / measured`` (at
+    least 1), and the pair's dynamic energy per unit of work stays what it is at ``measured``'s
+    depth (with nothing measured, unclipped)."""
+    demand = np.maximum(np.asarray(demand_w, dtype=float) - idle_w, 0.0)
+    allowed = np.maximum(np.asarray(max_w, dtype=float) - idle_w, 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(demand > allowed, demand / allowed, 1.0)
+    return np.maximum(ratio / measured, 1.0)
 
 
 def fit_load(h_partner: np.ndarray, slowdown: np.ndarray, quantile: float = 0.9) -> tuple[float, float]:

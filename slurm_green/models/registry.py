@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from slurm_green.core.models import Config, Observation
-from slurm_green.models.colocation import MECHANISMS, heaviness, pair_power_w
+from slurm_green.models.colocation import MEASURED_CLIP, MECHANISMS, clip_stretch, heaviness, pair_power_w
 from slurm_green.models.gpu_types import (Board, board_of, canonical_gpu, conservative_type, rescaled_type,
                                           weakest_cap_response)
 from slurm_green.models.names import NameResolver, normalise, unmodelled
@@ -330,6 +330,10 @@ class FittedRegistry:
         an unknown job: the most conservative). ``power_w``: the shared GPU's power from the
         load model, each job's power alone as above, at most what the board draws under
         ``cap_fraction`` (the cap the shared GPU runs under; None or 1.0: none, the board's maximum).
+        Where that bound is under the pair's power, both slowdowns are stretched by how far it
+        cuts the pair's dynamic power beyond the deepest clip measured for ``mechanism``
+        (``colocation.clip_stretch``): the clocks drop to hold the limit, and no measurement
+        shows a deeper clip saving energy, so it is charged in time.
         """
         slow_a, slow_b, power_w = self.colocation_arrays([type_a], [type_b], gpu, mechanism,
                                                          None if power_a_w is None else [power_a_w],
@@ -359,9 +363,11 @@ class FittedRegistry:
         # A measured speed-up when shared (the H100's resnet18 under MPS, 0.96) is run-to-run noise.
         slow_a = np.maximum(np.where(np.isnan(slow_a), load.slowdown(h_b), slow_a), 1.0)
         slow_b = np.maximum(np.where(np.isnan(slow_b), load.slowdown(h_a), slow_b), 1.0)
-        power = pair_power_w(power_a, power_b, slow_a, slow_b, board.idle_w, capped_board_w(board, cap_fraction),
-                             load.power_scale)
-        return slow_a, slow_b, power
+        # The slowdowns were measured (or fitted) at full power; a cap under the pair's draw slows both.
+        demand = pair_power_w(power_a, power_b, slow_a, slow_b, board.idle_w, board.tdp_w, load.power_scale)
+        bound = capped_board_w(board, cap_fraction)
+        clipped = clip_stretch(demand, bound, board.idle_w, MEASURED_CLIP[mechanism])
+        return slow_a * clipped, slow_b * clipped, np.minimum(demand, bound)
 
     def _pair_table(self, name: str, mechanism: str) -> dict[tuple[str, str], tuple[float, float]]:
         if mechanism == "mps" and name in self.params.colocation_mps:

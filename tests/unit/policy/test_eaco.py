@@ -187,34 +187,40 @@ def test_a_pair_released_together_gets_one_energy_optimal_cap_within_the_bound(m
     assert energy[cap] == pytest.approx(min(energy.values()))
 
 
-def _pair_w_under_cap(models, pair: tuple[str, str], cap: float) -> float:
-    """The shared V100's power as docs/models.md writes it: ``idle + s * (dyn_a / slow_a +
-    dyn_b / slow_b)``, ``dyn`` a job's power alone at the cap less idle, at most what the board
-    draws under the cap, ``max(idle, draw_ratio * cap * TDP)`` (below 1.0; 1.0 is no cap)."""
+def _pair_under_cap(models, pair: tuple[str, str], cap: float) -> tuple[float, float]:
+    """The shared V100's power and its jobs' stretch from the clip, as docs/models.md writes
+    them: the pair would draw ``idle + s * (dyn_a / slow_a + dyn_b / slow_b)``, ``dyn`` a job's
+    power alone at the cap less idle; the board draws at most ``max(idle, draw_ratio * cap *
+    TDP)`` under the cap (below 1.0; 1.0 is no cap), and where that binds both jobs run longer by
+    ``(demand - idle) / (bound - idle)`` (no time-sliced pair measured under a clip)."""
     board = models.type_params(None)[0].gpu
     scale = models.params.colocation_load["timeslice"].power_scale
     slow = models.colocated_slowdown(*pair, None, "timeslice")  # a measured pair: not from its power
     dyn = sum((models.for_job(t).power_w(Config(1, 1, cap)) - board.idle_w) / s for t, s in zip(pair, slow))
+    demand = min(board.idle_w + scale * dyn, board.tdp_w)
     bound = board.tdp_w if cap >= 1.0 else max(board.idle_w, board.draw_ratio * cap * board.tdp_w)
-    return min(board.idle_w + scale * dyn, bound)
+    return min(demand, bound), max(1.0, (demand - board.idle_w) / (bound - board.idle_w))
 
 
-def test_a_pairs_cap_is_chosen_on_its_power_under_that_cap(models):
+def test_a_pairs_cap_is_chosen_on_its_power_and_time_under_that_cap(models):
     """Two ResNet-18 (batch size 64) slow each other by nothing on a V100 and draw 141 W at full
     power, more than the board draws under a low cap (96 W at 0.4): the pair's energy at a cap
-    is its power bounded by that cap, as the simulator charges it. Priced unbounded, every cap
-    looked no cheaper than full power and the pair ran uncapped."""
+    is its power bounded by that cap over the work it does in the time the clip stretches it
+    to, as the simulator runs it. Without the clip's stretch a binding cap looked free and the
+    pair ran at 0.4; with it, no cap saves energy the pair would not save at full power."""
     pair = ("ResNet-18 (batch size 64)",) * 2
     plan = decide([job(1, pair[0]), job(2, pair[1])], models)
-    energy = {}
+    energy, clip = {}, {}
     for c in models.allowed_caps(None):  # energy per unit of both jobs' work, stretches within 1.25
         rate = [models.for_job(t).throughput(Config(1, 1, c)) / models.for_job(t).throughput(Config(1)) for t in pair]
-        slow = models.colocated_slowdown(*pair, None, "timeslice")
+        watts, clip[c] = _pair_under_cap(models, pair, c)
+        slow = [s * clip[c] for s in models.colocated_slowdown(*pair, None, "timeslice")]
         if max(s / r for s, r in zip(slow, rate)) <= 1.25:
-            energy[c] = _pair_w_under_cap(models, pair, c) / sum(r / s for r, s in zip(rate, slow))
+            energy[c] = watts / sum(r / s for r, s in zip(rate, slow))
     best = max(c for c, e in energy.items() if e == pytest.approx(min(energy.values()), rel=1e-9))
-    assert best < 1.0  # the bound binds on this pair
-    assert plan[2].share_with == 1 and plan[2].power_cap_fraction == plan[1].power_cap_fraction == best
+    assert clip[best] == 1.0 and any(x > 1.0 for x in clip.values())  # caps that bind are not chosen for it
+    assert plan[2].share_with == 1 and plan[2].power_cap_fraction == plan[1].power_cap_fraction
+    assert (plan[2].power_cap_fraction or 1.0) == best
 
 
 def test_a_job_that_refuses_caps_keeps_its_pair_at_full_power(models):

@@ -88,13 +88,15 @@ def test_a_guest_of_a_running_host_carries_how_much_longer_the_host_runs_beside_
     assert plan[2].partner_stretch == pytest.approx(slowed / rate) and plan[2].partner_stretch > 1
 
 
-def test_a_capped_pairs_energy_is_priced_at_its_power_under_the_cap(models):
-    """A ResNet-18 (batch size 64) runs on shards under its token's cap 0.5 (119 W on a V100);
+def test_a_capped_pairs_energy_is_priced_at_its_power_and_time_under_the_cap(models):
+    """A ResNet-18 (batch size 64) runs on shards under its token's cap 0.55 (131 W on a V100);
     another joins it for its hour. Both at the cap draw 91 W alone and slow each other by
     nothing, so unbounded the pair would draw 141 W: the decision's energy is the pair's power
-    under the cap (docs/models.md) over the hour together, less what the host alone would have
-    drawn, as the simulator charges it. Priced unbounded, it was 0.05 kWh instead of 0.029."""
-    light, cap = "ResNet-18 (batch size 64)", 0.5
+    under the cap (docs/models.md) over the time together, which the clip stretches by its
+    ratio of dynamic power (no time-sliced pair measured under a clip), less what the host
+    alone would have drawn, as the simulator charges it. Priced unbounded, the energy was
+    over-stated; priced bounded without the stretch, the clip saved energy nothing measured."""
+    light, cap = "ResNet-18 (batch size 64)", 0.55
     host = replace(job(1, light, running_for_h=3, shards=1), comment=decision_token.sign(b"k" * 16, 1, {"cap": cap}))
     plan = decide([host, job(2, light)], models, (one_gpu_node(),))
     assert plan[2].share_with == 1 and plan[2].power_cap_fraction == cap
@@ -106,7 +108,9 @@ def test_a_capped_pairs_energy_is_priced_at_its_power_under_the_cap(models):
     unbounded_w = board.idle_w + models.params.colocation_load["timeslice"].power_scale * (
         (alone_w - board.idle_w) / slow_g + (alone_w - board.idle_w) / slow_h)
     pair_w = min(unbounded_w, board.draw_ratio * cap * board.tdp_w)
-    assert pair_w < unbounded_w  # the cap binds on this pair
+    clip = (unbounded_w - board.idle_w) / (pair_w - board.idle_w)
+    assert clip > 1.05  # the cap binds on this pair
+    slow_g, slow_h = slow_g * clip, slow_h * clip
     together = HOUR / rate * slow_g  # the guest (its hour at the cap, slowed) ends first
     left = 3 * HOUR - 50  # the host's time to its limit at the cap: what it would draw alone
     host_alone_s = left - together / slow_h

@@ -286,3 +286,33 @@ def test_a_capped_h100_pair_is_charged_no_more_than_its_cap_allows():
     assert shared_w == pytest.approx(models.colocation(*types, "h100", "mps", *solo, cap_fraction=cap)[2])
     # what EaCO and GreenFlow's priced sharing price the pair at under that cap
     assert shared_w == pytest.approx(pair_at_caps(models, *types, "h100", "mps", [cap]).pair_w[0])
+
+
+def test_a_pair_clipped_by_its_cap_runs_longer_and_saves_no_energy():
+    """Two ResNet-18 (batch size 64) time-sliced on one V100 capped at 0.4: they slow each other
+    by nothing and would draw 141 W, the board holds 96 W. The clocks drop to hold it, and no
+    time-sliced pair was measured under a clip: both run longer by the clip's ratio of dynamic
+    power, ``(demand - idle) / (bound - idle)``, and the pair's energy is no lower than
+    unclipped. Before, the simulator charged 96 W for the time at 141 W: a saving nothing measured."""
+    cap, job_type = 0.4, "ResNet-18 (batch size 64)"
+    models = default_registry("v100")
+    board = models.type_params("v100")[0].gpu
+    spec = ClusterSpec(nodes=1, gpus_per_node=2, gpu_type="v100", idle_w_per_gpu=board.idle_w)
+    wl = Workload.from_columns("test", np.array([T0, T0]), np.array([1, 1]), [job_type] * 2,
+                               duration_s=np.array([2 * HOUR, 2 * HOUR]))
+    model = models.for_job(job_type, "v100")
+    solo_w, rate = model.power_w(Config(1, 1, cap)), model.throughput(Config(1, 1, cap)) / model.throughput(Config(1))
+    slow = models.colocated_slowdown(job_type, job_type, "v100")  # Gavel's pair, measured at full power
+    scale = models.params.colocation_load["timeslice"].power_scale
+    demand = board.idle_w + scale * sum((solo_w - board.idle_w) / s for s in slow)
+    bound = board.draw_ratio * cap * board.tdp_w
+    ratio = (demand - board.idle_w) / (bound - board.idle_w)
+    assert ratio > 1.7  # the clip binds: 141 W wanted, 96 W allowed
+    record = run(wl, CappedPairing(caps=(cap, cap)), models=models, spec=spec)[1]
+    assert max(record.sample_shared) == 1 and record.cap.tolist() == [cap, cap]
+    stretch = [s * ratio / rate for s in slow]
+    assert (record.end - record.start).tolist() == pytest.approx([2 * HOUR * x for x in stretch], rel=1e-3)
+    shared_w = max(p for p, s in zip(record.sample_power_w, record.sample_shared, strict=True) if s)
+    assert shared_w == pytest.approx(bound)
+    unclipped_j = demand * 2 * HOUR * max(slow) / rate  # the pair at the power it wanted, for as long as it needs
+    assert record.energy_j.sum() >= unclipped_j * (1 - 1e-3)

@@ -33,6 +33,9 @@ from slurm_green.models.refine import Corrections, type_key
 PARAMS_ENV = "SLURM_GREEN_MODEL_PARAMS"
 #: A reported board within this share of the fitted one is the fitted board.
 BOARD_TOLERANCE = 0.05
+#: Models (and ``assumed`` answers) kept per (job name, GPU type) at most: a site whose users name
+#: every job afresh would otherwise keep one per job for the controller's life; rebuilt on demand.
+MAX_KEPT = 10_000
 log = logging.getLogger(__name__)
 
 
@@ -286,6 +289,8 @@ class FittedRegistry:
         name = self.gpu if gpu is None else self.gpu_type(gpu)
         model = self._models.get((job_type, name))
         if model is None:
+            if len(self._models) >= MAX_KEPT:  # one entry per job name: forget them all rather than grow
+                self._models.clear()
             params, note = self.type_params(name)
             canonical = self.resolve(job_type)
             if canonical is None:
@@ -304,6 +309,8 @@ class FittedRegistry:
         per (name, GPU type) as asked; a board learned (``observe_board``) clears it."""
         answer = self._assumed.get((job_type, gpu))
         if answer is None:
+            if len(self._assumed) >= MAX_KEPT:
+                self._assumed.clear()
             model = self.for_job(job_type, gpu)
             gpu_part = f"GPU type {self.gpu_type(gpu)}: {model.gpu_note}" if model.gpu_assumed else ""
             answer = self._assumed[(job_type, gpu)] = "; ".join(p for p in (model.job_note, gpu_part) if p)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from slurm_green.models import default_registry
 from slurm_green.core.models import Config, speedup
 from slurm_green.models.params import PACKAGED_PATH, FittedParams
-from slurm_green.models.registry import FittedRegistry, fitted_params
+from slurm_green.models.registry import MAX_KEPT, FittedRegistry, fitted_params
 
 gpus = st.integers(min_value=1, max_value=64)
 caps = st.floats(min_value=0.0, max_value=1.2, allow_nan=False)
@@ -228,3 +228,16 @@ def test_evaluations_are_cheap(reg: FittedRegistry) -> None:
                 calls += 2
     per_call = (time.perf_counter() - start) / calls
     assert per_call < 20e-6, f"{per_call * 1e6:.1f} us per call"
+
+
+def test_the_models_kept_per_job_name_are_bounded(reg: FittedRegistry) -> None:
+    """One model (and one ``assumed`` answer) per job name: a controller whose users name every
+    job afresh must not keep one per job for its whole life; one rebuilt answers the same."""
+    first = reg.for_job("resnet50-run-0")
+    for i in range(MAX_KEPT + 5):
+        reg.for_job(f"resnet50-run-{i}")
+        reg.assumed(f"run-{i}")
+    assert len(reg._models) <= MAX_KEPT and len(reg._assumed) <= MAX_KEPT
+    again = reg.for_job("resnet50-run-0")
+    assert again.throughput(Config(4)) == first.throughput(Config(4))
+    assert again.power_w(Config(4, 1, 0.7)) == first.power_w(Config(4, 1, 0.7))

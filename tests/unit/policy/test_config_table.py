@@ -2,7 +2,7 @@ from policy_literals import LiteralModels, SublinearModel
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.models import Config
 from slurm_green.models.registry import default_registry
-from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
+from slurm_green.policy.config_table import MAX_TYPES, cap_choices, config_table, gpu_options, layout
 
 
 def test_layouts_split_evenly_over_the_fewest_nodes():
@@ -65,3 +65,18 @@ def test_a_memo_keeps_a_table_for_its_registry_only():
     memo = DecisionMemo()
     first = config_table(default_registry(), {"resnet50"}, {1}, (1.0,), 8, memo=memo)
     assert config_table(default_registry(), {"resnet50"}, {1}, (1.0,), 8, memo=memo) is not first
+
+
+def test_a_kept_table_stops_growing_with_job_names_and_answers_the_same():
+    """A type is a job's name: where every job has a new one, the union would grow with every
+    job and each new name rebuild all of it. Past MAX_TYPES the table starts again from the
+    names asked, keeping the counts, and answers as a fresh table does."""
+    models, memo = LiteralModels(), DecisionMemo()
+    for i in range(MAX_TYPES + 10):
+        table = config_table(models, {f"run-{i}"}, {1, 2}, (0.5, 1.0), 8, memo=memo)
+    assert len(table.type_index) <= MAX_TYPES
+    table = config_table(models, {"last", "run-3"}, {4}, (0.5, 1.0), 8, memo=memo)
+    assert {"last", "run-3"} <= table.type_index.keys() and set(table.gpus.tolist()) == {1, 2, 4}
+    fresh = config_table(models, {"run-3"}, {1, 2, 4}, (0.5, 1.0), 8)
+    assert (table.throughput[table.type_index["run-3"]] == fresh.throughput[0]).all()
+    assert (table.power_w[table.type_index["run-3"]] == fresh.power_w[0]).all()

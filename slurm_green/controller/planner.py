@@ -250,7 +250,6 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     partition whose node list is not known holds every node; a type is checked only where
     nodes report types), so this only drops what another policy, or a stale pin, decided."""
     rules = node_rules(snapshot)
-    gpus_of = {node.name: node.gpus_total for node in snapshot.nodes}
     typed = any(node.gpu_type for node in snapshot.nodes)
     decisions = []
     changed = False
@@ -263,9 +262,9 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         allowed = rules.allowed(job)
         kind = job.gpu_type if typed else None  # the type ``allowed`` was held to, for the reasons below
         label = f"{kind} node" if kind else "node"
-        widest = max((gpus_of.get(n, 0) for n in allowed), default=0) if allowed is not None else None
         size = decision.gpus_per_node if decision.gpus_per_node is not None else (
             job.gpus_per_node if decision.num_nodes is not None else None)
+        widest = rules.widest(allowed) if allowed is not None and size is not None else None
         why = []
         if decision.nodes and allowed is not None and not set(decision.nodes) <= allowed:
             why.append(f"its pin is outside its partition's {kind} nodes" if kind

@@ -41,6 +41,7 @@ class NodeRules:
         self.names = frozenset(names)
         self._gpus_of = {node.name: node.gpus_total for node in self.nodes}
         self._of_type: dict[str | None, frozenset[str]] = {}
+        self._widest: dict[frozenset[str], int] = {}
         self._by_name = {partition.name: partition for partition in self.partitions}
         self._defaults = [partition for partition in self.partitions if partition.default]
         # A node list naming nodes the snapshot does not have (``Nodes=ALL`` as printed) is not known.
@@ -60,6 +61,13 @@ class NodeRules:
         if kind not in self._of_type:
             self._of_type[kind] = frozenset(node.name for node in self.nodes if node.gpu_type == kind)
         return self._of_type[kind]
+
+    def widest(self, names: frozenset[str]) -> int:
+        """The most GPUs any node among ``names`` has (0: none, or names the snapshot lacks).
+        Answered once per set: the planner asks it for every pending job, twice a tick."""
+        if names not in self._widest:
+            self._widest[names] = max((self._gpus_of.get(name, 0) for name in names), default=0)
+        return self._widest[names]
 
     def gpus_per_node(self, names: frozenset[str]) -> int | None:
         """The most common GPU count per node among ``names`` (the larger of two as common);

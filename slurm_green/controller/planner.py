@@ -25,7 +25,7 @@ from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, 
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.green_options import parse_marker
-from slurm_green.core.partitions import node_rules
+from slurm_green.core.partitions import NodeRules, node_rules
 from slurm_green.core.plan import JobDecision, Plan, replace_decision
 from slurm_green.core.time_limit import (asked_limit, partition_limits, partition_max_times,
                                          slowed_past_max_time, whole_minutes_s)
@@ -249,18 +249,19 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     a job may run on is ``core.partitions``' rule, the one the placing policies follow too (a
     partition whose node list is not known holds every node; a type is checked only where
     nodes report types), so this only drops what another policy, or a stale pin, decided."""
-    rules = node_rules(snapshot)
-    typed = any(node.gpu_type for node in snapshot.nodes)
+    rules: NodeRules | None = None  # built at the first decision with a pin or a size: most have neither
     decisions = []
     changed = False
     for original in plan.decisions:
         decision = original
         job = snapshot.job(decision.job_id)
-        if job is None or not job.is_pending:
+        if job is None or not job.is_pending or not (
+                decision.nodes or decision.gpus_per_node is not None or decision.num_nodes is not None):
             decisions.append(decision)
             continue
+        rules = rules or node_rules(snapshot)
         allowed = rules.allowed(job)
-        kind = job.gpu_type if typed else None  # the type ``allowed`` was held to, for the reasons below
+        kind = job.gpu_type if rules.typed else None  # the type ``allowed`` was held to, for the reasons below
         label = f"{kind} node" if kind else "node"
         size = decision.gpus_per_node if decision.gpus_per_node is not None else (
             job.gpus_per_node if decision.num_nodes is not None else None)

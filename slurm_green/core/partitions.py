@@ -46,11 +46,12 @@ class NodeRules:
         self._defaults = [partition for partition in self.partitions if partition.default]
         # A node list naming nodes the snapshot does not have (``Nodes=ALL`` as printed) is not known.
         self._known = {p.name: bool(p.nodes) and set(p.nodes) <= names for p in self.partitions}
-        self._typed = any(node.gpu_type for node in self.nodes)
+        #: Whether some node reports a GPU type (else a requested type is not checked).
+        self.typed = any(node.gpu_type for node in self.nodes)
 
     def allowed(self, job: Job) -> frozenset[str] | None:
         """The names of the nodes ``job`` may run on; None: every node (no restriction)."""
-        kind = job.gpu_type if self._typed else None
+        kind = job.gpu_type if self.typed else None
         key = (job.partition, kind or None)
         if key not in self._answers:
             self._answers[key] = self._allowed(job.partition, kind or None)

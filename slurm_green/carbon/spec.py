@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import NamedTuple, TypedDict
 from urllib.parse import parse_qsl
 
+import httpx
 import pandas as pd
 
 from slurm_green.carbon.chain import FallbackChain
@@ -119,8 +120,20 @@ class _LiveOptions(TypedDict, total=False):
     base_url: str
 
 
-def _live_kwargs(options: Mapping[str, str]) -> _LiveOptions:
-    return {"base_url": options["base_url"]} if "base_url" in options else {}
+def _live_kwargs(options: Mapping[str, str], spec: str) -> _LiveOptions:
+    """The options a live source takes; a ``base_url`` that is not an http(s) URL with a host
+    is refused here, with the spec, rather than as httpx's error at the first refresh."""
+    if "base_url" not in options:
+        return {}
+    url = options["base_url"]
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        raise SourceSpecError(f"{spec!r}: base_url={url!r} is not an http(s) URL with a host "
+                              f"(e.g. http://127.0.0.1:8080)")
+    return {"base_url": url}
 
 
 def _synthetic(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec: str) -> CarbonSource:
@@ -163,7 +176,7 @@ def _electricitymaps(arg: str, options: Mapping[str, str], secrets: CarbonSecret
     if factor not in EMISSION_FACTORS:
         raise SourceSpecError(f"{spec!r}: factor={factor!r}; allowed: {list(EMISSION_FACTORS)}")
     token = secrets.deferred("electricitymaps_token", "electricitymaps")
-    return ElectricityMapsSource(arg, token, emission_factor=factor, **_live_kwargs(options))
+    return ElectricityMapsSource(arg, token, emission_factor=factor, **_live_kwargs(options, spec))
 
 
 def _watttime(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec: str) -> CarbonSource:
@@ -172,14 +185,14 @@ def _watttime(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec
     _only(options, {"base_url"}, spec)
     user = secrets.deferred("watttime_username", "watttime")
     password = secrets.deferred("watttime_password", "watttime")
-    return WattTimeSource(arg, user, password, **_live_kwargs(options))
+    return WattTimeSource(arg, user, password, **_live_kwargs(options, spec))
 
 
 def _ukgrid(arg: str, options: Mapping[str, str], secrets: CarbonSecrets, spec: str) -> CarbonSource:
     _only(options, {"base_url"}, spec)
     if arg and not arg.isdigit():
         raise SourceSpecError(f"{spec!r}: ukgrid region must be a number 1..17")
-    return UkGridSource(int(arg) if arg else None, **_live_kwargs(options))
+    return UkGridSource(int(arg) if arg else None, **_live_kwargs(options, spec))
 
 
 _BUILDERS: dict[str, Callable[[str, Mapping[str, str], CarbonSecrets, str], CarbonSource]] = {

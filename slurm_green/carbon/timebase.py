@@ -38,7 +38,6 @@ def epoch_seconds(index: pd.DatetimeIndex) -> np.ndarray:
     return np.asarray((index - EPOCH) / ONE_SECOND, dtype=np.float64)
 
 
-
 def floor_on(ts: pd.Timestamp, step: pd.Timedelta, origin: pd.Timestamp) -> pd.Timestamp:
     """The start of the period holding ``ts`` on the grid of ``step`` through ``origin``.
 

@@ -89,3 +89,13 @@ def test_building_a_source_reads_no_file_and_needs_no_credential(tmp_path):
 def test_empty_chain_is_an_error():
     with pytest.raises(SourceSpecError):
         parse_sources(" , ")
+
+
+@pytest.mark.parametrize("url", ["api.electricitymap.org", "localhost:8080", "ftp://example.org", "http://",
+                                 "http://[::1"])
+@pytest.mark.parametrize("kind", ["electricitymaps:DE", "watttime:CAISO_NORTH", "ukgrid:"])
+def test_a_base_url_that_is_no_http_url_is_refused_with_the_spec(kind, url):
+    """Such a URL was accepted, and the source failed at each refresh with httpx's own error
+    (``InvalidURL``, or a request to a relative path), never naming the configuration at fault."""
+    with pytest.raises(SourceSpecError, match=r"base_url=.* is not an http\(s\) URL with a host"):
+        parse_source_spec(f"{kind}?base_url={url}", CarbonSecrets())

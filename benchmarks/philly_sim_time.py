@@ -39,13 +39,16 @@ def main() -> None:
           f"setup {time.perf_counter() - began:.1f} s")
     wall: dict[str, float] = {}
     for name in args.policies.split(","):
+        cpu = time.process_time()
         result = simulate(workload, spec, make_policy(name), signal, models, args.carbon)
+        cpu = time.process_time() - cpu
         s = result.summary
         wall[name] = result.wall_s
-        print(f"{name:10s} simulated in {result.wall_s:6.1f} s ({result.ticks} ticks): avg JCT {s['avg_jct_s'] / 3600:.2f} h, "
+        print(f"{name:10s} simulated in {result.wall_s:6.1f} s (CPU {cpu:6.1f} s; {result.ticks} ticks): avg JCT {s['avg_jct_s'] / 3600:.2f} h, "
               f"p99 {s['p99_jct_s'] / 3600:.1f} h, energy {s['energy_kwh']:.0f} kWh, carbon {s['carbon_kg']:.0f} kg, "
               f"util {s['gpu_utilisation']:.2f}, finished {s['finished']}")
-    # The machine's speed varies from day to day; the ratio to FIFO, taken in the same run, less so.
+    # The machine's speed varies from day to day, and other work on it takes wall time (not CPU
+    # time, which is printed too); the ratio to FIFO, taken in the same run, varies less.
     for name, seconds in wall.items():
         if name != "fifo" and "fifo" in wall:
             print(f"{name} / fifo wall time: {seconds / wall['fifo']:.2f} x")

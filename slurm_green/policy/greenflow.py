@@ -579,6 +579,9 @@ class GreenFlowPolicy:
         sizes, queued_col, chain = o.sizes, o.queued_col, o.chain
         plans: list[tuple[_Choice, float]] = []
         seen: set[bytes] = set()
+        # Most prices want the same jobs now: each distinct set is admitted once (per walk: on a
+        # long queue a block holds one price).
+        admits: dict[tuple[bool, ...], tuple[list[bool], int]] = {}
         for first in range(0, len(prices), block):
             chunk = np.asarray(prices[first:first + block], dtype=np.float64)
             # cost[P, N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is
@@ -597,8 +600,9 @@ class GreenFlowPolicy:
             else:
                 deferred = np.zeros((len(chunk), len(rows)), dtype=bool)
             wants_now = [tuple(wants) for wants in (~deferred).tolist()]
-            # Most prices want the same jobs now: each distinct set is admitted once.
-            admits = {wants: _admit(sizes, wants, free_gpus) for wants in dict.fromkeys(wants_now)}
+            for wants in wants_now:
+                if wants not in admits:
+                    admits[wants] = _admit(sizes, wants, free_gpus)
             admitted_l, spare_l = zip(*[admits[wants] for wants in wants_now])
             admitted = np.array(admitted_l, dtype=bool).reshape(len(chunk), len(rows))
             steps = _increments(cost_gs, o, admitted, np.array(spare_l, dtype=np.int64))
@@ -960,22 +964,19 @@ def _runtime(work: np.ndarray, throughput: np.ndarray) -> np.ndarray:
 def _admit(sizes: list[int], wants_now: Sequence[bool], free: int) -> tuple[list[bool], int]:
     """FIFO first-fit: each job wanting to start now takes ``sizes[j]`` GPUs if they are still free.
 
-    Returns the admitted mask (a list) and the GPUs left. Once a job did not fit, admission stops as
-    soon as no GPU is left. A plain loop: the queue is mostly a handful of jobs, for which
-    numpy's per-call overhead dominates (and ``_choose`` runs this several times a tick).
+    Returns the admitted mask (a list) and the GPUs left. Admission stops as soon as no GPU is
+    left (every size is at least 1): on a full cluster a long queue costs no pass. A plain loop:
+    the queue is mostly a handful of jobs, for which numpy's per-call overhead dominates (and
+    ``_choose`` runs this several times a tick).
     """
     admitted = [False] * len(sizes)
-    left, missed = free, False
+    left = free
     for j, size in enumerate(sizes):
-        if not wants_now[j]:
-            continue
-        if size > left:
-            missed = True
-            continue
-        admitted[j] = True
-        left -= size
-        if missed and left <= 0:
+        if left <= 0:
             break
+        if wants_now[j] and size <= left:
+            admitted[j] = True
+            left -= size
     return admitted, left
 
 

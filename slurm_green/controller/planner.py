@@ -24,6 +24,7 @@ from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, 
                                       ShareGpus)
 from slurm_green.core.gpu_freq import Enactment
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.partitions import NodeRules, node_rules
 from slurm_green.core.plan import JobDecision, Plan, replace_decision
@@ -226,14 +227,15 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
 
 
 def enactable(plan: Plan, snapshot: ClusterSnapshot,
-              verify: Callable[[int, str], dict[str, object]] | None = None) -> tuple[Plan, dict[int, Sharing]]:
+              verify: Callable[[int, str], dict[str, object]] | None = None,
+              memo: DecisionMemo | None = None) -> tuple[Plan, dict[int, Sharing]]:
     """The plan as it will be enacted: only what the job's partition can hold
     (``within_partition``), no job slowed past its partition's ``MaxTime``
     (``within_max_time``), and only the co-locations that can be enacted (``colocate``)."""
-    return colocate(within_max_time(within_partition(plan, snapshot), snapshot), snapshot, verify)
+    return colocate(within_max_time(within_partition(plan, snapshot, memo), snapshot), snapshot, verify)
 
 
-def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
     """The plan without what Slurm would refuse for a pending job: a pin to a node outside its
     partition(s), more GPUs per node than any node there has, or whole GPUs for a job that
     asked for none (a CPU job, or one on shards of a GPU). A job that asked for a GPU type
@@ -248,7 +250,9 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     job's pin (an earlier one may be as wrong) and its share (the pin was for it). Which nodes
     a job may run on is ``core.partitions``' rule, the one the placing policies follow too (a
     partition whose node list is not known holds every node; a type is checked only where
-    nodes report types), so this only drops what another policy, or a stale pin, decided."""
+    nodes report types), so this only drops what another policy, or a stale pin, decided.
+    With the controller's ``memo`` the rule is kept between ticks while the nodes and
+    partitions stay the same (``node_rules``), as the policies keep it."""
     rules: NodeRules | None = None  # built at the first decision with a pin or a size: most have neither
     decisions = []
     changed = False
@@ -259,7 +263,7 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
                 decision.nodes or decision.gpus_per_node is not None or decision.num_nodes is not None):
             decisions.append(decision)
             continue
-        rules = rules or node_rules(snapshot)
+        rules = rules or node_rules(snapshot, memo)
         allowed = rules.allowed(job)
         kind = job.gpu_type if rules.typed else None  # the type ``allowed`` was held to, for the reasons below
         label = f"{kind} node" if kind else "node"
@@ -457,10 +461,11 @@ def plan_actions(
     sign: Signer | None = None,
     verify: Callable[[int, str], dict[str, object]] | None = None,
     enact: Enactment = "power_cap",
+    memo: DecisionMemo | None = None,
 ) -> list[Action]:
     """All actions the plan needs; decisions for jobs no longer pending are dropped, and
     co-locations that cannot be enacted too (``colocate``)."""
-    plan, sharing = enactable(plan, snapshot, verify)
+    plan, sharing = enactable(plan, snapshot, verify, memo)
     max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
     actions: list[Action] = []

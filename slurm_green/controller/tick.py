@@ -178,7 +178,7 @@ class Controller:
         measured = self.resizer.measured(snapshot) if self.resizer is not None else {}
         plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
                                            self._budget_scale(now, report), progress, measured))
-        report.plan, _ = enactable(stamped(plan, self.models, snapshot), snapshot, self.verify)
+        report.plan, _ = enactable(stamped(plan, self.models, snapshot), snapshot, self.verify, self.memo)
         report.notes.extend(report.plan.notes)
         resizing: list[Action] = []
         if self.resizer is not None:  # running jobs in a resize are its own, not the planner's
@@ -188,7 +188,8 @@ class Controller:
                 d for d in report.plan.decisions if d.job_id not in owned))
         else:
             plan = report.plan
-        report.actions = plan_actions(snapshot, plan, now, self.sign, self.verify, self.gpu_enact) + resizing
+        report.actions = plan_actions(snapshot, plan, now, self.sign, self.verify, self.gpu_enact,
+                                      self.memo) + resizing
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:

@@ -55,7 +55,7 @@ import heapq
 import math
 import operator
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -210,20 +210,14 @@ class _Running:
     next_freeze: float = math.inf
     model: JobModel | None = None
     config: Config | None = None
-    #: (node, GPUs) per node of ``alloc``: what it frees at its time limit, for backfill's profile.
-    cells: list[tuple[int, int]] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.cells = [(i, len(slots)) for i, slots in self.alloc]
         if math.isnan(self.saved_left):
             self.saved_left = self.work_left
 
     def left_at(self, t: float) -> float:
         """Work left at ``t``, at its rate now."""
         return max(0.0, self.work_left - (t - self.since) * self.throughput)
-
-    def key(self, job_id: int) -> tuple[float, int, int]:
-        return (self.limit_end, job_id, self.gpus)
 
 
 class _Held:
@@ -301,18 +295,15 @@ class _FreeProfile:
     the reservations made between two starts, so it also keeps what they all ask again: the
     candidate start times (``candidates``) and which nodes have room per GPU count (``room``)."""
 
-    def __init__(self, now: float, free_count: np.ndarray, ends: list[float], cells: list[tuple[int, int]]) -> None:
-        """``ends``: one time per cell of ``cells`` (node, GPUs it frees then)."""
+    def __init__(self, now: float, free_count: np.ndarray, ends: np.ndarray, nodes: np.ndarray) -> None:
+        """``ends``: when each allocated GPU is freed (at least ``now``), on its node of ``nodes``."""
         self.now = now
         self.horizon = now + BACKFILL_WINDOW_S
-        self.times = np.unique(np.array([now, *ends]))
-        nodes = len(free_count)
-        released = np.zeros((len(self.times), nodes), dtype=np.int64)
-        if cells:
-            node, gpus = zip(*cells)
-            flat = np.searchsorted(self.times, ends) * nodes + np.array(node)
-            # bincount sums small integers exactly (in float64); it is np.add.at without its slowness.
-            released = np.bincount(flat, weights=gpus, minlength=released.size).astype(np.int64).reshape(released.shape)
+        self.times = np.unique(np.concatenate(([now], ends)))
+        shape = (len(self.times), len(free_count))
+        # GPUs freed per (row, node): bincount is np.add.at without its slowness.
+        released = np.bincount(np.searchsorted(self.times, ends) * shape[1] + nodes,
+                               minlength=shape[0] * shape[1]).reshape(shape)
         self.free = free_count + np.cumsum(released, axis=0)
         self._room: dict[tuple[int, str | None], np.ndarray] = {}
         self._times: np.ndarray | None = None
@@ -417,7 +408,10 @@ class Simulator:
         self._queue: list[tuple[float, int]] = []  # eligible pending, FIFO order
         self._releases: list[tuple[float, int]] = []  # (begin time, job id), lazily validated
         self._completions: list[tuple[float, int]] = []
-        self._limit_ends: list[tuple[float, int, int]] = []  # running jobs by expected end, for backfill
+        #: Per allocated GPU (where ``free`` is False), the time limit's end of the job holding it:
+        #: when backfill's profile expects it back. Kept per GPU, not per job, so that a profile is
+        #: read off it at once (a pass over the running jobs per profile was most of its cost).
+        self._limit_end = np.zeros((spec.nodes, spec.gpus_per_node))
         self._schedule_needed = False
         self._next_arrival = 0
         self._snapshot: ClusterSnapshot | None = None
@@ -613,9 +607,8 @@ class Simulator:
         job = self._jobs[job.job_id]
         seconds = job.time_limit_s or action.seconds
         running = self._running[job.job_id]
-        del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job.job_id))]
         running.limit_end = (job.start_time or self.clock.now()) + seconds
-        bisect.insort(self._limit_ends, running.key(job.job_id))
+        self._hold_until(running)
         self._update(job, end_time=running.limit_end)
         self.record.time_limit[job.job_id - 1] = seconds
         return None
@@ -844,7 +837,7 @@ class Simulator:
                                                        throughput, power, throughput, power, now, end, work,
                                                        frozen=frozen, freeze_step=step, model=model, config=config)
         self._plan_freeze(job.job_id, running)
-        bisect.insort(self._limit_ends, running.key(job.job_id))
+        self._hold_until(running)
         bound = self._share.pop(job.job_id, None)  # started alone: a binding to a partner lapses
         self._power_w += power
         # Like Slurm, a running job's EndTime is its start plus its time limit, not the truth.
@@ -870,7 +863,6 @@ class Simulator:
     def _release_gpus(self, job_id: int, running: _Running) -> None:
         """What a job that stopped held: its end in backfill's profile, its power and its GPUs
         (unless it was a host whose guest takes them over)."""
-        del self._limit_ends[bisect.bisect_left(self._limit_ends, running.key(job_id))]
         self._schedule_needed = True
         self._power_w -= running.power_w
         self._snapshot = None
@@ -892,7 +884,8 @@ class Simulator:
         self._shared_gpus -= ended.gpus
         self._set_rate(partner, self.clock.now(), other.solo_throughput, other.solo_power_w)
         if ended.alloc and not other.alloc:
-            other.alloc, other.cells = ended.alloc, ended.cells
+            other.alloc = ended.alloc
+            self._hold_until(other)
             return True
         return False
 
@@ -1001,7 +994,6 @@ class Simulator:
                                                        work, partner=host_id, frozen=frozen,
                                                        freeze_step=step, model=model, config=config)
         self._plan_freeze(job.job_id, running)
-        bisect.insort(self._limit_ends, running.key(job.job_id))
         self._jobs[job.job_id] = _replace_job(job, dict(
             state=JobState.RUNNING, start_time=now, end_time=running.limit_end, nodes=host_job.nodes,
             num_nodes=count, **_shared_fields(per_node)))
@@ -1012,14 +1004,15 @@ class Simulator:
         self._set_rate(host_id, now, host.solo_throughput / slow_host, pair_total - power)
         self._snapshot = None
 
+    def _hold_until(self, running: _Running) -> None:
+        """Backfill expects the GPUs of ``running``'s allocation back at its time limit's end."""
+        for i, slots in running.alloc:
+            self._limit_end[i, slots] = running.limit_end
+
     def _free_profile(self, now: float) -> _FreeProfile:
-        ends: list[float] = []
-        cells: list[tuple[int, int]] = []
-        for end, job_id, _ in self._limit_ends:
-            freed = self._running[job_id].cells
-            cells.extend(freed)
-            ends.extend([max(end, now)] * len(freed))
-        return _FreeProfile(now, self.free_count, ends, cells)
+        """Backfill's profile at ``now``: every allocated GPU is freed at its job's time limit (now, if past)."""
+        nodes, gpus = np.nonzero(~self.free)
+        return _FreeProfile(now, self.free_count, np.maximum(self._limit_end[nodes, gpus], now), nodes)
 
     def _reserve(self, job: Job, held: _Held, profile: _FreeProfile) -> None:
         """Backfill's reservation for a blocked ``job``, on specific whole nodes, as Slurm makes one.

@@ -41,7 +41,7 @@ def test_candidates_merged_one_reservation_at_a_time_are_those_of_all_at_once(li
     the window, each with its profile row; merged in as reservations are added."""
     now = 120.0
     ends = [max(t, now) for t in limit_ends]  # as ``_free_profile`` gives them: past ones leave now
-    profile = _FreeProfile(now, np.zeros(NODES, dtype=np.int64), ends, [(0, 1)] * len(ends))
+    profile = _FreeProfile(now, np.zeros(NODES, dtype=np.int64), np.array(ends), np.zeros(len(ends), dtype=np.int64))
     held = _Held(NODES)
     for i, (begin, duration, nodes) in enumerate(reservations):
         if i == first:

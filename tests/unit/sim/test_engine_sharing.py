@@ -171,7 +171,8 @@ def test_a_running_jobs_time_limit_is_raised_as_on_slurm_its_end_and_backfills_v
     [result] = sim.apply([SetTimeLimit(1, 2 * HOUR + 1)])  # up to whole minutes, as Slurm keeps it
     raised = sim.snapshot().jobs[0]
     assert result.ok and raised.time_limit_s == 2 * HOUR + 60 and raised.end_time == T0 + 2 * HOUR + 60
-    assert sim._limit_ends == [(T0 + 2 * HOUR + 60, 1, 1)] and sim.record.time_limit[0] == 2 * HOUR + 60
+    assert sim._free_profile(T0).times.tolist() == [T0, T0 + 2 * HOUR + 60]
+    assert sim.record.time_limit[0] == 2 * HOUR + 60
     [refused] = sim.apply([SetTimeLimit(1, 0.0)])
     assert not refused.ok and sim.snapshot().jobs[0].time_limit_s == 2 * HOUR + 60
 

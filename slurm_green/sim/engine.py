@@ -291,32 +291,33 @@ class _RunningCounts:
 
 class _FreeProfile:
     """Free GPUs per node from ``now`` on, as backfill expects them: running jobs leave at their
-    time limits (those past it, now); one row per moment something leaves. One profile serves
-    the reservations made between two starts, so it also keeps what they all ask again: the
-    candidate start times (``candidates``) and which nodes have room per GPU count (``room``)."""
+    time limits (those past it, now); one row (of ``times``) per moment something leaves. One
+    profile serves the reservations made between two starts, so it also keeps what they all ask
+    again: the candidate start times (``candidates``) and when nodes have room per GPU count (``room``)."""
 
-    def __init__(self, now: float, free_count: np.ndarray, ends: np.ndarray, nodes: np.ndarray) -> None:
-        """``ends``: when each allocated GPU is freed (at least ``now``), on its node of ``nodes``."""
+    def __init__(self, now: float, ends: np.ndarray) -> None:
+        """``ends``: per node (rows) and GPU, when backfill expects it free: ``now`` if it is, else
+        its job's time limit's end (``now`` if past)."""
         self.now = now
         self.horizon = now + BACKFILL_WINDOW_S
-        self.times = np.unique(np.concatenate(([now], ends)))
-        shape = (len(self.times), len(free_count))
-        # GPUs freed per (row, node): bincount is np.add.at without its slowness.
-        released = np.bincount(np.searchsorted(self.times, ends) * shape[1] + nodes,
-                               minlength=shape[0] * shape[1]).reshape(shape)
-        self.free = free_count + np.cumsum(released, axis=0)
-        self._room: dict[tuple[int, str | None], np.ndarray] = {}
+        self.times = np.unique(np.concatenate(([now], ends.ravel())))
+        # Per node, the row from which it has at least g free GPUs (g = 0, 1, ...): its GPUs' rows
+        # in order. Free GPUs only grow with time, so this is the whole profile, without the
+        # (rows x nodes) counts, whose cumulative sum was most of a profile's cost.
+        self._ready = np.zeros((len(ends), ends.shape[1] + 1), dtype=np.int64)
+        self._ready[:, 1:] = self.times.searchsorted(np.sort(ends, axis=1))
+        self._room: dict[tuple[int, str | None], tuple[np.ndarray, np.ndarray]] = {}
         self._times: np.ndarray | None = None
         self._rows = np.empty(0, dtype=np.int64)
         self._seen = 0
 
     def _row(self, times: np.ndarray) -> np.ndarray:
-        """Each of ``times``' row of ``free``."""
+        """Each of ``times``' row: the latest moment of the profile at or before it."""
         return self.times.searchsorted(times, side="right") - 1
 
     def candidates(self, held: _Held) -> tuple[np.ndarray, np.ndarray]:
         """The moments a reservation may start, sorted: this profile's and the ends of ``held``'s
-        reservations after now, up to the backfill window; and each one's row of ``free``.
+        reservations after now, up to the backfill window; and each one's row.
         Built once, then each reservation added since is merged in (one per blocked job)."""
         if self._times is None:
             times = np.union1d(self.times, held.ends_after(self.now))
@@ -331,15 +332,17 @@ class _FreeProfile:
         self._seen = held.count
         return self._times, self._rows
 
-    def room(self, per_node: int, gpu_type: str | None, allowed: np.ndarray | None) -> np.ndarray:
-        """Per row of ``free`` and node: at least ``per_node`` free GPUs (on ``allowed`` nodes;
-        ``gpu_type`` names that mask: None for none)."""
+    def room(self, per_node: int, gpu_type: str | None, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, the first row from which it has ``per_node`` free GPUs (past the last row on
+        nodes not ``allowed``; ``gpu_type`` names that mask: None for none), and per row and node
+        whether it has them then."""
         key = (per_node, gpu_type)
         room = self._room.get(key)
         if room is None:
-            room = self._room[key] = self.free >= per_node
+            ready = self._ready[:, per_node].copy()
             if allowed is not None:
-                room &= allowed
+                ready[~allowed] = len(self.times)
+            room = self._room[key] = ready, np.arange(len(self.times))[:, np.newaxis] >= ready
         return room
 
 
@@ -1011,8 +1014,7 @@ class Simulator:
 
     def _free_profile(self, now: float) -> _FreeProfile:
         """Backfill's profile at ``now``: every allocated GPU is freed at its job's time limit (now, if past)."""
-        nodes, gpus = np.nonzero(~self.free)
-        return _FreeProfile(now, self.free_count, np.maximum(self._limit_end[nodes, gpus], now), nodes)
+        return _FreeProfile(now, np.where(self.free, now, np.maximum(self._limit_end, now)))
 
     def _reserve(self, job: Job, held: _Held, profile: _FreeProfile) -> None:
         """Backfill's reservation for a blocked ``job``, on specific whole nodes, as Slurm makes one.
@@ -1027,8 +1029,15 @@ class Simulator:
         pinned = [self._node_index[n] for n in job.nodes]
         limit = job.time_limit_s or 0.0
         typed = self.spec.typed and not job.nodes
-        room = profile.room(job.gpus_per_node, job.gpu_type if typed else None,
-                            self._type_nodes[job.gpu_type] if typed else None)
+        ready, room = profile.room(job.gpus_per_node, job.gpu_type if typed else None,
+                                   self._type_nodes[job.gpu_type] if typed else None)
+        # Before the nodes it needs have room (pinned, or the first count of them) it fits at no
+        # time, reservations or not: the search starts there.
+        first = ready[pinned].max() if pinned else np.partition(ready, job.num_nodes - 1)[job.num_nodes - 1]
+        skip = int(rows.searchsorted(first))
+        if skip == len(rows):
+            return
+        times, rows = times[skip:], rows[skip:]
         ok = room[rows]
         if held.count:
             ok &= ~held.held_over(times, limit)

@@ -41,7 +41,7 @@ def test_candidates_merged_one_reservation_at_a_time_are_those_of_all_at_once(li
     the window, each with its profile row; merged in as reservations are added."""
     now = 120.0
     ends = [max(t, now) for t in limit_ends]  # as ``_free_profile`` gives them: past ones leave now
-    profile = _FreeProfile(now, np.zeros(NODES, dtype=np.int64), np.array(ends), np.zeros(len(ends), dtype=np.int64))
+    profile = _FreeProfile(now, np.array(ends).reshape(1, -1))  # one node, busy GPUs
     held = _Held(NODES)
     for i, (begin, duration, nodes) in enumerate(reservations):
         if i == first:
@@ -61,3 +61,19 @@ def test_first_fit_is_the_first_row_with_the_pinned_nodes_or_enough_of_them(rows
     expected = next((r for r, row in enumerate(rows)
                      if (all(row[i] for i in pinned) if pinned else sum(row) >= count)), None)
     assert _first_fit(ok, pinned, count) == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.one_of(st.just(0.0), minutes), min_size=4, max_size=4), min_size=1, max_size=NODES),
+       st.integers(min_value=1, max_value=4), st.lists(st.booleans(), min_size=NODES, max_size=NODES))
+def test_room_is_from_the_first_row_with_that_many_free_gpus(gpu_ends, per_node, allowed_nodes):
+    """A node has room for ``per_node`` GPUs from its ``ready`` row on: where the GPUs free by
+    then (free now, or their job's limit passed) are that many; never on a node not allowed."""
+    now = 0.0
+    ends = np.array(gpu_ends)
+    allowed = np.array(allowed_nodes[:len(ends)])
+    profile = _FreeProfile(now, ends)
+    ready, room = profile.room(per_node, "t", allowed)
+    for row, t in enumerate(profile.times):
+        has_room = ((ends <= t).sum(axis=1) >= per_node) & allowed
+        assert ((ready <= row) == has_room).all() and (room[row] == has_room).all()

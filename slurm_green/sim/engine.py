@@ -223,14 +223,13 @@ class _Running:
 class _Held:
     """One backfill pass's reservations, as Slurm's backfill keeps them (its node_space map):
     **whole nodes** held for each blocked job from its expected start to that plus its time
-    limit, times rounded down to ``BACKFILL_RESOLUTION_S``. Kept as arrays (one row per
-    reservation) because every later job asks which nodes are free of them."""
+    limit, times rounded down to ``BACKFILL_RESOLUTION_S``. Kept as arrays because every later
+    job asks which nodes are free of them."""
 
     def __init__(self, nodes: int) -> None:
-        self.start = np.empty(BACKFILL_DEPTH)
-        self.end = np.empty(BACKFILL_DEPTH)
-        self.nodes = np.zeros((BACKFILL_DEPTH, nodes), dtype=np.int32)  # 1: held (counted per node)
+        self.end = np.empty(BACKFILL_DEPTH)  # in the order made
         self.count = 0
+        self._nodes = nodes
         # The reservations by start and by end, each with per-node running counts (row i: the
         # first i of that order), kept sorted as reservations are added: ``held_over`` asks them
         # for every blocked job, and re-sorting each time was most of a simulation's time.
@@ -238,12 +237,12 @@ class _Held:
         self._by_end = _RunningCounts(nodes)
 
     def add(self, start: float, end: float, nodes: list[int]) -> None:
-        k = self.count
-        self.start[k] = math.floor(start / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
-        self.end[k] = math.floor(end / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
-        self.nodes[k, nodes] = 1
-        self._by_start.insert(float(self.start[k]), self.nodes[k])
-        self._by_end.insert(float(self.end[k]), self.nodes[k])
+        held = np.zeros(self._nodes, dtype=np.int16)  # 1: held (counted per node)
+        held[nodes] = 1
+        end = math.floor(end / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
+        self._by_start.insert(math.floor(start / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S, held)
+        self._by_end.insert(end, held)
+        self.end[self.count] = end
         self.count += 1
 
     def free_during(self, start: float, end: float) -> np.ndarray | None:
@@ -251,9 +250,8 @@ class _Held:
         all). Like Slurm, a job ending exactly when a reservation starts overlaps it."""
         if not self.count:
             return None
-        k = self.count
-        overlap = (self.start[:k] <= end) & (self.end[:k] > start)
-        return np.logical_not(self.nodes[:k][overlap].any(axis=0))
+        # As in ``held_over``: those begun by ``end`` less those ended by ``start`` (start <= end).
+        return self._by_start.up_to(end) == self._by_end.up_to(start)
 
     def ends_after(self, t: float) -> np.ndarray:
         return self.end[:self.count][self.end[:self.count] > t]
@@ -284,8 +282,8 @@ class _RunningCounts:
         self.counts[at + 1] = self.counts[at] + held
         self.size += 1
 
-    def up_to(self, times: np.ndarray) -> np.ndarray:
-        """Per time (rows) and node, how many reservations have a key at or before the time."""
+    def up_to(self, times: np.ndarray | float) -> np.ndarray:
+        """Per time (rows; one time: a row) and node, how many reservations have a key at or before the time."""
         return self.counts[self.keys[:self.size].searchsorted(times, side="right")]
 
 

@@ -753,10 +753,8 @@ class Simulator:
         fitting = ok.nonzero()[0]
         return fitting[:count].tolist() if len(fitting) >= count else None
 
-    def _allocate(self, job: Job, allowed: np.ndarray | None = None) -> list[tuple[int, np.ndarray]] | None:
-        nodes = self._fit(job, self.free_count, allowed)
-        if nodes is None:
-            return None
+    def _allocate(self, job: Job, nodes: list[int]) -> list[tuple[int, np.ndarray]]:
+        """``job``'s GPUs on ``nodes`` (as ``_fit`` chose them), taken."""
         per_node = job.gpus_per_node
         alloc = []
         for i in nodes:
@@ -1078,7 +1076,8 @@ class Simulator:
                 job = self._unbound(job)
             need = job.total_gpus
             tested += 1
-            if need <= free and self._fit(job, self.free_count) is not None:
+            nodes = self._fit(job, self.free_count) if need <= free else None
+            if nodes is not None:
                 if blocked:
                     profile = profile or self._free_profile(now)
                     if held is None:
@@ -1086,10 +1085,10 @@ class Simulator:
                     for earlier in blocked:
                         self._reserve(earlier, held, profile)
                     blocked.clear()
-                alloc = self._allocate(job, None if held is None else
-                                       held.free_during(now, now + (job.time_limit_s or 0.0)))
-                if alloc is not None:
-                    self._start(job, alloc, now)
+                if held is not None and held.count:  # then only on nodes no reservation holds during its limit
+                    nodes = self._fit(job, self.free_count, held.free_during(now, now + (job.time_limit_s or 0.0)))
+                if nodes is not None:
+                    self._start(job, self._allocate(job, nodes), now)
                     hosts_started = True
                     profile = None  # it holds GPUs until its own time limit
                     del self._queue[i]

@@ -231,7 +231,7 @@ class _Held:
         self.count = 0
         self._nodes = nodes
         # The reservations by start and by end, each with per-node running counts (row i: the
-        # first i of that order), kept sorted as reservations are added: ``held_over`` asks them
+        # first i of that order), kept sorted as reservations are added: ``free_over`` asks them
         # for every blocked job, and re-sorting each time was most of a simulation's time.
         self._by_start = _RunningCounts(nodes)
         self._by_end = _RunningCounts(nodes)
@@ -250,19 +250,19 @@ class _Held:
         all). Like Slurm, a job ending exactly when a reservation starts overlaps it."""
         if not self.count:
             return None
-        # As in ``held_over``: those begun by ``end`` less those ended by ``start`` (start <= end).
+        # As in ``free_over``: those begun by ``end`` less those ended by ``start`` (start <= end).
         return self._by_start.up_to(end) == self._by_end.up_to(start)
 
     def ends_after(self, t: float) -> np.ndarray:
         return self.end[:self.count][self.end[:self.count] > t]
 
-    def held_over(self, times: np.ndarray, length: float) -> np.ndarray:
-        """For each start in ``times`` (sorted), the nodes some reservation holds during a run
+    def free_over(self, times: np.ndarray, length: float) -> np.ndarray:
+        """For each start in ``times`` (sorted), the nodes no reservation holds during a run
         of ``length`` from it: ``free_during`` for many starts at once (rows x nodes)."""
         # Reservation r overlaps a run from t when start_r - length <= t < end_r: on each node,
         # the reservations begun by t (in that sense) minus those ended by then. Those ended are
-        # among those begun (end_r >= start_r, length >= 0), so "some held" is "the counts differ".
-        return self._by_start.up_to(times + length) != self._by_end.up_to(times)
+        # among those begun (end_r >= start_r, length >= 0), so "none held" is "the counts agree".
+        return self._by_start.up_to(times + length) == self._by_end.up_to(times)
 
 
 class _RunningCounts:
@@ -396,6 +396,7 @@ class Simulator:
         self._free_total = spec.gpus
         self._node_gpus = np.full(spec.nodes, spec.gpus_per_node)
         self._node_index = {spec.node_name(i): i for i in range(spec.nodes)}
+        self._node_views: dict[tuple[int, bytes], Node] = {}  # ``_node``'s, by node and its free GPUs
         self._nodes = [self._node(i) for i in range(spec.nodes)]
         self._dirty_nodes: set[int] = set()
         self._nodes_tuple: tuple[Node, ...] | None = None
@@ -726,14 +727,22 @@ class Simulator:
     def _node(self, i: int) -> Node:
         """Node ``i`` as Slurm shows it: its GPU type only on a mixed cluster. On one type the
         nodes name none (untyped gres), so the controller asks its models for the registry's own
-        type, the one the jobs run with here (``_runs_on``)."""
-        used = self.spec.gpus_per_node - int(self.free_count[i])
-        state = NodeState.IDLE if used == 0 else (
-            NodeState.ALLOCATED if used == self.spec.gpus_per_node else NodeState.MIXED)
-        return Node(self.spec.node_name(i), state=state, gpus_total=self.spec.gpus_per_node, gpus_allocated=used,
-                    gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()),
-                    gpu_type=self.spec.type_of(i) if self.spec.typed else None,
-                    features=(SWITCH_FEATURE + self.spec.switch_of(i),), partitions=(PARTITION,))
+        type, the one the jobs run with here (``_runs_on``).
+
+        Made once per node and set of free GPUs, then reused: every tick's snapshot asks again for
+        the nodes that changed, and a node takes few such sets (at most 2 ** GPUs per node)."""
+        key = (i, self.free[i].tobytes())
+        node = self._node_views.get(key)
+        if node is None:
+            used = self.spec.gpus_per_node - int(self.free_count[i])
+            state = NodeState.IDLE if used == 0 else (
+                NodeState.ALLOCATED if used == self.spec.gpus_per_node else NodeState.MIXED)
+            node = self._node_views[key] = Node(
+                self.spec.node_name(i), state=state, gpus_total=self.spec.gpus_per_node, gpus_allocated=used,
+                gpu_indices_allocated=tuple(np.flatnonzero(~self.free[i]).tolist()),
+                gpu_type=self.spec.type_of(i) if self.spec.typed else None,
+                features=(SWITCH_FEATURE + self.spec.switch_of(i),), partitions=(PARTITION,))
+        return node
 
     def _fit(self, job: Job, free: np.ndarray, allowed: np.ndarray | None = None) -> list[int] | None:
         """The nodes ``job`` would take given ``free`` GPUs per node (and only ``allowed`` nodes):
@@ -1036,7 +1045,7 @@ class Simulator:
         times, rows = times[skip:], rows[skip:]
         ok = room[rows]
         if held.count:
-            ok &= ~held.held_over(times, limit)
+            ok &= held.free_over(times, limit)
         row = _first_fit(ok, pinned, job.num_nodes)
         if row is not None:
             start = float(times[row])

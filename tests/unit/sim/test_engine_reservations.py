@@ -19,7 +19,7 @@ reservation = st.tuples(minutes, st.integers(min_value=0, max_value=300).map(lam
 @settings(max_examples=300, deadline=None)
 @given(st.lists(reservation, min_size=1, max_size=25), st.lists(minutes, min_size=1, max_size=12),
        st.integers(min_value=0, max_value=400).map(lambda m: m * 60.0 + 17.0))
-def test_held_over_and_free_during_are_the_scan_of_every_reservation(reservations, starts, length):
+def test_free_over_and_free_during_are_the_scan_of_every_reservation(reservations, starts, length):
     held = _Held(NODES)
     for begin, duration, nodes in reservations:
         held.add(begin, begin + duration, nodes)
@@ -30,7 +30,7 @@ def test_held_over_and_free_during_are_the_scan_of_every_reservation(reservation
         hi = np.floor((begin + duration) / BACKFILL_RESOLUTION_S) * BACKFILL_RESOLUTION_S
         overlaps = (lo - length <= times) & (times < hi)  # a run from t meets [lo, hi)
         expected[np.ix_(overlaps, nodes)] = True
-    assert (held.held_over(times, length) == expected).all()
+    assert (held.free_over(times, length) == ~expected).all()
     for t, row in zip(times.tolist(), expected):
         assert (held.free_during(t, t + length) == ~row).all()
 

@@ -128,9 +128,10 @@ def _live_kwargs(options: Mapping[str, str], spec: str) -> _LiveOptions:
     url = options["base_url"]
     try:
         parsed = httpx.URL(url)
-    except httpx.InvalidURL:
-        parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host:
+        usable = parsed.scheme in ("http", "https") and bool(parsed.host)
+    except (httpx.InvalidURL, ValueError):  # a host IDNA refuses raises idna's own (a ValueError) when read
+        usable = False
+    if not usable:
         raise SourceSpecError(f"{spec!r}: base_url={url!r} is not an http(s) URL with a host "
                               f"(e.g. http://127.0.0.1:8080)")
     return {"base_url": url}

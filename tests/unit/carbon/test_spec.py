@@ -92,7 +92,7 @@ def test_empty_chain_is_an_error():
 
 
 @pytest.mark.parametrize("url", ["api.electricitymap.org", "localhost:8080", "ftp://example.org", "http://",
-                                 "http://[::1"])
+                                 "http://[::1", "http://xn--a.com"])
 @pytest.mark.parametrize("kind", ["electricitymaps:DE", "watttime:CAISO_NORTH", "ukgrid:"])
 def test_a_base_url_that_is_no_http_url_is_refused_with_the_spec(kind, url):
     """Such a URL was accepted, and the source failed at each refresh with httpx's own error

@@ -227,16 +227,16 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
     in the options (the marker) for every marked job.
     """
-    options = replace(options, time_limit_s=time_limit_s)
-    if options.elastic and requeue == 0:
-        options = replace(options, elastic=False)
+    # One ``replace`` per job: the simulator's job_submit.lua runs this for every arrival.
+    elastic = options.elastic and requeue != 0
     if not options.managed:
-        return options, None
+        return replace(options, time_limit_s=time_limit_s, elastic=elastic), None
     later = begin is not None and now < begin < NO_VAL
     base = begin if later and begin is not None else now
     deadline = base + options.max_delay_s
     defer = math.floor(deadline)
-    return replace(options, deadline=deadline, earliest=base if later else None), (defer if defer > base else None)
+    return (replace(options, time_limit_s=time_limit_s, elastic=elastic, deadline=deadline,
+                    earliest=base if later else None), defer if defer > base else None)
 
 
 NO_VAL16 = 0xFFFE  # Slurm's "unset" for a uint16 job_desc field such as requeue

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import warnings
 import zoneinfo
 from pathlib import Path
@@ -58,7 +59,14 @@ def read_carbon_csv(
     check_file_options(tz=tz, column=column, unit=unit)
     path = Path(path)
     try:
-        frame = pd.read_csv(path, encoding="utf-8")
+        # Opened without blocking and checked: a FIFO would block the refresh until a writer came,
+        # and a device (/dev/zero) is read for ever, into memory; only a regular file is read.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise SourceError(f"cannot read carbon CSV {path}: not a regular file")
+            os.set_blocking(fd, True)
+            frame = pd.read_csv(handle, encoding="utf-8")
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise SourceError(f"cannot read carbon CSV {path}: {_reason(exc)}") from None
     if EM_TIME_COLUMN in frame.columns:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -212,3 +213,14 @@ def test_a_model_forecast_on_a_half_hour_grid_starts_with_the_period_holding_now
     series = FileSource(half_hour_zone_file, forecast="model").forecast(pd.Timedelta(hours=3),
                                                                        now=HALF_HOUR_NOW + pd.Timedelta(days=10))
     assert series.index[0] == pd.Timestamp("2024-01-13 09:30", tz="UTC")
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_or_a_device_is_refused_at_once_not_read_for_ever(tmp_path):
+    """A FIFO blocked the refresh until some writer opened it, and ``/dev/zero`` was read for ever
+    into memory (``carbon check --source csv:/dev/zero?replay=1`` never answered)."""
+    fifo = tmp_path / "carbon.csv"
+    os.mkfifo(fifo)
+    for path in (fifo, Path("/dev/zero")):
+        with pytest.raises(SourceError, match=f"cannot read carbon CSV {path}: not a regular file"):
+            FileSource(path, replay=True).latest()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 import warnings
 import zoneinfo
 from pathlib import Path
@@ -26,6 +25,7 @@ from pathlib import Path
 import pandas as pd
 
 from slurm_green.carbon.errors import CarbonError, DataValidationError, GapError, SourceError, SourceSpecError
+from slurm_green.carbon.regular_file import open_regular
 from slurm_green.carbon.replay import replay_window
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.timebase import as_utc, floor_on
@@ -59,13 +59,7 @@ def read_carbon_csv(
     check_file_options(tz=tz, column=column, unit=unit)
     path = Path(path)
     try:
-        # Opened without blocking and checked: a FIFO would block the refresh until a writer came,
-        # and a device (/dev/zero) is read for ever, into memory; only a regular file is read.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise SourceError(f"cannot read carbon CSV {path}: not a regular file")
-            os.set_blocking(fd, True)
+        with open_regular(path) as handle:
             frame = pd.read_csv(handle, encoding="utf-8")
     except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise SourceError(f"cannot read carbon CSV {path}: {_reason(exc)}") from None

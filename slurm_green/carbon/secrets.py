@@ -18,13 +18,14 @@ while a token file is missing, and say why that source fails.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Callable, Mapping
-from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from slurm_green.carbon.errors import AuthError
+from slurm_green.carbon.regular_file import open_regular
 
 _ENV_NAMES = {
     "electricitymaps_token": "ELECTRICITYMAPS_TOKEN",
@@ -57,7 +58,7 @@ class CarbonSecrets(BaseModel):
             path = env.get(f"{var}_FILE")
             if not value and path:
                 try:
-                    value = Path(path).read_text(encoding="utf-8").strip()
+                    value = _read_secret_file(path)
                 except (OSError, UnicodeDecodeError) as exc:
                     unreadable[key] = f"cannot read {var}_FILE {_shown(path)}: {getattr(exc, 'strerror', None) or exc}"
             if value:
@@ -92,6 +93,21 @@ class CarbonSecrets(BaseModel):
     def deferred(self, key: str, purpose: str) -> Credential:
         """The credential, asked for only when a request needs it (see the module docstring)."""
         return lambda: self.require(key, purpose)
+
+
+#: More than any token or password: a larger "secret file" is the wrong file, and is not read into memory.
+_SECRET_FILE_LIMIT = 64 * 1024
+
+
+def _read_secret_file(path: str) -> str:
+    """The stripped text of a secret file; only a regular file is read (a FIFO would block the
+    controller's start until a writer came, ``/dev/zero`` would be read for ever), and at most
+    :data:`_SECRET_FILE_LIMIT` bytes of it."""
+    with open_regular(path) as handle:
+        data = handle.read(_SECRET_FILE_LIMIT + 1)
+    if len(data) > _SECRET_FILE_LIMIT:
+        raise OSError(errno.EFBIG, f"larger than {_SECRET_FILE_LIMIT // 1024} KiB, not a credential")
+    return data.decode("utf-8").strip()
 
 
 def _shown(path: str) -> str:

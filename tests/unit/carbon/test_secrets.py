@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import base64
 import logging
+import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -42,6 +44,21 @@ def test_an_unreadable_secret_file_fails_the_source_that_needs_it_not_the_loadin
     secrets = CarbonSecrets.load(env={"ELECTRICITYMAPS_TOKEN_FILE": str(tmp_path / "nope")})
     with pytest.raises(AuthError, match=r"electricitymaps: cannot read ELECTRICITYMAPS_TOKEN_FILE .*/nope: No such file"):
         secrets.require("electricitymaps_token", "electricitymaps")
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_a_device_or_a_huge_file_is_refused_at_once_not_read(tmp_path):
+    """A ``*_FILE`` naming a FIFO blocked the controller's start until some writer opened it, and
+    ``/dev/zero`` was read for ever into memory; a file larger than any credential is not one."""
+    fifo = tmp_path / "token"
+    os.mkfifo(fifo)
+    huge = tmp_path / "huge"
+    huge.write_bytes(b"x" * (1 << 20))
+    cases = {fifo: "not a regular file", Path("/dev/zero"): "not a regular file", huge: "larger than 64 KiB"}
+    for path, why in cases.items():
+        secrets = CarbonSecrets.load(env={"WATTTIME_PASSWORD_FILE": str(path)})
+        with pytest.raises(AuthError, match=f"watttime: cannot read WATTTIME_PASSWORD_FILE {path}: {why}"):
+            secrets.require("watttime_password", "watttime")
 
 
 def test_a_credential_set_in_the_file_variable_by_mistake_is_not_echoed_as_a_path():

@@ -9,10 +9,13 @@ never a header value, so credentials cannot leak through messages (a 4xx body
 quoted in an error has the request's credentials masked, in case it echoes them).
 
 httpx's ``timeout`` bounds each read, not the answer: a server sending a byte
-every few seconds, or gigabytes at full speed, would hold the refresh thread
-(and the chain's fall-through) indefinitely, or fill the controller's memory.
-So the body is read in chunks, at most ``max_bytes`` of it (decoded) and for at
-most ``max_time`` seconds per attempt (six timeouts by default); an answer over either limit fails.
+every few seconds (of its headers or of its body), or gigabytes at full speed, would hold the
+refresh thread (and the chain's fall-through) indefinitely, or fill the controller's memory.
+So each attempt runs under an :class:`~slurm_green.carbon.deadline.AttemptDeadline` of
+``max_time`` seconds (six timeouts by default), and the body is read in chunks, at most
+``max_bytes`` of it (decoded); an answer over either limit fails. Connections are not kept
+alive between requests: a provider is asked every few minutes, and the deadline needs to see
+each attempt's socket.
 
 The retry loop is tenacity's (stop after so many attempts, exponential wait,
 retry only on a transient failure); this module only decides what an answer
@@ -34,6 +37,7 @@ from typing import Any
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
+from slurm_green.carbon.deadline import AttemptDeadline
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 
 log = logging.getLogger(__name__)
@@ -118,19 +122,25 @@ class HttpClient:
         """One request: its JSON, a :class:`_Transient` to retry, or the error to report at once."""
         where = f"{self.label} {path}"
         _check_headers(headers, where)
-        started = time.monotonic()
+        late = SourceError(f"{where}: timed out (answer not complete after {self.max_time:g} s)")
         try:
-            with self._http().stream("GET", path, params=params, headers=headers, auth=auth) as response:
+            with AttemptDeadline(self.max_time) as deadline, self._http().stream(
+                    "GET", path, params=params, headers=headers, auth=auth, extensions={"trace": deadline.trace},
+            ) as response:
                 status = response.status_code
                 if status in (401, 403):
                     raise AuthError(f"{where}: HTTP {status} (credentials refused or endpoint not in plan)")
-                body = self._read(response, where, started)
+                body = self._read(response, where)
         except httpx.TimeoutException:
-            raise _Transient(SourceError(f"{where}: timed out")) from None
+            raise _Transient(late if deadline.expired else SourceError(f"{where}: timed out")) from None
         except httpx.DecodingError:  # not a TransportError: it escaped as an "unexpected" error
             raise MalformedResponseError(f"{where}: answer is not in its stated Content-Encoding") from None
         except httpx.TransportError as exc:
+            if deadline.expired:  # the deadline shut the socket: what the server did was take too long
+                raise _Transient(late) from None
             raise _Transient(SourceError(f"{where}: connection failed ({type(exc).__name__})")) from None
+        if deadline.expired:  # a body without a length ends at the shut socket, cut short but no error
+            raise _Transient(late)
         if status == 429:
             wait = _retry_after_seconds(response.headers.get("Retry-After"))
             error = RateLimitedError(f"{where}: HTTP 429 rate limited (Retry-After {wait})")
@@ -149,22 +159,21 @@ class HttpClient:
         except ValueError:
             raise MalformedResponseError(f"{where}: answer is not JSON") from None
 
-    def _read(self, response: httpx.Response, where: str, started: float) -> bytes:
-        """The body, or an error once it passes ``max_bytes`` or the attempt passes ``max_time``."""
+    def _read(self, response: httpx.Response, where: str) -> bytes:
+        """The body, or an error once it passes ``max_bytes`` (the attempt's deadline bounds its time)."""
         chunks: list[bytes] = []
         size = 0
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > self.max_bytes:
                 raise MalformedResponseError(f"{where}: answer larger than {self.max_bytes} bytes")
-            if time.monotonic() - started > self.max_time:
-                raise _Transient(SourceError(f"{where}: timed out (answer not complete after {self.max_time:g} s)"))
             chunks.append(chunk)
         return b"".join(chunks)
 
     def _http(self) -> httpx.Client:
         if self._client is None:
-            self._client = httpx.Client(base_url=self._base_url, timeout=self._timeout, transport=self._transport)
+            self._client = httpx.Client(base_url=self._base_url, timeout=self._timeout, transport=self._transport,
+                                        limits=httpx.Limits(max_keepalive_connections=0))
         return self._client
 
     def _wait(self, state: RetryCallState) -> float:

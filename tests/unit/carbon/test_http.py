@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import email.utils
+import socket
+import threading
 import time
 
 import pytest
@@ -104,6 +106,44 @@ def test_an_answer_trickling_in_is_cut_off_after_six_timeouts(httpserver, sleeps
     with pytest.raises(SourceError, match=r"timed out \(answer not complete after 1.2 s\) after 1 attempts"):
         client.get_json("/slow")
     assert time.monotonic() - started < 2.5  # the answer itself takes 3 s
+
+
+@pytest.fixture
+def header_trickler():
+    """A raw local HTTP server that sends its status line and headers a byte every 0.05 s for 3 s:
+    werkzeug sends headers at once, and this failure is in the headers, which httpx reads itself."""
+    server = socket.create_server(("127.0.0.1", 0))
+    done = threading.Event()
+
+    def serve() -> None:
+        connection, _ = server.accept()
+        with connection:
+            connection.recv(65536)
+            try:
+                for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"y" * 60:
+                    if done.wait(0.05):
+                        return
+                    connection.sendall(bytes([byte]))
+                connection.sendall(b"\r\nContent-Length: 2\r\n\r\n{}")
+            except OSError:
+                return  # the client shut its end: what the test wants
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    done.set()
+    thread.join(5)
+    server.close()
+
+
+def test_headers_trickling_in_are_cut_off_after_six_timeouts(header_trickler, sleeps):
+    """Each byte of the headers came within the read timeout, so httpx waited for all of them:
+    up to 16 KiB at a byte per 5 s is a day of a blocked refresh thread."""
+    client = HttpClient(header_trickler, label="test", timeout=0.2, retries=0, sleep=sleeps.append)
+    started = time.monotonic()
+    with pytest.raises(SourceError, match=r"timed out \(answer not complete after 1.2 s\) after 1 attempts"):
+        client.get_json("/slow")
+    assert time.monotonic() - started < 2.5  # the headers alone take 3 s
 
 
 def test_an_answer_over_the_size_limit_is_refused(httpserver, client):

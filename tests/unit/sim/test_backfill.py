@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from slurm_green.sim.engine import BACKFILL_RESOLUTION_S, BACKFILL_WINDOW_S, _FreeProfile, _Held, _first_fit
+from slurm_green.sim.backfill import BACKFILL_RESOLUTION_S, BACKFILL_WINDOW_S, FreeProfile, Held, first_fit
 
 NODES = 5
 minutes = st.integers(min_value=0, max_value=600).map(lambda m: m * 60.0)
@@ -20,7 +20,7 @@ reservation = st.tuples(minutes, st.integers(min_value=0, max_value=300).map(lam
 @given(st.lists(reservation, min_size=1, max_size=25), st.lists(minutes, min_size=1, max_size=12),
        st.integers(min_value=0, max_value=400).map(lambda m: m * 60.0 + 17.0))
 def test_free_over_and_free_during_are_the_scan_of_every_reservation(reservations, starts, length):
-    held = _Held(NODES)
+    held = Held(NODES)
     for begin, duration, nodes in reservations:
         held.add(begin, begin + duration, nodes)
     times = np.array(sorted(starts))
@@ -39,12 +39,12 @@ def test_free_over_and_free_during_are_the_scan_of_every_reservation(reservation
 @given(st.lists(minutes, max_size=8), st.lists(reservation, min_size=1, max_size=12),
        st.integers(min_value=0, max_value=11))
 def test_candidates_merged_one_reservation_at_a_time_are_those_of_all_at_once(limit_ends, reservations, first):
-    """What ``_reserve`` searches: the profile's times and the reservations' ends after now, in
+    """What ``Simulator._reserve`` searches: the profile's times and the reservations' ends after now, in
     the window, each with its profile row; merged in as reservations are added."""
     now = 120.0
-    ends = [max(t, now) for t in limit_ends]  # as ``_free_profile`` gives them: past ones leave now
-    profile = _FreeProfile(now, np.array(ends).reshape(1, -1))  # one node, busy GPUs
-    held = _Held(NODES)
+    ends = [max(t, now) for t in limit_ends]  # as ``Simulator._free_profile`` gives them: past ones leave now
+    profile = FreeProfile(now, np.array(ends).reshape(1, -1))  # one node, busy GPUs
+    held = Held(NODES)
     for i, (begin, duration, nodes) in enumerate(reservations):
         if i == first:
             profile.candidates(held)  # built here, the rest merged in
@@ -62,7 +62,7 @@ def test_first_fit_is_the_first_row_with_the_pinned_nodes_or_enough_of_them(rows
     ok = np.array(rows)
     expected = next((r for r, row in enumerate(rows)
                      if (all(row[i] for i in pinned) if pinned else sum(row) >= count)), None)
-    assert _first_fit(ok, pinned, count) == expected
+    assert first_fit(ok, pinned, count) == expected
 
 
 @settings(max_examples=200, deadline=None)
@@ -74,7 +74,7 @@ def test_room_is_from_the_first_row_with_that_many_free_gpus(gpu_ends, per_node,
     now = 0.0
     ends = np.array(gpu_ends)
     allowed = np.array(allowed_nodes[:len(ends)])
-    profile = _FreeProfile(now, ends)
+    profile = FreeProfile(now, ends)
     ready, room = profile.room(per_node, "t", allowed)
     for row, t in enumerate(profile.times):
         has_room = ((ends <= t).sum(axis=1) >= per_node) & allowed

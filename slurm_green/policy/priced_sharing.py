@@ -2,10 +2,10 @@
 
 EaCO shares a GPU whenever both predicted slowdowns stay within a bound. Inside GreenFlow
 the same move is priced like every other choice, ``cost = time + price x carbon`` plus the
-GPU-seconds it makes later jobs wait (``greenflow._expected_cost_s``): a job the plan does
-**not** start now (queued behind busy GPUs, or deferred to a cleaner window) may instead
-start at once on the GPU of a one-GPU job that runs or starts now, if that costs less than
-its plan. So a budget buys co-location where it is cheaper than GPU-hours or waiting, and
+GPU-seconds it makes later jobs wait (``greenflow.queue_estimate._expected_cost_s``): a job
+the plan does **not** start now (queued behind busy GPUs, or deferred to a cleaner window)
+may instead start at once on the GPU of a one-GPU job that runs or starts now, if that costs
+less than its plan. So a budget buys co-location where it is cheaper than GPU-hours or waiting, and
 never where the pair's slowdown costs more time than the wait it saves.
 
 For a guest g beside host h under the pair's cap (``eaco.pair_cap``; a running host's is

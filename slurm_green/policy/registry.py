@@ -11,7 +11,7 @@ GreenFlow and PowerFlow take ``budget_fraction``: a plan may spend that fraction
 carbon (PowerFlow: energy) the same jobs would spend run the carbon-agnostic way
 (requested GPUs, full power, started now). At 1.0 the plan is never worse than the
 carbon-agnostic plan on GreenFlow's objective, and a looser budget on the same side of 1
-never gives a worse one (``policy/greenflow.py``).
+never gives a worse one (``policy/greenflow/``).
 """
 
 from __future__ import annotations

@@ -384,21 +384,22 @@ def busy_snapshot(specs, running):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72))
 def test_the_bounds_candidates_are_searched_by_never_exceed_their_objective(models, specs, running, values):
-    from slurm_green.policy import greenflow as gf
+    from slurm_green.policy.greenflow import greedy, queue_estimate as qe
+    from slurm_green.policy.greenflow.options import node_facts
     from slurm_green.policy.pending import pending_jobs
     snap = busy_snapshot(specs, running)
     ctx = context(snap, signal(values), models)
     policy = GreenFlowPolicy()
-    gpn, free, total = gf._node_facts(snap, ctx.memo)
+    gpn, free, total = node_facts(snap, ctx.memo)
     o, _ = policy._options(pending_jobs(snap, policy.default_runtime_s, ctx.memo), ctx, gpn, None)
-    queue = gf._Queue(free, total, gf.running_releases(snap, NOW, ctx.memo))
-    agnostic = gf._agnostic_choice(o, free)
+    queue = qe.Queue(free, total, qe.running_releases(snap, NOW, ctx.memo))
+    agnostic = greedy.agnostic_choice(o, free)
     crowd = int((~agnostic.admitted).sum())
-    for choice in [agnostic] + [c for c, _ in policy._price_grid(o, free)]:
+    for choice in [agnostic] + [c for c, _ in greedy.price_grid(o, free)]:
         enacted, _ = policy._enact(choice, o, snap, ctx.memo, None)
-        exact = gf._expected_cost_s(o, enacted, queue, crowd)
-        assert gf._cost_lower_bound_s(o, enacted, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
-        assert gf._enactment_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
+        exact = qe._expected_cost_s(o, enacted, queue, crowd)
+        assert qe.cost_lower_bound_s(o, enacted, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
+        assert qe.enactment_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -406,13 +407,13 @@ def test_the_bounds_candidates_are_searched_by_never_exceed_their_objective(mode
        budget=st.sampled_from([1.0, 1.3]), resource=st.sampled_from(["carbon", "energy"]))
 def test_searching_by_the_bound_takes_the_plan_scoring_every_candidate_takes(models, monkeypatch, specs, running,
                                                                               values, budget, resource):
-    from slurm_green.policy import greenflow as gf
+    from slurm_green.policy.greenflow import policy as gf  # where ``_solve`` looks the bounds up
     snap = busy_snapshot(specs, running)
     ctx = context(snap, signal(values), models)
     policy = GreenFlowPolicy(budget_fraction=budget) if resource == "carbon" else powerflow(budget_fraction=budget)
     searched = policy.solve(ctx)
     with monkeypatch.context() as patch:
-        for bound in ("_cost_lower_bound_s", "_enactment_lower_bound_s"):  # no bounds: every candidate is scored
+        for bound in ("cost_lower_bound_s", "enactment_lower_bound_s"):  # no bounds: every candidate is scored
             patch.setattr(gf, bound, lambda *args: 0.0)
         scored = policy.solve(context(snap, signal(values), models))
     assert (searched.expected_cost_s, searched.price, searched.note) == (scored.expected_cost_s, scored.price,

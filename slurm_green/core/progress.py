@@ -13,14 +13,15 @@ ranges, the job id its file is named by).
 Format 2 adds ``checkpoint``: when the job's latest complete checkpoint was written (Unix
 seconds; 0 for none). The controller's resize (``controller/resize.py``) signals a job
 (SIGUSR2: checkpoint and go on) and requeues it only once a report names a checkpoint
-written after its signal. ``encode`` writes format 2; ``decode`` still reads format 1
+written after its signal. ``decode`` still reads format 1
 (exactly its keys, ``checkpoint`` 0), so jobs running an older helper keep reporting.
 
 Format 3 adds ``total``: the units the job will have done when it ends (0: not known),
 so ``(total - done) / per_s`` is its own estimate of the time it has left. A user can
 write any number there; the controller only ever lets it *shorten* what Slurm's time
 limit says (``policy/running.py``), so a report can make its own job look closer to its
-end, never another job's decision change. Formats 1 and 2 are still read (``total`` 0). Ownership is checked by the reader
+end, never another job's decision change. ``encode`` writes format 3; formats 1 and 2 are
+still read (``total`` 0). Ownership is checked by the reader
 (``controller/progress.py``); nothing here touches the disk.
 """
 

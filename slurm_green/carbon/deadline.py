@@ -35,7 +35,6 @@ class AttemptDeadline:
     """
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
         self.expired = False
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()

@@ -25,11 +25,11 @@ from pathlib import Path
 import pandas as pd
 
 from slurm_green.carbon.errors import CarbonError, DataValidationError, GapError, SourceError, SourceSpecError
-from slurm_green.carbon.regular_file import open_regular
 from slurm_green.carbon.replay import replay_window
 from slurm_green.carbon.source import CarbonSource
 from slurm_green.carbon.timebase import as_utc, floor_on
 from slurm_green.carbon.validate import DEFAULT_MAX_GAP, validate_series
+from slurm_green.core.regular_file import open_regular
 
 EM_TIME_COLUMN = "Datetime (UTC)"
 EM_VALUE_COLUMNS = {

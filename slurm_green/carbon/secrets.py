@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from slurm_green.carbon.errors import AuthError
-from slurm_green.carbon.regular_file import open_regular
+from slurm_green.core.regular_file import open_regular
 
 _ENV_NAMES = {
     "electricitymaps_token": "ELECTRICITYMAPS_TOKEN",

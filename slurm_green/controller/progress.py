@@ -36,12 +36,12 @@ import logging
 import math
 import os
 import pwd
-import stat
 from collections.abc import Callable, Collection
 from pathlib import Path
 
 from slurm_green.core import progress
 from slurm_green.core.progress import JobProgress
+from slurm_green.core.regular_file import open_regular
 from slurm_green.core.text import displayable
 
 log = logging.getLogger(__name__)
@@ -130,11 +130,10 @@ class ProgressReader:
         owner = self.uid(user)
         if owner is None:
             raise ValueError(f"user {user!r} unknown here: cannot check who wrote {path.name}")
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-                raise ValueError(f"{path.name} is not a plain file")
+        with open_regular(path, follow_links=False) as handle:
+            info = os.fstat(handle.fileno())
+            if info.st_nlink != 1:
+                raise ValueError(f"{path.name} is not a plain file (a hard link of another)")
             if info.st_uid != owner:
                 raise ValueError(f"{path.name} belongs to uid {info.st_uid}, not to the job's user {user!r}")
             return progress.decode(handle.read(progress.MAX_BYTES + 1), job_id)

@@ -14,16 +14,21 @@ import base64
 import hashlib
 import hmac
 import json
+import os
 import re
 import stat
 from collections.abc import Callable
 from pathlib import Path
+
+from slurm_green.core.regular_file import open_regular
 
 #: ``sign`` and ``verify`` with the site key bound: what the controller and the planner hold.
 Signer = Callable[[int, dict[str, object]], str]
 Verifier = Callable[[int, str], dict[str, object]]
 
 PREFIX = "sg1."
+#: A site key is a few dozen bytes (``openssl rand -hex 32``); a file much larger is not one.
+_KEY_FILE_LIMIT = 4096
 _TOKEN = re.compile(r"sg1\.[A-Za-z0-9_-]+\.[0-9a-f]{64}")
 
 
@@ -34,13 +39,23 @@ class InvalidToken(ValueError):
 def load_key(path: str | Path) -> bytes:
     """The site key; refused (ValueError) when every user may read or change the file: any
     user could then sign the decisions the Prolog applies (the controller then sends no caps,
-    the Prolog applies the site default)."""
+    the Prolog applies the site default).
+
+    Read only from a regular file of at most ``_KEY_FILE_LIMIT`` bytes (``core.regular_file``),
+    its mode checked on the file opened (not on the path, which could be swapped in between):
+    a FIFO named here would block every Prolog until a writer came, and Slurm drains a node
+    whose Prolog outlives PrologTimeout; ``/dev/zero`` would be read for ever. Either is an
+    ``OSError`` at once, which both callers turn into "no key" (the site default cap)."""
     path = Path(path)
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o007:
-        raise ValueError(f"decision key {path} is open to every user (mode {mode:04o}): "
-                         f"chmod 0400, or 0440 with the controller's group")
-    key = path.read_bytes().strip()
+    with open_regular(path) as file:
+        mode = stat.S_IMODE(os.fstat(file.fileno()).st_mode)
+        if mode & 0o007:
+            raise ValueError(f"decision key {path} is open to every user (mode {mode:04o}): "
+                             f"chmod 0400, or 0440 with the controller's group")
+        key = file.read(_KEY_FILE_LIMIT + 1)
+    if len(key) > _KEY_FILE_LIMIT:
+        raise ValueError(f"decision key {path} is larger than {_KEY_FILE_LIMIT} bytes, not a key")
+    key = key.strip()
     if len(key) < 16:
         raise ValueError(f"decision key {path} is shorter than 16 bytes")
     return key

@@ -1,3 +1,6 @@
+import os
+from pathlib import Path
+
 import pytest
 
 from slurm_green.core import decision_token as dt
@@ -67,3 +70,32 @@ def test_a_key_every_user_may_read_or_change_is_refused(tmp_path, mode, refused)
             dt.load_key(path)
     else:
         assert dt.load_key(path) == b"k" * 32
+
+
+@pytest.mark.timeout(20)
+def test_a_fifo_a_device_or_a_large_file_as_key_is_refused_at_once(tmp_path):
+    """Read from a FIFO the key would block the controller's start and every Prolog; /dev/zero would
+    be read for ever. Both callers catch OSError and ValueError (no key: the site default cap)."""
+    fifo = tmp_path / "fifo.key"
+    os.mkfifo(fifo, 0o600)
+    large = tmp_path / "large.key"
+    large.write_bytes(b"k" * 5000)
+    large.chmod(0o600)
+    with pytest.raises(OSError, match="not a regular file"):
+        dt.load_key(fifo)
+    with pytest.raises(OSError, match="not a regular file"):
+        dt.load_key(Path("/dev/zero"))
+    with pytest.raises(ValueError, match="larger than 4096 bytes"):
+        dt.load_key(large)
+
+
+def test_the_mode_checked_is_the_opened_files(tmp_path):
+    """A link to a key every user may read is refused like the key itself: the mode is read off
+    the file opened, not the path."""
+    key = tmp_path / "key"
+    key.write_bytes(b"k" * 32)
+    key.chmod(0o644)
+    link = tmp_path / "link"
+    link.symlink_to(key)
+    with pytest.raises(ValueError, match="open to every user"):
+        dt.load_key(link)

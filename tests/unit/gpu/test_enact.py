@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from slurm_green.core import decision_token
@@ -62,6 +64,18 @@ def test_missing_key_file_gets_the_site_default(tmp_path) -> None:
     token = decision_token.sign(KEY, 42, {"cap": 0.2})
     assert decided_cap(token, 42, tmp_path / "absent.key", None, lines.append) is None
     assert "ignored" in lines[0]
+
+
+@pytest.mark.timeout(20)
+def test_a_key_path_that_is_a_fifo_gets_the_site_default_at_once(tmp_path) -> None:
+    """A FIFO as the key would block every Prolog until a writer came (and Slurm drains a node whose
+    Prolog outlives PrologTimeout): the job starts under the site default instead."""
+    fifo = tmp_path / "decision.key"
+    os.mkfifo(fifo, 0o600)
+    lines: list[str] = []
+    token = decision_token.sign(KEY, 42, {"cap": 0.2})
+    assert decided_cap(token, 42, fifo, 0.9, lines.append) == 0.9
+    assert "not a regular file" in lines[0]
 
 
 def test_cap_then_restore_exactly_the_jobs_gpus(node) -> None:

@@ -6,8 +6,7 @@ at its requested size, where its window costs less than starting now; the jobs s
 are admitted FIFO first-fit at their smallest allowed count (``_admit``), then the GPUs
 still free are handed out in increments along each job's chain, best cost saved per extra GPU
 first (``_increments``). ``price_grid`` walks the fixed grid of prices the budgeted policy
-chooses among; ``agnostic_choice`` is the carbon-agnostic plan every budget is measured by, and
-``capped_agnostic`` that plan under each price's caps (candidates below a budget of 1).
+chooses among; ``agnostic_choice`` is the carbon-agnostic plan every budget is measured by.
 """
 
 from __future__ import annotations
@@ -98,52 +97,17 @@ def price_grid(o: Options, free_gpus: int) -> list[tuple[Choice, float]]:
     """The greedy plan at price 0 and at the scale guess times 2**k, ascending (each distinct
     plan once, with the first of these prices that gives it).
 
-    The walk stops once a plan spends no more than the carbon floor (no plan spends less).
-    Nothing here depends on the budget.
+    The guess puts a job's runtime and its priced carbon on the same scale (total
+    reference runtime / total reference carbon). The walk stops once a plan spends no
+    more than the carbon floor (no plan spends less). Nothing here depends on the budget.
     """
-    return _choose_walk(o, grid_prices(o), free_gpus, o.carbon_floor * (1 + 1e-9))
-
-
-def grid_prices(o: Options) -> list[float]:
-    """0, then the scale guess times 2**k for ``_PRICE_STEPS``: the guess puts a job's runtime and
-    its priced carbon on the same scale (total reference runtime / total reference carbon)."""
     rows = o.rows
     runtime = o.runtime[rows, o.requested_col, o.full_cap]
     reference = float((o.energy_kwh[rows, o.requested_col, o.full_cap] * o.intensity[:, 0]).sum())
     guess = max(float(np.where(np.isfinite(runtime), runtime, 0.0).sum()) / max(reference, 1e-12), 1e-6)
-    return [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]
-
-
-def capped_agnostic(o: Options, free_gpus: int) -> list[tuple[Choice, float]]:
-    """The carbon-agnostic plan with each job's cap of least cost at each grid price (each distinct
-    plan once, with the first price giving it; the plan with no cap, price 0's, is left out).
-
-    What a Zeus-style site does (every job as asked, started now or queued FIFO, under the cap
-    that trades its time for its energy best), priced as the greedy plans are. The greedy plan
-    at the same price also resizes and defers, so it can miss these: one more family of
-    candidates, for decisions held below the carbon-agnostic plan's carbon, so that there the
-    plan taken is never worse on the objective than capping alone at the same spend.
-    """
-    rows, col = o.rows, o.plain_col
-    prices = np.asarray(grid_prices(o), dtype=np.float64)
-    energy = o.energy_kwh[rows, col]  # [N, C]
-    base = o.base_cost[rows, col, 0]  # [N, C]: wait now + runtime, inf where not allowed
-    # Same arithmetic, in the same order, as ``_choose_walk``'s (price * energy) * intensity + base.
-    cost = np.multiply(prices[:, None, None], energy[None])
-    cost *= o.intensity[:, 0][None, :, None]
-    cost += base[None]
-    caps = cost.argmin(axis=2)  # [P, N]
-    admitted = np.array(_admit(o.gpus[col].tolist(), [True] * len(rows), free_gpus)[0], dtype=bool)
-    start = np.zeros(len(rows), dtype=np.int64)
-    carbon = o.energy_kwh[rows, col, caps] * o.intensity[:, 0]  # [P, N]
-    plans: list[tuple[Choice, float]] = []
-    seen = {np.full(len(rows), o.full_cap, dtype=np.int64).tobytes()}  # the carbon-agnostic plan itself
-    for k, cap in enumerate(caps):
-        key = cap.tobytes()
-        if key not in seen:
-            seen.add(key)
-            plans.append((Choice(col, cap, start, admitted, float(carbon[k].sum())), float(prices[k])))
-    return plans
+    floor = o.carbon_floor * (1 + 1e-9)
+    prices = [0.0] + [guess * 2.0 ** k for k in _PRICE_STEPS]
+    return _choose_walk(o, prices, free_gpus, floor)
 
 
 def _admit(sizes: list[int], wants_now: Sequence[bool], free: int) -> tuple[list[bool], int]:

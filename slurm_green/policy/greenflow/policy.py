@@ -17,8 +17,7 @@ from slurm_green.core.decision import DecisionContext, DecisionMemo
 from slurm_green.core.forecast import CarbonForecast
 from slurm_green.core.plan import JobDecision, Plan, Price
 from slurm_green.policy.config_table import cap_choices, config_table, gpu_options, layout
-from slurm_green.policy.greenflow.greedy import (agnostic_choice, capped_agnostic, greedy_choice, plan_key,
-                                                 price_grid)
+from slurm_green.policy.greenflow.greedy import agnostic_choice, greedy_choice, plan_key, price_grid
 from slurm_green.policy.greenflow.options import (Choice, Options, Where, feasible_chain, laid_out, least_change,
                                                   node_facts, runtime_of)
 from slurm_green.policy.greenflow.queue_estimate import (Queue, Scored, cost_lower_bound_s, enactment_lower_bound_s,
@@ -390,7 +389,6 @@ class GreenFlowPolicy:
         # index, as enacted: the candidates depend on the budget only through the guard's side of
         # 1 (``_asks_carbon``), which is what makes a looser budget on the same side no worse.
         grid = price_grid(o, free_gpus)
-        capped_from = math.inf  # index of the first ``capped_agnostic`` candidate, where there are any
         first: _Candidate = (agnostic, agnostic_nodes, agnostic_key, None)
         entries: dict[int, _Candidate]
         best: tuple[float, float, int] | None
@@ -413,10 +411,6 @@ class GreenFlowPolicy:
             # reference (nor, by that, looser than the reference): monotone in the budget, so a
             # looser one is still never worse; and some candidate, the cheapest at least, always
             # fits. The least needs every candidate's spend as queued: all are scored.
-            # The candidates are the grid's and, below the carbon-agnostic plan's carbon, that plan
-            # under each price's caps as well (``capped_agnostic``: capping alone, as Zeus does).
-            capped_from = len(grid) + 1
-            grid += capped_agnostic(o, free_gpus)
             entries = dict([(0, first)] + [(i, (*enacted(c), p)) for i, (c, p) in enumerate(grid, 1)])
             least = min(as_queued(c, k).spent for c, _, k, _ in entries.values())
             held_to, best = max(budget, min(least + self.budget_slack * agnostic.spent, agnostic.spent)), None
@@ -435,9 +429,7 @@ class GreenFlowPolicy:
         held = "holds" if choice.spent <= budget * (1 + 1e-9) else (
             f"cannot hold (held to the least carbon a plan reaches + {self.budget_slack:g} x carbon-agnostic)")
         objective_s = objective(key)
-        how = ("the carbon-agnostic plan" if price is None else
-               f"the carbon-agnostic plan capped at price {price:.3g} s/{unit}" if best[2] >= capped_from else
-               f"price {price:.3g} s/{unit}")
+        how = "the carbon-agnostic plan" if price is None else f"price {price:.3g} s/{unit}"
         note = (f"{self.name}: budget {budget:.3g} {unit} ({fraction:g} x carbon-agnostic "
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
                 f"{objective_s / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")

@@ -423,34 +423,6 @@ def test_searching_by_the_bound_takes_the_plan_scoring_every_candidate_takes(mod
         assert np.array_equal(got, want)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72),
-       budget=st.sampled_from([0.6, 0.8, 0.95]))
-def test_below_budget_one_the_plan_is_never_worse_than_capping_alone_at_no_more_carbon(models, specs, running,
-                                                                                        values, budget):
-    """Zeus's lever: every job as asked, under the cap that trades its time for its energy best.
-    Each such plan (``capped_agnostic``, at every grid price) that spends no more than the budget
-    is a candidate, so the plan taken scores no worse on the objective."""
-    from slurm_green.policy.greenflow import greedy, queue_estimate as qe
-    from slurm_green.policy.greenflow.options import node_facts
-    from slurm_green.policy.pending import pending_jobs
-    snap = busy_snapshot(specs, running)
-    ctx = context(snap, signal(values), models)
-    policy = GreenFlowPolicy(budget_fraction=budget)
-    solved = policy.solve(ctx)
-    assert solved is not None
-    gpn, free, total = node_facts(snap, ctx.memo)
-    o, _ = policy._options(pending_jobs(snap, policy.default_runtime_s, ctx.memo), ctx, gpn, None)
-    queue = qe.Queue(free, total, qe.running_releases(snap, NOW, ctx.memo))
-    crowd = int((~greedy.agnostic_choice(o, free).admitted).sum())
-    for choice, _ in greedy.capped_agnostic(o, free):
-        assert (choice.col == o.plain_col).all() and not choice.start.any()
-        enacted, _ = policy._enact(choice, o, snap, ctx.memo, None)
-        scored = qe.score(o, enacted, queue, crowd)
-        if scored.spent <= solved.budget:
-            assert solved.expected_cost_s <= scored.cost_s * (1 + 1e-9) + 1e-6
-
-
 @pytest.mark.parametrize("policy", [GreenFlowPolicy(), GreenFlowPolicy(budget_fraction=0.8),
                                     GreenFlowPolicy(budget_fraction=None, price=1e6), powerflow()],
                          ids=["budget 1", "budget 0.8", "price", "powerflow"])

@@ -1,8 +1,11 @@
 """``slurm-green run`` (the daemon), ``run --once`` and ``plan`` (a dry run).
 
+``run`` and ``run --once`` refuse to start beside a controller already running on the
+same state database (``controller/single_instance.py``): two would both enact every tick.
+
 ``run`` refuses to start as root where that would leave root the owner of the state
-files (the store, its WAL, the carbon cache): the service user could then no longer
-write them, and the next ``systemctl start`` fails. It says to run as the service
+files (the store, its WAL, the carbon cache, the lock): the service user could then no
+longer write them, and the next ``systemctl start`` fails. It says to run as the service
 user; ``--allow-root`` is for a site that runs the controller as root on purpose.
 """
 
@@ -24,6 +27,7 @@ from slurm_green.cli.errors import CliError
 from slurm_green.controller.config import DEFAULT_PATH, Config, load_config
 from slurm_green.controller.daemon import operated, run_forever
 from slurm_green.controller.metrics import ControllerMetrics
+from slurm_green.controller.single_instance import sole_controller
 from slurm_green.controller.tick import TickReport
 from slurm_green.core.actions import ActionError
 from slurm_green.core.text import terminal_safe
@@ -76,22 +80,23 @@ def run(config_path: Path, once: bool, allow_root: bool) -> None:
     config = load_config(config_path)
     refuse_root(config, allow_root)
     logging.basicConfig(level=config.controller.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    parts = assemble(config)
-    operated(parts.controller, config.controller.state_db)
-    try:
-        parts.feed.refresh()  # one bounded fetch before the first tick, so a cold start is not carbon-agnostic
-    except Exception as exc:
-        logging.getLogger(__name__).warning("first carbon fetch failed: %s", exc)
-    if once:  # a failing tick raises, and the top level says why in one line
-        failed = failed_actions(parts.controller.tick(parts.clock.now()))
-        if failed:
-            raise CliError(failed, EXIT_ACTIONS_FAILED)
-        return
-    metrics = ControllerMetrics()
-    if config.controller.metrics_port:
-        metrics.serve(config.controller.metrics_port)
-    parts.feed.start()
-    run_forever(parts.controller, parts.clock, config.controller.interval_s, metrics)
+    with sole_controller(config.controller.state_db):  # before the store opens: one controller per store
+        parts = assemble(config)
+        operated(parts.controller, config.controller.state_db)
+        try:
+            parts.feed.refresh()  # one bounded fetch before the first tick, so a cold start is not carbon-agnostic
+        except Exception as exc:
+            logging.getLogger(__name__).warning("first carbon fetch failed: %s", exc)
+        if once:  # a failing tick raises, and the top level says why in one line
+            failed = failed_actions(parts.controller.tick(parts.clock.now()))
+            if failed:
+                raise CliError(failed, EXIT_ACTIONS_FAILED)
+            return
+        metrics = ControllerMetrics()
+        if config.controller.metrics_port:
+            metrics.serve(config.controller.metrics_port)
+        parts.feed.start()
+        run_forever(parts.controller, parts.clock, config.controller.interval_s, metrics)
 
 
 def failed_actions(report: TickReport) -> str | None:

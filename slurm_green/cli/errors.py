@@ -21,6 +21,7 @@ import click
 from slurm_green.carbon.errors import AuthError, CarbonError, SourceSpecError
 from slurm_green.carbon.secrets import CarbonSecrets
 from slurm_green.controller.config import ConfigError
+from slurm_green.controller.single_instance import ControllerRunning
 from slurm_green.core.actions import ActionError
 from slurm_green.core.green_options import GreenOptionError
 from slurm_green.slurm.errors import SlurmError
@@ -57,6 +58,7 @@ _MESSAGES: tuple[tuple[type[BaseException], Callable[[Any], str]], ...] = (
                                 "docs/carbon.md lists them)"),
     (CarbonError, lambda e: f"carbon: {e}; `slurm-green carbon check` tests each source"),
     (ConfigError, str),
+    (ControllerRunning, str),
     (GreenOptionError, str),
     (sqlite3.Error, lambda e: f"state database: {e}; check [controller] state_db and that this user may write it"),
     (OSError, _os),

@@ -77,6 +77,24 @@ def test_green_job_starts_in_the_low_carbon_window_and_unmarked_job_at_once(cont
         stop_controller(c)
 
 
+def test_a_second_controller_on_the_same_store_is_refused(controller_site: Cluster) -> None:
+    """The install steps' `run --once` check, repeated while the service runs, is refused at once
+    (two controllers would both enact every tick); once the service stops, it runs."""
+    c = controller_site
+    config = write_config(write_carbon(time.time() + 3600, time.time() + 4200), "single")
+    start_controller(c, config)
+    try:
+        held = c.wait_for(lambda: c.exec("controller", "cat", f"{STATE}/single.lock", check=False).stdout, 30,
+                          message="the service's lock record")
+        second = c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", check=False)
+        assert second.returncode == 1, second.stdout + second.stderr
+        assert "another slurm-green controller is running on this state database" in second.stderr
+        assert held.startswith("pid ") and f"by {held.strip()}" in second.stderr
+    finally:
+        stop_controller(c)
+    c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+
+
 def test_with_the_controller_stopped_a_green_job_starts_by_its_deadline(controller_site: Cluster) -> None:
     c = controller_site
     job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "--comment", "green:flex=1m"], "sleep 5\n")

@@ -7,6 +7,7 @@ in-memory backend that refuses every action the way a plain user's ``scontrol`` 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 
@@ -17,6 +18,7 @@ from click.testing import CliRunner
 from slurm_green.cli import main
 from slurm_green.cli.controller import EXIT_ACTIONS_FAILED, failed_actions
 from slurm_green.controller import assemble as assemble_module
+from slurm_green.controller.single_instance import sole_controller
 from slurm_green.controller.tick import TickReport
 from slurm_green.core.actions import Action, ActionError, ActionResult, SetStartTime
 from slurm_green.core.cluster import ClusterSnapshot, Job
@@ -86,3 +88,22 @@ def test_a_job_that_ended_or_started_meanwhile_is_a_race_not_a_failure(race):
     report.results.append(ActionResult(SetStartTime(2, NOW), ActionError.UNREACHABLE, "Socket timed out"))
     assert failed_actions(report) == ("1 of 2 actions failed (unreachable x1); first: job 2 SetStartTime: "
                                       "Socket timed out")
+
+
+def test_beside_a_running_controller_run_once_is_refused_and_enacts_nothing(monkeypatch, tmp_path):
+    """The install steps' check, repeated while the service runs: two controllers would both
+    enact every tick (``controller/single_instance.py``). The lock is held here by another
+    open of the lock file, which ``flock`` treats as another holder, as it would a process."""
+    enacted: list[Action] = []
+    real_apply = RefusingBackend.apply
+    monkeypatch.setattr(RefusingBackend, "apply", lambda self, actions: enacted.extend(actions) or
+                        real_apply(self, actions))
+    with sole_controller(tmp_path / "state.db"):
+        result = run_once(monkeypatch, tmp_path, refuse=[])
+    assert result.exit_code == 1, result.output
+    [line] = [line for line in result.output.splitlines() if line.startswith("Error:")]
+    assert "another slurm-green controller is running on this state database" in line
+    assert f"pid {os.getpid()} on " in line
+    assert enacted == [] and not (tmp_path / "state.db").exists()
+    assert run_once(monkeypatch, tmp_path, refuse=[]).exit_code == 0  # once it is gone, the check runs
+    assert enacted

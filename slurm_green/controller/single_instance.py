@@ -1,8 +1,8 @@
 """One controller per state database: a second ``run`` beside a running one is refused.
 
-Two controllers on one store would both decide and enact every tick: each decision stored
-twice, each action sent twice, and with ``[elastic]`` a running job told to checkpoint and
-requeue by both. It happens without anyone meaning it: the install steps check a site with
+Two controllers on one store would both decide and enact every tick, each from its own
+snapshot: the same updates sent twice and recorded twice in the audit trail, and with
+``[elastic]`` a running job could be told to checkpoint and requeue by both. It happens without anyone meaning it: the install steps check a site with
 ``run --once``, and an admin repeats that check later while the service runs.
 
 So ``run`` (for its whole life) and ``run --once`` (for its tick) hold an exclusive

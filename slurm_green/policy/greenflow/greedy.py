@@ -21,7 +21,7 @@ from slurm_green.policy.greenflow.options import Choice, Options
 
 #: The price grid: the scale guess (reference runtime / reference carbon) times 2**k for these k.
 _PRICE_STEPS = range(-8, 17)
-#: ``_choose_walk`` prices this many cost entries (prices x jobs x columns x starts x caps) at once at most.
+#: ``_choose_walk`` prices this many cost entries (prices x cells x caps, ``Options.cells``) at once at most.
 _CHOOSE_BLOCK_ELEMENTS = 1 << 16
 
 
@@ -34,15 +34,16 @@ def _choose_walk(o: Options, prices: list[float], free_gpus: int, floor: float) 
     """The greedy plan at each of ``prices`` in turn, up to and including the first that spends
     no more than ``floor``, each distinct plan once, with the first price giving it.
 
-    The price-dependent arrays are computed for a block of prices at once ([P, N, G, S, C]:
-    the same elementwise arithmetic per price, so the same plans as one price at a time);
+    The price-dependent arrays are computed for a block of prices at once ([P, K, C] over the
+    cells some cap can take, then [P, N, G, S]: the same elementwise arithmetic per price, so
+    the same plans as one price at a time);
     blocks are small enough to keep the memory bounded, and the walk stops at ``floor`` as
     a price-by-price walk would (a plan repeated spends what it spent before, more than
     ``floor``). Most prices repeat a plan: a one-job queue has a few distinct plans in 26.
     """
-    rows = o.rows
-    energy, intensity = o.priced
-    base = o.base_cost
+    rows, cells = o.rows, o.cells
+    energy, intensity, base = o.priced
+    every = (o.runtime.shape[0], len(o.gpus), o.starts)  # all the [N, G, S] cells
     per_price = base.size
     block = max(1, min(len(prices), _CHOOSE_BLOCK_ELEMENTS // max(per_price, 1)))
     sizes, queued_col, chain = o.sizes, o.queued_col, o.chain
@@ -53,17 +54,21 @@ def _choose_walk(o: Options, prices: list[float], free_gpus: int, floor: float) 
     admits: dict[tuple[bool, ...], tuple[list[bool], int]] = {}
     for first in range(0, len(prices), block):
         chunk = np.asarray(prices[first:first + block], dtype=np.float64)
-        # cost[P, N, G, S, C]; non-allowed configurations and impossible deferrals are inf. S is
-        # only "now" when no job can defer (every deferred cost would be inf). Same arithmetic, in
-        # the same order, as (wait + runtime) + (price * energy) * intensity.
-        cost = np.multiply(chunk[:, None, None, None, None], energy)
+        # cost[P, K, C] of the cells some cap can take (``Options.cells``); non-allowed caps are
+        # inf. Same arithmetic, in the same order, as (wait + runtime) + (price * energy) * intensity.
+        cost = np.multiply(chunk[:, None, None], energy)
         cost *= intensity
         cost += base
-        cap_best = cost.argmin(axis=4)  # [P, N, G, S]
+        best = cost.argmin(axis=2)  # [P, K]
         # The minimum over caps is the value at the argmin (no NaN can arise: energy and
         # intensity are finite); gathering it is cheaper than a second reduction.
-        offsets = (np.arange(len(chunk)) * per_price)[:, None, None, None] + o.cap_offsets
-        cost_gs = cost.reshape(-1)[offsets + cap_best]  # [P, N, G, S]
+        least = cost.reshape(-1, cost.shape[2])[np.arange(best.size), best.reshape(-1)].reshape(best.shape)
+        # Onto every cell [P, N, G, S]: the others cost inf at every cap, whose argmin is cap 0. S is
+        # only "now" when no job can defer (every deferred cost would be inf).
+        cap_best = np.zeros((len(chunk), *every), dtype=best.dtype)
+        cap_best.reshape(len(chunk), -1)[:, cells] = best
+        cost_gs = np.full((len(chunk), *every), np.inf)
+        cost_gs.reshape(len(chunk), -1)[:, cells] = least
         if o.starts == 2:  # a job defers at its requested size (see ``queued_col``)
             deferred = cost_gs[:, rows, queued_col, 1] < cost_gs[:, :, :, 0].min(axis=2)
         else:

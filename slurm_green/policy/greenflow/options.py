@@ -105,9 +105,12 @@ class Options:
         return 2 if bool(np.isfinite(self.wait[:, 1]).any()) else 1
 
     @cached_property
-    def base_cost(self) -> np.ndarray:
-        """wait + runtime, [N, G, S, C]: caps last, so the per-cap minimum reads contiguous memory."""
-        return self.wait[:, None, : self.starts, None] + self.runtime[:, :, None, :]
+    def cells(self) -> np.ndarray:
+        """Flat indices, into an [N, G, S] array, of the (job, column, start) cells some cap can
+        take: an allowed column and a start the job has (about one in seven on the Philly trace).
+        Every other cell costs inf at every cap and price, so the greedy plans price these only."""
+        allowed = np.isfinite(self.runtime).any(axis=2)[:, :, None] & np.isfinite(self.wait[:, None, : self.starts])
+        return np.flatnonzero(allowed)
 
     @cached_property
     def sizes(self) -> list[int]:
@@ -151,24 +154,23 @@ class Options:
         return float((energy[:, :, None, :] * self.intensity[:, None, : self.starts, None]).min(axis=(1, 2, 3)).sum())
 
     @cached_property
-    def priced(self) -> tuple[np.ndarray, np.ndarray]:
-        """(energy, intensity), each [N, G, S, C] and contiguous: the operands of the priced carbon,
-        spelled out so that pricing them is elementwise (a broadcast over the short cap axis is
-        several times slower)."""
-        shape = self.base_cost.shape
-        return (np.ascontiguousarray(np.broadcast_to(self.energy_kwh[:, :, None, :], shape)),
-                np.ascontiguousarray(np.broadcast_to(self.intensity[:, None, : self.starts, None], shape)))
+    def priced(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(energy, intensity, wait + runtime) of each of ``cells`` at each cap, [K, C] each and
+        contiguous: the operands of a cell's cost, spelled out so that pricing them is elementwise
+        (a broadcast over the short cap axis is several times slower), caps last so that the per-cap
+        minimum reads contiguous memory."""
+        g, s = len(self.gpus), self.starts
+        config, start = self.cells // s, self.cells % s  # (job, column) as a flat [N, G] index, and start
+        job = config // g
+        c = self.runtime.shape[2]
+        energy = self.energy_kwh.reshape(-1, c)[config]
+        intensity = np.ascontiguousarray(np.broadcast_to(self.intensity[job, start][:, None], energy.shape))
+        return energy, intensity, self.wait[job, start][:, None] + self.runtime.reshape(-1, c)[config]
 
     @cached_property
     def fastest(self) -> tuple[np.ndarray, np.ndarray]:
         """Per job and cap [N, C]: the least runtime and the least GPU-seconds over all columns."""
         return self.runtime.min(axis=1), (self.gpus[None, :, None] * self.runtime).min(axis=1)
-
-    @cached_property
-    def cap_offsets(self) -> np.ndarray:
-        """Flat index of cap 0 of each (job, column, start) in a [N, G, S, C] array."""
-        n, g, s, c = self.base_cost.shape
-        return np.arange(0, n * g * s * c, c).reshape(n, g, s)
 
     @cached_property
     def step_table(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

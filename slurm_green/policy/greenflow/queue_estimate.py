@@ -12,6 +12,7 @@ candidates that cannot win without scoring them.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import math
 from dataclasses import dataclass
@@ -226,11 +227,11 @@ def _next_end(releases: list[tuple[float, int]], ri: int, nrel: int,
     return None, False
 
 
-def _start_oldest(queues: dict[int, list[int]], size: int, t: float, runtime: list[float],
-                  started: list[tuple[float, int]], need: float, ends: list[float] | None) -> tuple[float, float]:
+def _start_oldest(queues: dict[int, list[int]], sizes: list[int], size: int, t: float, runtime: list[float],
+                  started: list[tuple[float, int]], ends: list[float] | None) -> float:
     """Start the oldest queued job of ``size`` GPUs at ``t`` (its end onto ``started``, and into
-    ``ends`` if given); returns its completion time and the smallest size still queued (``need``,
-    unless its queue emptied)."""
+    ``ends`` if given; ``size`` out of the ascending ``sizes`` if its queue emptied); returns its
+    completion time."""
     queue = queues[size]
     j = heapq.heappop(queue)
     end = t + runtime[j]
@@ -239,8 +240,8 @@ def _start_oldest(queues: dict[int, list[int]], size: int, t: float, runtime: li
     heapq.heappush(started, (end, size))
     if not queue:
         del queues[size]
-        need = min(queues) if queues else math.inf
-    return end, need
+        sizes.remove(size)
+    return end
 
 
 def expected_completion_s(o: Options, choice: Choice, free_gpus: int,
@@ -285,9 +286,10 @@ def expected_completion_s(o: Options, choice: Choice, free_gpus: int,
     # fits, oldest first, in one pass over the eligible jobs by age is the same as starting,
     # again and again, the oldest of the size queues' heads that fit (a job passed over did not
     # fit with more GPUs left, so it cannot fit later in the pass): the same jobs start in the
-    # same order, and a start costs one look per distinct size instead of a pass over the queue.
+    # same order, and a start costs one look per distinct size that fits (smallest first) instead
+    # of a pass over the queue.
     queues: dict[int, list[int]] = {}
-    need = math.inf  # the smallest eligible size (inf: none eligible)
+    sizes: list[int] = []  # the sizes with an eligible job, ascending (the first: the least that can start)
     t, k, count = 0.0, 0, len(later)
     while k < count or queues:
         while k < count and later[k][0] <= t:
@@ -295,21 +297,20 @@ def expected_completion_s(o: Options, choice: Choice, free_gpus: int,
             queue = queues.get(gpus[j])
             if queue is None:
                 queues[gpus[j]] = [j]
-                need = min(need, gpus[j])
+                bisect.insort(sizes, gpus[j])
             else:
                 heapq.heappush(queue, j)
             k += 1
-        if queues and left >= need:
-            while True:
-                oldest, size = -1, 0
-                for g, queue in queues.items():
-                    if g <= left and (oldest < 0 or queue[0] < oldest):
-                        oldest, size = queue[0], g
-                if oldest < 0:
+        while sizes and left >= sizes[0]:
+            oldest, size = -1, 0
+            for g in sizes:
+                if g > left:
                     break
-                end, need = _start_oldest(queues, size, t, runtime, started, need, ends)
-                left -= size
-                total += end
+                head = queues[g][0]
+                if oldest < 0 or head < oldest:
+                    oldest, size = head, g
+            total += _start_oldest(queues, sizes, size, t, runtime, started, ends)
+            left -= size
         arrive = later[k][0] if k < count else math.inf
         nxt, from_started = _next_end(releases, ri, nrel, started)
         if nxt is not None and nxt[0] <= arrive and (queues or k < count):
@@ -322,7 +323,7 @@ def expected_completion_s(o: Options, choice: Choice, free_gpus: int,
                 else:
                     ri += 1
                 t, left = max(t, nxt[0]), left + nxt[1]
-                if left >= need:
+                if sizes and left >= sizes[0]:
                     break
                 nxt, from_started = _next_end(releases, ri, nrel, started)
                 if nxt is None or not nxt[0] < arrive:
@@ -331,7 +332,6 @@ def expected_completion_s(o: Options, choice: Choice, free_gpus: int,
             t = arrive
         elif queues:  # larger than the whole cluster: it starts once everything ahead has ended
             size = min(queues, key=lambda g: queues[g][0])
-            end, need = _start_oldest(queues, size, t, runtime, started, need, ends)
+            total += _start_oldest(queues, sizes, size, t, runtime, started, ends)
             left -= size
-            total += end
     return total

@@ -20,7 +20,7 @@ from slurm_green.policy.config_table import cap_choices, config_table, gpu_optio
 from slurm_green.policy.greenflow.greedy import agnostic_choice, greedy_choice, plan_key, price_grid
 from slurm_green.policy.greenflow.options import (Choice, Options, Where, feasible_chain, laid_out, least_change,
                                                   node_facts, runtime_of)
-from slurm_green.policy.greenflow.queue_estimate import (Queue, Scored, cost_lower_bound_s, enactment_lower_bound_s,
+from slurm_green.policy.greenflow.queue_estimate import (Queue, Scored, enactment_lower_bound_s,
                                                          expected_completion_s, running_releases, score)
 from slurm_green.policy.pending import PendingJobs, pending_jobs
 from slurm_green.policy.gpu_types import gpu_pools
@@ -391,21 +391,24 @@ class GreenFlowPolicy:
         grid = price_grid(o, free_gpus)
         first: _Candidate = (agnostic, agnostic_nodes, agnostic_key, None)
         entries: dict[int, _Candidate]
+        order: list[tuple[float, int]]  #: (lower bound on the objective, index), the order they are scored in
         best: tuple[float, float, int] | None
         if budget >= agnostic.spent:
             # Held to the budget itself (the slack below cannot loosen it past the reference). The
-            # carbon-agnostic plan fits, so a plan that cannot beat it, however it is enacted
-            # (``enactment_lower_bound_s``), is never placed; the others are scored in the order
-            # of a lower bound on their objective, and once the bound exceeds the best found none
-            # after it can win. The plan taken is the one enacting and scoring every candidate
-            # would take (docs/policies.md, "Searching the candidates by a bound").
+            # carbon-agnostic plan fits and is the best so far, so a plan that cannot beat it,
+            # however it is enacted (``enactment_lower_bound_s``), is never placed; the others are
+            # scored in the order of that bound, and once it exceeds the best found none after it
+            # can win. The plan taken is the one enacting and scoring every candidate would take
+            # (docs/policies.md, "Searching the candidates by a bound").
             held_to, best = budget, (agnostic_s, agnostic.spent, 0)
             beaten = agnostic_s * (1 + 1e-9) + 1e-6
-            entries = {0: first}
+            entries, order = {0: first}, []
             for i, (c, p) in enumerate(grid, 1):
-                if enactment_lower_bound_s(o, c, queue, crowd) <= beaten:
+                bound = enactment_lower_bound_s(o, c, queue, crowd)
+                if bound <= beaten:
                     entries[i] = (*enacted(c), p)
-            order = self._by_bound(o, entries, queue, crowd)
+                    order.append((bound, i))
+            order.sort()
         else:
             # Held no tighter than the least carbon a candidate reaches plus ``budget_slack`` x the
             # reference (nor, by that, looser than the reference): monotone in the budget, so a
@@ -434,11 +437,6 @@ class GreenFlowPolicy:
                 f"{agnostic.spent:.3g}) {held}; plan {choice.spent:.3g} {unit} at {how}, expected cost "
                 f"{objective_s / 3600:.3g} h (carbon-agnostic {agnostic_s / 3600:.3g} h)")
         return solution(choice, placed, key, price or 0.0, budget, note)
-
-    @staticmethod
-    def _by_bound(o: Options, entries: dict[int, _Candidate], queue: Queue, crowd: int) -> list[tuple[float, int]]:
-        """(lower bound on the objective, index) of each enacted candidate, ascending (ties: by index)."""
-        return sorted((cost_lower_bound_s(o, c, queue, crowd), i) for i, (c, _, _, _) in entries.items())
 
     # -- placement and output ----------------------------------------------------------
 

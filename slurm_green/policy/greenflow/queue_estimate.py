@@ -5,9 +5,9 @@ jobs' expected completion times, played as a backfilling Slurm plays them
 (``expected_completion_s``: admitted jobs start now, the others as running and planned jobs
 end by their time limits, oldest first), plus what its GPU-seconds make the jobs still to come
 wait. ``score`` adds the plan's spend as queued: each job's carbon at the forecast's mean over
-its run where the estimate runs it (``_queued_intensity``). The lower bounds
-(``enactment_lower_bound_s``, ``cost_lower_bound_s``) let ``GreenFlowPolicy._solve`` skip the
-candidates that cannot win without scoring them.
+its run where the estimate runs it (``_queued_intensity``). The lower bound
+``enactment_lower_bound_s`` lets ``GreenFlowPolicy._solve`` skip the candidates that cannot win
+without placing or scoring them.
 """
 
 from __future__ import annotations
@@ -162,34 +162,6 @@ def enactment_lower_bound_s(o: Options, choice: Choice, queue: Queue, crowd: int
     if crowd:
         total += _crowd_delay_s(np.where(starting, least_gpu_s[rows, choice.cap], o.gpus[choice.col] * runtime),
                                 queue, crowd)
-    return total
-
-
-def cost_lower_bound_s(o: Options, choice: Choice, queue: Queue, crowd: int) -> float:
-    """A lower bound on ``_expected_cost_s`` (at most it, never above), in a few array operations.
-
-    In the queue estimate a job that does not start now starts no earlier than its earliest
-    start, nor before the GPUs free so far could hold it: the GPUs free after the admitted
-    jobs, plus those every running and admitted job has released by then (jobs started
-    meanwhile only take GPUs back). A job larger than all of them starts once everything has
-    ended, no earlier than the last end. The GPU-second term is the objective's own.
-    """
-    rows = o.rows
-    gpus = o.gpus[choice.col]
-    runtime = o.runtime[rows, choice.col, choice.cap]
-    now = choice.admitted & (choice.start == 0)
-    later = ~now
-    total = float(runtime[now].sum())
-    if later.any():
-        times = np.concatenate((queue.release_times, runtime[now]))
-        order = np.argsort(times, kind="stable")
-        ends = np.concatenate(([0.0], times[order]))
-        freed = np.concatenate((queue.release_gpus, gpus[now]))[order]
-        room = np.maximum.accumulate(np.concatenate(([0], np.cumsum(freed))) + queue.free_gpus - int(gpus[now].sum()))
-        first = np.minimum(np.searchsorted(room, gpus[later], side="left"), len(ends) - 1)
-        total += float((np.maximum(o.wait[rows, choice.start][later], ends[first]) + runtime[later]).sum())
-    if crowd:
-        total += _crowd_delay_s(gpus * runtime, queue, crowd)
     return total
 
 

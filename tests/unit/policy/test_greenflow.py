@@ -383,7 +383,7 @@ def busy_snapshot(specs, running):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72))
-def test_the_bounds_candidates_are_searched_by_never_exceed_their_objective(models, specs, running, values):
+def test_the_bound_candidates_are_searched_by_never_exceeds_their_objective(models, specs, running, values):
     from slurm_green.policy.greenflow import greedy, queue_estimate as qe
     from slurm_green.policy.greenflow.options import node_facts
     from slurm_green.policy.pending import pending_jobs
@@ -398,7 +398,6 @@ def test_the_bounds_candidates_are_searched_by_never_exceed_their_objective(mode
     for choice in [agnostic] + [c for c, _ in greedy.price_grid(o, free)]:
         enacted, _ = policy._enact(choice, o, snap, ctx.memo, None)
         exact = qe._expected_cost_s(o, enacted, queue, crowd)
-        assert qe.cost_lower_bound_s(o, enacted, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
         assert qe.enactment_lower_bound_s(o, choice, queue, crowd) <= exact * (1 + 1e-9) + 1e-6
 
 
@@ -413,8 +412,7 @@ def test_searching_by_the_bound_takes_the_plan_scoring_every_candidate_takes(mod
     policy = GreenFlowPolicy(budget_fraction=budget) if resource == "carbon" else powerflow(budget_fraction=budget)
     searched = policy.solve(ctx)
     with monkeypatch.context() as patch:
-        for bound in ("cost_lower_bound_s", "enactment_lower_bound_s"):  # no bounds: every candidate is scored
-            patch.setattr(gf, bound, lambda *args: 0.0)
+        patch.setattr(gf, "enactment_lower_bound_s", lambda *args: 0.0)  # no bound: every candidate is scored
         scored = policy.solve(context(snap, signal(values), models))
     assert (searched.expected_cost_s, searched.price, searched.note) == (scored.expected_cost_s, scored.price,
                                                                           scored.note)

@@ -383,7 +383,7 @@ def busy_snapshot(specs, running):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(specs=job_specs, running=busy_specs, values=st.lists(st.floats(5, 800), min_size=72, max_size=72))
-def test_the_bound_candidates_are_searched_by_never_exceeds_their_objective(models, specs, running, values):
+def test_the_bound_the_candidates_are_searched_by_never_exceeds_their_objective(models, specs, running, values):
     from slurm_green.policy.greenflow import greedy, queue_estimate as qe
     from slurm_green.policy.greenflow.options import node_facts
     from slurm_green.policy.pending import pending_jobs

@@ -2,8 +2,9 @@
 
 Two controllers on one store would both decide and enact every tick, each from its own
 snapshot: the same updates sent twice and recorded twice in the audit trail, and with
-``[elastic]`` a running job could be told to checkpoint and requeue by both. It happens without anyone meaning it: the install steps check a site with
-``run --once``, and an admin repeats that check later while the service runs.
+``[elastic]`` a running job could be told to checkpoint and requeue by both. It happens
+without anyone meaning it: the install steps check a site with ``run --once``, and an
+admin repeats that check later while the service runs.
 
 So ``run`` (for its whole life) and ``run --once`` (for its tick) hold an exclusive
 ``flock`` on ``<state_db>.lock``. The kernel drops the lock when the process ends, however

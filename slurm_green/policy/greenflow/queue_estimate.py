@@ -16,7 +16,6 @@ import bisect
 import heapq
 import math
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -34,14 +33,6 @@ class Queue:
     free_gpus: int
     gpus_total: int
     releases: list[tuple[float, int]]  #: ``running_releases`` (sorted)
-
-    @cached_property
-    def release_times(self) -> np.ndarray:
-        return np.array([end for end, _ in self.releases], dtype=np.float64)
-
-    @cached_property
-    def release_gpus(self) -> np.ndarray:
-        return np.array([gpus for _, gpus in self.releases], dtype=np.int64)
 
 
 @dataclass

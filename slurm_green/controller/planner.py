@@ -466,6 +466,21 @@ def plan_actions(
     """All actions the plan needs; decisions for jobs no longer pending are dropped, and
     co-locations that cannot be enacted too (``colocate``)."""
     plan, sharing = enactable(plan, snapshot, verify, memo)
+    return enactable_actions(snapshot, plan, sharing, now, sign, verify, enact)
+
+
+def enactable_actions(
+    snapshot: ClusterSnapshot,
+    plan: Plan,
+    sharing: Mapping[int, Sharing],
+    now: float,
+    sign: Signer | None = None,
+    verify: Callable[[int, str], dict[str, object]] | None = None,
+    enact: Enactment = "power_cap",
+) -> list[Action]:
+    """``plan_actions`` of a plan ``enactable`` already returned, with its ``sharing``: the
+    controller has both at hand, and making a plan enactable again at every tick, for every
+    decision, was a measurable part of a simulation's time."""
     max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
     actions: list[Action] = []

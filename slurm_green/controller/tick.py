@@ -15,7 +15,7 @@ from typing import Protocol
 from slurm_green.carbon.failures import FailureLog
 from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.enactment import enact
-from slurm_green.controller.planner import enactable, plan_actions
+from slurm_green.controller.planner import enactable, enactable_actions, plan_actions
 from slurm_green.controller.resize import Resizer
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
@@ -178,18 +178,19 @@ class Controller:
         measured = self.resizer.measured(snapshot) if self.resizer is not None else {}
         plan = self.policy(DecisionContext(snapshot, forecast, self.models, now, self.memo,
                                            self._budget_scale(now, report), progress, measured))
-        report.plan, _ = enactable(stamped(plan, self.models, snapshot), snapshot, self.verify, self.memo)
+        report.plan, sharing = enactable(stamped(plan, self.models, snapshot), snapshot, self.verify, self.memo)
         report.notes.extend(report.plan.notes)
-        resizing: list[Action] = []
         if self.resizer is not None:  # running jobs in a resize are its own, not the planner's
             resizing, owned, notes = self.resizer.plan(snapshot, report.plan, now)
             report.notes.extend(notes)
             plan = dataclasses.replace(report.plan, decisions=tuple(
                 d for d in report.plan.decisions if d.job_id not in owned))
+            # Without the resizer's jobs a pair's cap may differ (``colocate``): made enactable again.
+            report.actions = plan_actions(snapshot, plan, now, self.sign, self.verify, self.gpu_enact,
+                                          self.memo) + resizing
         else:
-            plan = report.plan
-        report.actions = plan_actions(snapshot, plan, now, self.sign, self.verify, self.gpu_enact,
-                                      self.memo) + resizing
+            report.actions = enactable_actions(snapshot, report.plan, sharing, now, self.sign, self.verify,
+                                               self.gpu_enact)
         return report, snapshot
 
     def tick(self, now: float) -> TickReport:

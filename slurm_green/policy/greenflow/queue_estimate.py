@@ -67,7 +67,9 @@ def running_releases(snapshot: ClusterSnapshot, now: float,
         if shard_jobs:
             ends.extend(_shard_releases(shard_jobs))
         held.last = (snapshot.jobs, ends)
-    out = [(max(0.0, (end if end is not None else now) - now), gpus) for end, gpus in held.last[1]]
+    # ``end - now`` is positive exactly when ``end > now`` (a float difference is 0 only between
+    # equals): the same values as ``max(0.0, end - now)``, without a call per job.
+    out = [(end - now if end is not None and end > now else 0.0, gpus) for end, gpus in held.last[1]]
     out.sort()
     return out
 

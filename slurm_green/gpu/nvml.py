@@ -1,8 +1,13 @@
 """Power limits of real NVIDIA GPUs through NVML (the ``pynvml`` module of nvidia-ml-py).
 
 NVML speaks milliwatts and numbers devices by its own index; this backend speaks watts
-and addresses devices by /dev/nvidiaN minor number (nvmlDeviceGetMinorNumber), which
-is what Slurm puts in SLURM_JOB_GPUS. Setting a limit needs root; the limit lasts
+and addresses devices by the number Slurm puts in SLURM_JOB_GPUS, its GRES index. Which
+device that is depends on the node's gres.conf (``NUMBERINGS``): with ``File=/dev/nvidia[0-N]``
+(what ``install`` writes) it is the /dev/nvidiaN minor number (nvmlDeviceGetMinorNumber);
+with ``AutoDetect=nvml`` Slurm lists the GPUs in NVML's index order (its ``gpu_nvml.c``
+loops over nvmlDeviceGetHandleByIndex and logs "GPU index N is different from minor number
+M" where the two differ; ``gres_gpu.c`` keeps that order, sorting by links), so it is NVML's
+index. Setting a limit needs root; the limit lasts
 until it is changed or the driver is reloaded.
 """
 
@@ -22,14 +27,22 @@ def _pynvml() -> ModuleType:
     return pynvml
 
 
+#: How Slurm numbers a node's GPUs in SLURM_JOB_GPUS: by /dev/nvidiaN minor (gres.conf names the
+#: device files in order), or by NVML index (gres.conf ``AutoDetect=nvml``).
+NUMBERINGS = ("minor", "index")
+
+
 class NvmlBackend:
     name = "nvml"
 
-    def __init__(self, binding: ModuleType | None = None) -> None:
-        """Initialise NVML (``binding``: pynvml, or a test's stand-in) and map minor numbers to
-        handles; raises GpuError if NVML is unusable."""
+    def __init__(self, binding: ModuleType | None = None, numbering: str = "minor") -> None:
+        """Initialise NVML (``binding``: pynvml, or a test's stand-in) and map Slurm's GPU numbers
+        (``numbering``: one of ``NUMBERINGS``) to handles; raises GpuError if NVML is unusable."""
+        if numbering not in NUMBERINGS:
+            raise ValueError(f"GPU numbering {numbering!r}: expected one of {', '.join(NUMBERINGS)}")
         nvml = binding if binding is not None else _pynvml()
         self._nvml = nvml
+        self.numbering = numbering
         try:
             nvml.nvmlInit()
         except Exception as exc:  # NVMLError, or OSError when libnvidia-ml is absent
@@ -41,21 +54,40 @@ class NvmlBackend:
             raise GpuError(f"NVML could not list devices: {exc}") from exc
         # One device NVML cannot open (a GPU fallen off the bus: GPU_IS_LOST, until a reboot) must
         # not take the others with it, or no Epilog on the node could restore their limits.
-        self._by_minor = {}
+        self._by_number = {}
         self._unopened: list[str] = []
+        #: (NVML index, minor) of each device whose two numbers differ: where the numbering matters.
+        self.renumbered: list[tuple[int, int]] = []
         for index in range(count):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
-                self._by_minor[int(nvml.nvmlDeviceGetMinorNumber(handle))] = handle
+                minor = int(nvml.nvmlDeviceGetMinorNumber(handle))
             except Exception as exc:
                 self._unopened.append(f"index {index}: {exc}")
+                continue
+            self._by_number[minor if numbering == "minor" else index] = handle
+            if minor != index:
+                self.renumbered.append((index, minor))
+
+    @property
+    def described(self) -> str:
+        """"NVML", and where NVML's index and the minor number differ on this node, which of
+        them SLURM_JOB_GPUS is read as: a gres.conf that numbers the GPUs the other way makes
+        the hooks cap another job's GPU (docs/enactment.md)."""
+        if not self.renumbered:
+            return "NVML"
+        pairs = ", ".join(f"index {index} is /dev/nvidia{minor}" for index, minor in self.renumbered)
+        return (f"NVML (GPU numbers read as {'minor numbers' if self.numbering == 'minor' else 'NVML indices'}, "
+                f"SLURM_GREEN_GPU_NUMBERING={self.numbering}; here {pairs}: gres.conf AutoDetect=nvml "
+                f"numbers GPUs by index, File=/dev/nvidia... by minor)")
 
     def _handle(self, minor: int):
         try:
-            return self._by_minor[minor]
+            return self._by_number[minor]
         except KeyError:
             unopened = f"; NVML could not open {', '.join(self._unopened)}" if self._unopened else ""
-            raise GpuError(f"no NVIDIA GPU with minor number {minor} (have {sorted(self._by_minor)}{unopened})") from None
+            kind = "minor number" if self.numbering == "minor" else "NVML index"
+            raise GpuError(f"no NVIDIA GPU with {kind} {minor} (have {sorted(self._by_number)}{unopened})") from None
 
     def limits(self, minor: int) -> BoardLimits:
         handle = self._handle(minor)
@@ -82,7 +114,8 @@ class NvmlBackend:
 
     @property
     def minors(self) -> list[int]:
-        return sorted(self._by_minor)
+        """Slurm's numbers of the GPUs NVML opened (minor numbers with the default numbering)."""
+        return sorted(self._by_number)
 
     def model(self, minor: int) -> str:
         """The board's name as NVML gives it, e.g. "NVIDIA A100-SXM4-80GB"."""

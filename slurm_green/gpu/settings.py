@@ -14,6 +14,8 @@ names as the environment, so a site can write either::
                                           # GPU energy there (slurm_green.core.telemetry)
     SLURM_GREEN_MPS_CONTROL=none          # or /usr/bin/nvidia-cuda-mps-control where the site
                                           # enables gres/mps: the hooks start and stop MPS (mps.py)
+    SLURM_GREEN_GPU_NUMBERING=minor       # or index where gres.conf has AutoDetect=nvml: what a
+                                          # number in SLURM_JOB_GPUS is (nvml.py)
 
 ``auto`` uses NVML when it initialises, else the emulated backend only if
 SLURM_GREEN_GPU_EMULATED_STATE is set explicitly, else nothing (and says so).
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from slurm_green.gpu.nvml import NUMBERINGS
 from slurm_green.gpu.power import GpuError, PowerBackend
 
 CONF_ENV = "SLURM_GREEN_GPU_CONF"
@@ -45,6 +48,7 @@ class GpuSettings:
     enactment: str = "power_cap"
     telemetry_dir: Path | None = None
     mps_control: Path | None = None
+    numbering: str = "minor"
 
     @property
     def jobs_dir(self) -> Path:
@@ -85,6 +89,9 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
     default_cap = None if cap_text in ("", "none") else float(cap_text)
     if default_cap is not None and not 0 < default_cap <= 1:
         raise ValueError(f"SLURM_GREEN_DEFAULT_CAP={cap_text!r}: expected none or a fraction in (0, 1]")
+    numbering = values.get("SLURM_GREEN_GPU_NUMBERING", defaults.numbering).strip().lower()
+    if numbering not in NUMBERINGS:
+        raise ValueError(f"SLURM_GREEN_GPU_NUMBERING={numbering!r}: expected one of {', '.join(NUMBERINGS)}")
     emulated = values.get("SLURM_GREEN_GPU_EMULATED_STATE")
     return GpuSettings(
         backend=backend,
@@ -96,6 +103,7 @@ def load_settings(environ: Mapping[str, str] = os.environ) -> GpuSettings:
         enactment=enactment,
         telemetry_dir=_optional_path(values.get("SLURM_GREEN_TELEMETRY_DIR", "none")),
         mps_control=_optional_path(values.get("SLURM_GREEN_MPS_CONTROL", "none")),
+        numbering=numbering,
     )
 
 
@@ -126,7 +134,8 @@ def open_backend(settings: GpuSettings) -> tuple[PowerBackend | None, str]:
     from slurm_green.gpu.nvml import NvmlBackend
 
     try:
-        return NvmlBackend(), "NVML"
+        backend = NvmlBackend(numbering=settings.numbering)
+        return backend, backend.described
     except GpuError as exc:
         if settings.backend == "nvml":
             return None, f"NVML requested but unusable: {exc}"

@@ -29,6 +29,31 @@ def test_set_limit_reaches_the_right_board_in_milliwatts(fake_nvml, gpus) -> Non
     assert backend.limits(0).current_w == 212.5
 
 
+def test_index_numbering_addresses_devices_by_nvml_index(fake_nvml, gpus) -> None:
+    """gres.conf AutoDetect=nvml: Slurm's GPU 0 is NVML's index 0 (minor 2 here), not /dev/nvidia0."""
+    backend = NvmlBackend(numbering="index")
+    backend.set_limit(0, 212.5)
+    assert gpus[0].set_calls == [212_500] and all(g.set_calls == [] for g in gpus[1:])
+    assert backend.minors == [0, 1, 2, 3]
+    with pytest.raises(GpuError, match="no NVIDIA GPU with NVML index 4"):
+        backend.limits(4)
+
+
+def test_the_description_names_the_numbering_only_where_it_matters(fake_nvml, gpus) -> None:
+    described = NvmlBackend().described
+    assert described.startswith("NVML (GPU numbers read as minor numbers, SLURM_GREEN_GPU_NUMBERING=minor")
+    assert "index 0 is /dev/nvidia2, index 1 is /dev/nvidia0, index 2 is /dev/nvidia3, index 3 is /dev/nvidia1" \
+        in described
+    for index, gpu in enumerate(gpus):
+        gpu.minor = index
+    assert NvmlBackend(numbering="index").described == "NVML"
+
+
+def test_an_unknown_numbering_is_refused(fake_nvml) -> None:
+    with pytest.raises(ValueError, match="expected one of minor, index"):
+        NvmlBackend(numbering="pci")
+
+
 def test_driver_errors_become_gpu_errors(fake_nvml, gpus) -> None:
     backend = NvmlBackend()
     gpus[3].fail_set = True  # minor 1

@@ -39,7 +39,18 @@ def test_bad_values_are_refused(tmp_path, name: str, value: str) -> None:
 
 def test_auto_prefers_nvml(fake_nvml, tmp_path) -> None:
     backend, how = open_backend(GpuSettings(emulated_state=tmp_path / "g.json", emulated_state_explicit=True))
-    assert isinstance(backend, NvmlBackend) and how == "NVML"
+    assert isinstance(backend, NvmlBackend) and how.startswith("NVML")
+
+
+def test_numbering_reaches_the_backend_and_a_bad_one_is_refused(fake_nvml, tmp_path) -> None:
+    absent = str(tmp_path / "absent")
+    assert load_settings({"SLURM_GREEN_GPU_CONF": absent}).numbering == "minor"
+    settings = load_settings({"SLURM_GREEN_GPU_CONF": absent, "SLURM_GREEN_GPU_NUMBERING": " Index "})
+    backend, how = open_backend(settings)
+    assert isinstance(backend, NvmlBackend) and backend.numbering == "index"
+    assert "read as NVML indices" in how
+    with pytest.raises(ValueError, match="SLURM_GREEN_GPU_NUMBERING='pci': expected one of minor, index"):
+        load_settings({"SLURM_GREEN_GPU_CONF": absent, "SLURM_GREEN_GPU_NUMBERING": "pci"})
 
 
 def test_auto_without_nvml_emulates_only_when_configured(no_nvml, tmp_path) -> None:

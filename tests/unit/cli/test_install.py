@@ -118,6 +118,7 @@ def test_gres_type_is_never_a_silent_a100() -> None:
     text = section(invoke("--print", "--gpus-per-node", "4"), "# --- slurm-green: gres.conf")
     assert "a100" not in text and "Type=" not in text.replace("No GPU type", "")
     assert "Name=gpu File=/dev/nvidia[0-3]" in text and "--gpu-type" in text
+    assert "AutoDetect=nvml" in text and "SLURM_GREEN_GPU_NUMBERING=index" in text
     text = invoke("--print", "--gpus-per-node", "4", "--gpu-type", "h100")
     assert "Name=gpu Type=h100 File=/dev/nvidia[0-3]" in text and "Gres=gpu:h100:4,shard:16" in text
 

@@ -56,8 +56,8 @@ class NvmlBackend:
         # not take the others with it, or no Epilog on the node could restore their limits.
         self._by_number = {}
         self._unopened: list[str] = []
-        #: (NVML index, minor) of each device whose two numbers differ: where the numbering matters.
-        self.renumbered: list[tuple[int, int]] = []
+        #: (NVML index, minor number) of each device NVML opened, in index order.
+        self.devices: list[tuple[int, int]] = []
         for index in range(count):
             try:
                 handle = nvml.nvmlDeviceGetHandleByIndex(index)
@@ -65,9 +65,22 @@ class NvmlBackend:
             except Exception as exc:
                 self._unopened.append(f"index {index}: {exc}")
                 continue
-            self._by_number[minor if numbering == "minor" else index] = handle
-            if minor != index:
-                self.renumbered.append((index, minor))
+            self._by_number[self.number_of(index, minor)] = handle
+            self.devices.append((index, minor))
+
+    def number_of(self, index: int, minor: int) -> int:
+        """The number Slurm gives the device of this NVML index and minor, by ``numbering``."""
+        return minor if self.numbering == "minor" else index
+
+    @property
+    def renumbered(self) -> list[tuple[int, int]]:
+        """(NVML index, minor) of each device whose two numbers differ: where the numbering matters."""
+        return [(index, minor) for index, minor in self.devices if index != minor]
+
+    @property
+    def unopened(self) -> list[str]:
+        """The devices NVML lists but could not open, each with why."""
+        return list(self._unopened)
 
     @property
     def described(self) -> str:

@@ -2,9 +2,9 @@
 
 Run as root on a compute node after installing (standard library and nvidia-ml-py only, like
 the hooks). It prints the settings it finds (gpu.conf, then the ``SLURM_GREEN_*`` variables of
-its own environment: the hooks get slurmd's, so set there what slurmd sets) and, through NVML, each GPU's NVML index, /dev/nvidiaN minor, the number
-the hooks take Slurm to give it (``SLURM_GREEN_GPU_NUMBERING``), its PCI bus id, board and power
-limits. Where NVML's index and the minor number differ it says which gres.conf each setting
+its own environment: the hooks get slurmd's, so set there what slurmd sets) and, through
+NVML, each GPU's NVML index, /dev/nvidiaN minor, the number the hooks take Slurm to give it
+(``SLURM_GREEN_GPU_NUMBERING``), its PCI bus id, board and power limits. Where NVML's index and the minor number differ it says which gres.conf each setting
 fits: the one thing that makes the Prolog cap another job's GPU (docs/enactment.md).
 Changes nothing. Exit status: 0 when GPU power control works here, 1 when it does not,
 2 for a bad setting.
@@ -17,7 +17,7 @@ import sys
 from collections.abc import Mapping
 from typing import TextIO
 
-from slurm_green.gpu.nvml import NvmlBackend
+from slurm_green.gpu.nvml import NUMBERING_RULE, NvmlBackend
 from slurm_green.gpu.power import GpuError
 from slurm_green.gpu.settings import CONF_ENV, DEFAULT_CONF, load_settings, open_backend
 
@@ -57,9 +57,8 @@ def _nvml_table(backend: NvmlBackend, out: TextIO) -> None:
     for unopened in backend.unopened:
         print(f"not opened: {unopened}", file=out)
     if backend.renumbered:
-        print("NVML's index and the minor number differ on this node: gres.conf AutoDetect=nvml numbers the GPUs "
-              "by index (SLURM_GREEN_GPU_NUMBERING=index), File=/dev/nvidia[0-N] in order, without AutoDetect, by minor "
-              f"(=minor); in force: {backend.numbering}", file=out)
+        print(f"NVML's index and the minor number differ on this node: {NUMBERING_RULE}; "
+              f"in force: {backend.numbering}", file=out)
     else:
         print("NVML's index and the minor number agree on this node: either numbering caps the same GPUs", file=out)
 

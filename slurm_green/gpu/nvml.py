@@ -7,8 +7,8 @@ device that is depends on the node's gres.conf (``NUMBERINGS``): with ``File=/de
 with ``AutoDetect=nvml`` Slurm lists the GPUs in NVML's index order (its ``gpu_nvml.c``
 loops over nvmlDeviceGetHandleByIndex and logs "GPU index N is different from minor number
 M" where the two differ; ``gres_gpu.c`` keeps that order, sorting by links), so it is NVML's
-index. Setting a limit needs root; the limit lasts
-until it is changed or the driver is reloaded.
+index. Setting a limit needs root; the limit lasts until it is changed or the driver is
+reloaded.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ def _pynvml() -> ModuleType:
 #: How Slurm numbers a node's GPUs in SLURM_JOB_GPUS: by /dev/nvidiaN minor (gres.conf names the
 #: device files in order), or by NVML index (gres.conf ``AutoDetect=nvml``).
 NUMBERINGS = ("minor", "index")
+#: Which gres.conf each numbering fits, for the logs and ``gpu.check`` of a node where the two differ.
+NUMBERING_RULE = ("gres.conf AutoDetect=nvml numbers GPUs by index (SLURM_GREEN_GPU_NUMBERING=index), "
+                  "File=/dev/nvidia[0-N] in order, without AutoDetect, by minor (=minor)")
 
 
 class NvmlBackend:
@@ -91,8 +94,7 @@ class NvmlBackend:
             return "NVML"
         pairs = ", ".join(f"index {index} is /dev/nvidia{minor}" for index, minor in self.renumbered)
         return (f"NVML (GPU numbers read as {'minor numbers' if self.numbering == 'minor' else 'NVML indices'}, "
-                f"SLURM_GREEN_GPU_NUMBERING={self.numbering}; here {pairs}: gres.conf AutoDetect=nvml "
-                f"numbers GPUs by index, File=/dev/nvidia... by minor)")
+                f"SLURM_GREEN_GPU_NUMBERING={self.numbering}; here {pairs}: {NUMBERING_RULE})")
 
     def _handle(self, minor: int):
         try:

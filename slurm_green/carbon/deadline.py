@@ -12,14 +12,23 @@ down. A read blocked on one returns at once, httpx raises a transport error, and
 reports the attempt as timed out (:attr:`AttemptDeadline.expired`). Shutting a socket down
 from another thread is what makes a blocked ``recv`` return on every platform the controller
 runs on; closing it would not.
+
+What comes before the first socket has nothing to shut: the host name's lookup
+(``getaddrinfo``, which a resolver that drops queries, or an NSS module hung on a directory
+server, holds for as long as it likes, and which no timeout or signal interrupts in a
+thread) and the connect attempts to each of its addresses. :func:`call_within` bounds
+those: the attempt runs on a thread of its own, and the caller stops waiting for it.
 """
 
 from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: httpcore's trace events whose ``return_value`` is the network stream of a new connection.
 _STREAM_EVENTS = ("connection.connect_tcp.complete", "connection.start_tls.complete",
@@ -76,3 +85,36 @@ def _shut(sock: socket.socket) -> None:
         socket.socket.shutdown(sock, socket.SHUT_RDWR)
     except OSError:
         pass  # already closed, or never connected: nothing to unblock
+
+
+class Overrun(Exception):
+    """:func:`call_within`'s call did not return in its time."""
+
+
+def call_within(seconds: float, call: Callable[[], T], name: str = "bounded-call") -> T:
+    """``call()``'s result (or its exception), or :class:`Overrun` once ``seconds`` pass.
+
+    The call runs on a daemon thread, which is left to finish on its own after an overrun:
+    nothing can stop a thread blocked in the resolver, and a daemon thread does not hold
+    the process at exit (a ``ThreadPoolExecutor``'s workers would). Whatever it returns
+    then is dropped, so the call must clean up after itself (a ``with`` block closes its
+    response); an HTTP attempt left so finds its :class:`AttemptDeadline` expired, which
+    shuts any socket it opens late at once.
+    """
+    results: list[T] = []
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            results.append(call())
+        except BaseException as error:  # handed to the caller, which raises it as its own
+            errors.append(error)
+
+    worker = threading.Thread(target=run, name=name, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if results:
+        return results[0]
+    if errors:
+        raise errors[0]
+    raise Overrun(f"no answer after {seconds:g} s")

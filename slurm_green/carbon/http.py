@@ -15,7 +15,9 @@ So each attempt runs under an :class:`~slurm_green.carbon.deadline.AttemptDeadli
 ``max_time`` seconds (six timeouts by default), and the body is read in chunks, at most
 ``max_bytes`` of it (decoded); an answer over either limit fails. Connections are not kept
 alive between requests: a provider is asked every few minutes, and the deadline needs to see
-each attempt's socket.
+each attempt's socket. Before it has one (the host name's lookup, which nothing interrupts,
+and the connects), the attempt is bounded by running on a thread of its own that is waited
+for no longer (``deadline.call_within``).
 
 The retry loop is tenacity's (stop after so many attempts, exponential wait,
 retry only on a transient failure); this module only decides what an answer
@@ -26,6 +28,7 @@ failure to report at once. See docs/carbon.md, "Providers", for why tenacity.
 from __future__ import annotations
 
 import email.utils
+import functools
 import json
 import logging
 import math
@@ -37,12 +40,15 @@ from typing import Any
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
 
-from slurm_green.carbon.deadline import AttemptDeadline
+from slurm_green.carbon.deadline import AttemptDeadline, Overrun, call_within
 from slurm_green.carbon.errors import AuthError, MalformedResponseError, RateLimitedError, SourceError
 
 log = logging.getLogger(__name__)
 #: A header value a request can carry: visible ASCII, spaces or tabs only between words (RFC 9110 field-value).
 _HEADER_VALUE = re.compile(r"(?:[\x21-\x7e]+(?:[ \t]+[\x21-\x7e]+)*)?")
+#: How long past its deadline an attempt is waited for: the deadline shuts its sockets, and the
+#: transport error that follows takes milliseconds to come back.
+_UNWIND_S = 0.5
 
 
 class _Transient(Exception):
@@ -119,12 +125,33 @@ class HttpClient:
         headers: Mapping[str, str] | None,
         auth: httpx.Auth | tuple[str, str] | None,
     ) -> Any:
-        """One request: its JSON, a :class:`_Transient` to retry, or the error to report at once."""
+        """One request: its JSON, a :class:`_Transient` to retry, or the error to report at once.
+
+        The request runs on a thread of its own (``call_within``), waited for ``max_time`` and
+        a moment more: its deadline ends it once it has a socket, but a host name whose lookup
+        hangs (a resolver dropping queries, a hung NSS module) has none yet."""
         where = f"{self.label} {path}"
         _check_headers(headers, where)
+        request = functools.partial(self._request, self._http(), where, path, params, headers, auth)
+        try:
+            return call_within(self.max_time + _UNWIND_S, request, name=f"carbon-http {self.label}")
+        except Overrun:
+            raise _Transient(SourceError(f"{where}: timed out (not connected after {self.max_time:g} s: the host "
+                                         "name's lookup or the connection hung)")) from None
+
+    def _request(
+        self,
+        client: httpx.Client,
+        where: str,
+        path: str,
+        params: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        auth: httpx.Auth | tuple[str, str] | None,
+    ) -> Any:
+        """``_attempt``'s request, under its :class:`AttemptDeadline`."""
         late = SourceError(f"{where}: timed out (answer not complete after {self.max_time:g} s)")
         try:
-            with AttemptDeadline(self.max_time) as deadline, self._http().stream(
+            with AttemptDeadline(self.max_time) as deadline, client.stream(
                     "GET", path, params=params, headers=headers, auth=auth, extensions={"trace": deadline.trace},
             ) as response:
                 status = response.status_code

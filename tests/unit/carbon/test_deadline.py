@@ -1,14 +1,16 @@
-"""The attempt deadline unblocks a read on a socket the trace reported, and only after its time."""
+"""The attempt deadline unblocks a read on a socket the trace reported, and only after its time;
+what has no socket yet is bounded by waiting for it no longer (``call_within``)."""
 
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from types import SimpleNamespace
 
 import pytest
 
-from slurm_green.carbon.deadline import AttemptDeadline
+from slurm_green.carbon.deadline import AttemptDeadline, Overrun, call_within
 
 
 def _stream(sock: socket.socket) -> SimpleNamespace:
@@ -46,3 +48,24 @@ def test_an_attempt_within_its_time_is_left_alone():
         time.sleep(0.4)
         theirs.sendall(b"ok")
         assert ours.recv(10) == b"ok" and not deadline.expired
+
+
+def test_a_call_within_its_time_gives_its_result_or_its_error():
+    assert call_within(5.0, lambda: 42) == 42
+    with pytest.raises(KeyError, match="missing"):
+        call_within(5.0, lambda: {}["missing"])
+
+
+def test_a_call_past_its_time_is_left_behind_and_holds_nothing():
+    """The caller returns at the time given; the call finishes later on its daemon thread."""
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        started = time.monotonic()
+        with pytest.raises(Overrun, match="no answer after 0.2 s"):
+            call_within(0.2, lambda: ours.recv(10), name="stuck")
+        assert 0.15 < time.monotonic() - started < 2
+        stuck = [thread for thread in threading.enumerate() if thread.name == "stuck"]
+        assert stuck and stuck[0].daemon
+        theirs.sendall(b"x")  # the call returns now, and its result goes nowhere
+        stuck[0].join(5)
+        assert not stuck[0].is_alive()

@@ -146,6 +146,37 @@ def test_headers_trickling_in_are_cut_off_after_six_timeouts(header_trickler, sl
     assert time.monotonic() - started < 2.5  # the headers alone take 3 s
 
 
+@pytest.fixture
+def hung_lookup(monkeypatch):
+    """The host name ``hung.invalid`` resolves as through a resolver that drops queries: the lookup
+    blocks (3 s here), then fails. ``getaddrinfo`` is the outer edge: no test can point the
+    system's resolver at a server of its own."""
+    real = socket.getaddrinfo
+    released = threading.Event()
+
+    def getaddrinfo(host, *args, **kwargs):
+        if host == "hung.invalid":
+            released.wait(3.0)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield "http://hung.invalid"
+    released.set()
+
+
+def test_a_host_name_whose_lookup_hangs_is_given_up_after_the_attempts_time(hung_lookup, sleeps):
+    """Before its socket exists the deadline has nothing to shut: a lookup that hangs held the
+    attempt (and the chain's fall-through to the next source) for as long as the resolver did."""
+    client = HttpClient(hung_lookup, label="test", timeout=0.2, retries=1, sleep=sleeps.append)
+    started = time.monotonic()
+    with pytest.raises(SourceError, match=r"timed out \(not connected after 1.2 s: the host name's lookup or the "
+                                          r"connection hung\) after 2 attempts"):
+        client.get_json("/x")
+    assert time.monotonic() - started < 2 * 1.7 + 1.0  # two attempts of 1.2 s + 0.5 s, not 2 x 3 s
+    assert sleeps == [0.5]
+
+
 def test_an_answer_over_the_size_limit_is_refused(httpserver, client):
     """A provider answers kilobytes; 16 MiB and more is a broken server or proxy, refused before it
     fills the controller's memory (and not retried: the same answer would come again)."""

@@ -988,6 +988,27 @@ class Simulator:
             out[k] = min(out[k + 1], self._jobs[self._queue[k][1]].time_limit_s or 0.0)
         return out
 
+    def _next_completion(self) -> float:
+        """Earliest end of a running job still ahead (stale heap entries are dropped: a rate change
+        moves an end and leaves the old entry behind)."""
+        while self._completions:
+            end, job_id = self._completions[0]
+            running = self._running.get(job_id)
+            if running is not None and running.end == end:
+                return end
+            heapq.heappop(self._completions)
+        return math.inf
+
+    def _next_freeze(self) -> float:
+        """Earliest freezing step of a running job still ahead (stale entries dropped, as above)."""
+        while self._freeze_steps:
+            at, job_id = self._freeze_steps[0]
+            running = self._running.get(job_id)
+            if running is not None and running.next_freeze == at:
+                return at
+            heapq.heappop(self._freeze_steps)
+        return math.inf
+
     def _next_release(self) -> float:
         """Earliest valid begin time still ahead (stale heap entries are dropped)."""
         while self._releases:
@@ -1020,8 +1041,10 @@ class Simulator:
                            self._on_idle_nodes())
         while True:
             arrival = float(submit[self._next_arrival]) if self._next_arrival < n else math.inf
-            completion = self._completions[0][0] if self._completions else math.inf
-            freezing = self._freeze_steps[0][0] if self._freeze_steps else math.inf
+            # Only live entries: a stale one would wake the loop for nothing and, after the last job,
+            # carry the run's end (and the idle GPUs' energy to it) to where a moved end used to be.
+            completion = self._next_completion()
+            freezing = self._next_freeze()
             pending = len(self._jobs) > len(self._running) or (tick_while_running and bool(self._running))
             if changed:
                 tick = max(last_tick + min_tick_s, now)

@@ -113,6 +113,17 @@ def test_the_guest_ending_first_returns_the_host_to_its_solo_rate():
     assert record.end.tolist() == pytest.approx([guest_end + host_left, guest_end])
 
 
+def test_the_run_ends_with_its_last_job_not_where_a_moved_end_used_to_be():
+    """The host sped up when its guest ended, so its end moved 1.6 h earlier; the end it had
+    was left in the queue of events, and the run went on to it with every GPU idle, charging
+    them idle power (EaCO on Gavel at share 0.5: a run of 3,121 h for jobs done in 2,222)."""
+    _, record = run(workload((0.0, 1, 4 * HOUR), (0.0, 1, HOUR)), Pairing())
+    assert record.end.max() < T0 + 4 * HOUR * HOST_SLOW  # where the host's end was first put
+    assert record.ended_at == record.end.max()
+    # One GPU of the four holds the pair, then the host alone, until the last end; three idle.
+    assert record.idle_energy_kwh == pytest.approx(3 * NODE.idle_w_per_gpu * (record.end.max() - T0) / 3.6e6)
+
+
 @pytest.mark.parametrize("gpus_per_node", [2, 1])
 def test_a_guest_starts_with_its_host_in_the_same_pass_even_when_the_host_takes_the_last_gpu(gpus_per_node):
     """Slurm starts the shard job in the pass that starts its partner: on a full node (1 GPU)

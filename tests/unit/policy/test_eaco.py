@@ -126,18 +126,21 @@ def test_three_jobs_on_one_gpu_run_under_the_first_pairs_cap(models):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans(), st.booleans(), st.sampled_from((1, 2, 4))),
+@given(st.lists(st.tuples(st.sampled_from(TYPES), st.booleans(), st.booleans(), st.sampled_from((1, 2, 4)),
+                          st.sampled_from((None, 0.4, 0.6, 0.8))),
                 min_size=1, max_size=14),
        st.integers(2, 3), st.sampled_from((1.1, 1.25, 1.5)))
 def test_limits_consent_bound_and_one_cap_hold_on_random_queues(models, rows, limit, bound):
-    """Running jobs on whole GPUs on n0..n3 and on shards on n4..n7 (one each), pending jobs after
-    them; every decided pair respects the bound, both consented, the host runs on shards or
-    starts now, a pair released together has one cap, and no GPU holds more than ``limit`` jobs."""
+    """Running jobs on whole GPUs on n0..n3 and on shards on n4..n7 (one each, some under a token's
+    cap), pending jobs after them; every decided pair respects the bound, under its cap too, both
+    consented, the host runs on shards or starts now, a pair released together has one cap, and
+    no GPU holds more than ``limit`` jobs."""
     jobs = []
-    for i, (name, share, running, gpus) in enumerate(rows, start=1):
+    for i, (name, share, running, gpus, cap) in enumerate(rows, start=1):
         if running and i <= 8:
-            jobs.append(job(i, name, share=share, state=JobState.RUNNING, gpus=gpus, node=f"n{i - 1}",
-                            shards=2 if i > 4 else 0))
+            jobs.append(replace(job(i, name, share=share, state=JobState.RUNNING, gpus=gpus, node=f"n{i - 1}",
+                                    shards=2 if i > 4 else 0),
+                                comment=decision_token.sign(b"k" * 16, i, {"cap": cap}) if cap else ""))
         else:
             jobs.append(job(i, name, share=share, gpus=gpus, low=1, high=4))
     by_id = {j.job_id: j for j in jobs}
@@ -151,6 +154,7 @@ def test_limits_consent_bound_and_one_cap_hold_on_random_queues(models, rows, li
         assert max(1, guest.total_gpus) == max(1, host.total_gpus) == 1
         assert _accepts(guest) and _accepts(host)
         assert max(models.colocated_slowdown(guest.name, host.name, None)) <= bound
+        assert d.expected_runtime_s <= bound * HOUR * (1 + 1e-9) and (d.partner_stretch or 1.0) <= bound * (1 + 1e-9)
         assert plan.get(host.job_id) is None or plan[host.job_id].share_with is None  # a guest is no host
         if host.is_pending:
             assert plan[host.job_id].power_cap_fraction == d.power_cap_fraction
@@ -236,6 +240,17 @@ def test_a_guest_of_a_running_host_takes_the_cap_its_token_carries(models):
                    comment=decision_token.sign(b"k" * 16, 1, {"cap": 0.7}))
     plan = decide([host, job(2, LIGHT2)], models, free_nodes=0)
     assert plan[2].share_with == 1 and plan[2].power_cap_fraction == 0.7
+
+
+@pytest.mark.parametrize(("cap", "shares"), [(0.4, False), (0.7, True)])
+def test_a_guest_joins_a_running_host_only_if_the_hosts_cap_keeps_the_pair_within_the_bound(models, cap, shares):
+    """LM beside ResNet-18 is within 1.25 at full power (1.20 x), not under a cap of 0.4 (1.47 x),
+    which the host's token settles: the bound was checked at full power only."""
+    host = replace(job(1, LIGHT, state=JobState.RUNNING, node="n0", shards=2),
+                   comment=decision_token.sign(b"k" * 16, 1, {"cap": cap}))
+    plan = decide([host, job(2, "LM (batch size 20)")], models, free_nodes=1, slowdown_bound=1.25)
+    assert (plan[2].share_with == 1) is shares
+    assert plan[2].expected_runtime_s <= 1.25 * HOUR
 
 
 def test_both_jobs_of_a_pair_expect_to_run_as_long_as_sharing_and_the_cap_stretch_them(models):

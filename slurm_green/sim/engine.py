@@ -989,35 +989,21 @@ class Simulator:
         return out
 
     def _next_completion(self) -> float:
-        """Earliest end of a running job still ahead (stale heap entries are dropped: a rate change
-        moves an end and leaves the old entry behind)."""
-        while self._completions:
-            end, job_id = self._completions[0]
-            running = self._running.get(job_id)
-            if running is not None and running.end == end:
-                return end
-            heapq.heappop(self._completions)
-        return math.inf
+        """Earliest end of a running job still ahead (a rate change moves an end and leaves the old
+        entry behind)."""
+        return _live_head(self._completions, lambda end, job_id: getattr(self._running.get(job_id), "end", None) == end)
 
     def _next_freeze(self) -> float:
-        """Earliest freezing step of a running job still ahead (stale entries dropped, as above)."""
-        while self._freeze_steps:
-            at, job_id = self._freeze_steps[0]
-            running = self._running.get(job_id)
-            if running is not None and running.next_freeze == at:
-                return at
-            heapq.heappop(self._freeze_steps)
-        return math.inf
+        """Earliest freezing step of a running job still ahead (a rate change re-plans it)."""
+        return _live_head(self._freeze_steps,
+                          lambda at, job_id: getattr(self._running.get(job_id), "next_freeze", None) == at)
 
     def _next_release(self) -> float:
-        """Earliest valid begin time still ahead (stale heap entries are dropped)."""
-        while self._releases:
-            at, job_id = self._releases[0]
+        """Earliest valid begin time still ahead."""
+        def live(at: float, job_id: int) -> bool:
             job = self._jobs.get(job_id)
-            if job is not None and job.is_pending and not job.held and job.eligible_time == at:
-                return at
-            heapq.heappop(self._releases)
-        return math.inf
+            return job is not None and job.is_pending and not job.held and job.eligible_time == at
+        return _live_head(self._releases, live)
 
     def run(self, controller: Ticking, *, min_tick_s: float = 300.0, max_tick_s: float = 900.0,
             drain_limit_s: float = 365 * 86400.0, on_progress: Callable[[int], None] | None = None,
@@ -1124,3 +1110,14 @@ class SimProgress:
     def forget_ended(self, active: Collection[int], now: float) -> int:
         """Nothing to drop: a simulated report is made when read, never kept."""
         return 0
+
+
+def _live_head(heap: list[tuple[float, int]], live: Callable[[float, int], bool]) -> float:
+    """The time of ``heap``'s earliest (time, job id) entry that ``live`` accepts, popping the stale
+    ones before it (entries are validated lazily); inf when none is left."""
+    while heap:
+        at, job_id = heap[0]
+        if live(at, job_id):
+            return at
+        heapq.heappop(heap)
+    return math.inf

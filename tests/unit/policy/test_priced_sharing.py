@@ -88,6 +88,15 @@ def test_a_guest_of_a_running_host_carries_how_much_longer_the_host_runs_beside_
     assert plan[2].partner_stretch == pytest.approx(slowed / rate) and plan[2].partner_stretch > 1
 
 
+@pytest.mark.parametrize(("cap", "shares"), [(0.4, False), (0.7, True)])
+def test_a_guest_joins_a_running_host_only_if_its_cap_keeps_the_pair_within_the_bound(models, cap, shares):
+    """LM beside ResNet-18 is slowed 1.20 x, within 1.25; under the host's token cap of 0.4 it runs
+    1.47 x as long, which sharing at once would still have priced below a 3-hour wait."""
+    host = replace(job(1, LIGHT, running_for_h=3, shards=1), comment=decision_token.sign(b"k" * 16, 1, {"cap": cap}))
+    plan = decide([host, job(2, "LM (batch size 20)")], models, (one_gpu_node(),))
+    assert (plan[2].share_with == 1) is shares
+
+
 def test_a_capped_pairs_energy_is_priced_at_its_power_and_time_under_the_cap(models):
     """A ResNet-18 (batch size 64) runs on shards under its token's cap 0.55 (131 W on a V100);
     another joins it for its hour. Both at the cap draw 91 W alone and slow each other by

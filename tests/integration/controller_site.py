@@ -14,8 +14,11 @@ import time
 
 from cluster import CLUSTER_SCRIPT, NODES, Cluster
 
-HOST_DIR = CLUSTER_SCRIPT.parent / ".build" / "itest-controller"
-IN_CONTAINER = "/opt/slurm-green/docker/.build/itest-controller"
+# One folder per Slurm version: run_all_versions.sh runs two versions' suites at once, and each
+# writes its configs and carbon series under the same names.
+_FOLDER = "itest-controller-" + Cluster().version
+HOST_DIR = CLUSTER_SCRIPT.parent / ".build" / _FOLDER
+IN_CONTAINER = f"/opt/slurm-green/docker/.build/{_FOLDER}"
 STATE = "/var/lib/slurm-green/itest"
 HIGH, LOW = 450.0, 60.0
 INTERVAL_S = 3

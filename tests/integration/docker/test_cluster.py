@@ -155,6 +155,7 @@ def test_up_twice_is_idempotent(cluster: Cluster):
     elapsed = up()
     assert containers() == before
     assert elapsed < 20, f"second `up` took {elapsed:.1f} s"
-    status = subprocess.run([str(CLUSTER_SCRIPT), "status"], capture_output=True, text=True)
+    status = subprocess.run([str(CLUSTER_SCRIPT), "status", "--slurm", cluster.version], capture_output=True,
+                            text=True)
     assert status.returncode == 0, status.stdout + status.stderr
     assert cluster.version in status.stdout

@@ -11,6 +11,7 @@ and `run --once` as the operator user sgreen releasing a green job in a low-carb
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import shlex
 import subprocess
@@ -36,8 +37,12 @@ def installed(cluster: Cluster) -> Cluster:
     """The wheel built on the host and installed into a fresh venv in the controller container."""
     wheels = HOST_DIR / "wheel"
     subprocess.run(["rm", "-rf", str(wheels)], check=True)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
-                   check=True, capture_output=True, timeout=300)
+    # One build at a time: setuptools builds in the checkout's build/, and run_all_versions.sh
+    # runs two versions' suites at once.
+    with open(CLUSTER_SCRIPT.parent / ".build" / "wheel.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+                       check=True, capture_output=True, timeout=300)
     [wheel] = wheels.glob("slurm_green-*.whl")
     cluster.sh("controller", f"""set -e
         rm -rf {VENV}; python3 -m venv {VENV}

@@ -43,10 +43,6 @@ SQUEUE = ("squeue", "--json", "--states=all")
 NODE_READERS = (("scontrol", "show", "nodes", "--json"), ("sinfo", "--json"))
 SHOW_PARTITIONS = ("scontrol", "show", "partitions", "--oneliner")
 
-# Errors after which retrying the same job's actions one by one cannot help.
-_WHOLE_JOB_ERRORS = (ActionError.JOB_GONE, ActionError.NOT_PENDING)
-
-
 class CliBackend:
     """``ClusterBackend`` over Slurm's command-line tools.
 
@@ -215,6 +211,10 @@ class CliBackend:
                     results[index] = ActionResult(action, ActionError.INVALID, why)
                     continue
             runnable.append((index, action))
+        refused = {result.action.job_id: result for result in results.values()}
+        for index, action in [(i, a) for i, a in runnable if a.job_id in refused and commands.is_update(a)]:
+            results[index] = commands.blocked(action, refused[action.job_id])
+        runnable = [(i, a) for i, a in runnable if i not in results]
         now = self.clock.now()
         planned = commands.plan(
             runnable, lambda job_id: known.get(job_id) or self._job_cached(job_id), now, self.batch_jobs,
@@ -280,8 +280,7 @@ class CliBackend:
             for index in command.actions:
                 results[index] = ActionResult(actions[index], error, message)
             return message
-        spans_jobs = len(set(command.job_ids)) > 1
-        if command.fallback and (spans_jobs or error not in _WHOLE_JOB_ERRORS):
+        if command.fallback:  # a call shared by several jobs: one call per job says whose it was
             for finer in command.fallback:
                 unreachable = self._execute(finer, actions, results, unreachable)
             return unreachable

@@ -10,9 +10,13 @@ records them. Batching follows what scontrol allows:
 - a signal (``scancel --signal=USR2 N``) and a requeue (``scontrol requeuehold N``) go one
   job per command: each is a step of one job's resize, whose outcome is the job's own.
 
-A shared call that fails cannot say which job or field failed, so each planned
-command carries finer fallbacks (per job, then per action) that the executor runs
-only then.
+A call shared by several jobs that fails cannot say which job failed, so it carries one
+call per job as its fallback, which the executor runs only then. One job's fields are never
+split into calls of their own: a decision takes whole or not at all. (A job that started
+between the snapshot and the update makes Slurm refuse the update, with "no longer pending",
+or for a node list "Invalid node name specified"; retried field by field, the Comment and
+TimeLimit that Slurm still allows on a running job took, and the job ran with one decision's
+GPUs and nodes under another's token and time limit: seen in the GreenFlow kill campaign.)
 
 StartTime: ``scontrol`` parses ``YYYY-MM-DDTHH:MM:SS`` in the local time zone *of the
 scontrol process*, which is not necessarily ours (think ``docker exec`` or a
@@ -30,8 +34,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from slurm_green.core.actions import (Action, Hold, Release, RequeueHold, SetDecision, SetGpuFreq, SetGpus, SetNice,
-                                      SetNodes, SetStartTime, SetTimeLimit, ShareGpus, SignalJob)
+from slurm_green.core.actions import (Action, ActionError, ActionResult, Hold, Release, RequeueHold, SetDecision,
+                                      SetGpuFreq, SetGpus, SetNice, SetNodes, SetStartTime, SetTimeLimit, ShareGpus,
+                                      SignalJob)
 from slurm_green.core.cluster import Job, Node
 from slurm_green.core.decision_token import replace_token
 from slurm_green.slurm import gres
@@ -184,13 +189,7 @@ def _plan_updates(
         merged: dict[str, str] = {}
         for _, fields in items:
             merged.update(fields)
-        singles = tuple(Command(update_argv([job_id], fields), (index,), (job_id,)) for index, fields in items)
-        command = Command(
-            update_argv([job_id], merged),
-            tuple(index for index, _ in items),
-            (job_id,),
-            singles if len(singles) > 1 else (),
-        )
+        command = Command(update_argv([job_id], merged), tuple(index for index, _ in items), (job_id,))
         key = tuple(merged.items()) if batch_jobs else (("JobId", str(job_id)),)
         job_commands.setdefault(key, []).append(command)
 
@@ -243,6 +242,18 @@ def _kind(action: Action) -> str:
     if isinstance(action, (SignalJob, RequeueHold)):
         return "single"
     return "update"
+
+
+def is_update(action: Action) -> bool:
+    """Whether ``action`` is a field of a job's update: one job's run of them takes whole or not at
+    all (a refused one leaves the others unsent, ``ActionError.BLOCKED``)."""
+    return _kind(action) == "update"
+
+
+def blocked(action: Action, refused: ActionResult) -> ActionResult:
+    """The answer to an update field not sent because another of its job's was refused first."""
+    why = f"{type(refused.action).__name__} of this job was refused ({refused.message})"
+    return ActionResult(action, ActionError.BLOCKED, f"not sent: {why}; a decision takes whole or not at all")
 
 
 def plan(

@@ -28,7 +28,7 @@ backend would run for the same actions.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -216,7 +216,8 @@ class PyslurmBackend:
             return ActionResult(action, ActionError.INVALID, f"cannot share a GPU: {exc}")
         return None
 
-    def _apply_one(self, action: Action, now: float) -> ActionResult:
+    def _answered(self, action: Action) -> ActionResult | None:
+        """The answer to an action refused before anything is sent (None: it is sent)."""
         if isinstance(action, SetGpuFreq):  # no documented JobSubmitDescription field to check it against
             return ActionResult(action, ActionError.INVALID, "TresFreq is not supported by the pyslurm backend; "
                                 "use [slurm] backend = \"cli\" with gpu.enact = \"gpu_freq\"")
@@ -225,32 +226,59 @@ class PyslurmBackend:
                                 "supported by the pyslurm backend; use [slurm] backend = \"cli\"")
         if isinstance(action, SetDecision) and self._job(action.job_id) is None:
             return ActionResult(action, ActionError.JOB_GONE, "job not in the last snapshot; comment unknown")
-        if (refused := self._refused(action)) is not None:
-            return refused
+        return self._refused(action)
+
+    def _call(self, job_id: int, call: Callable[[Any], object]) -> tuple[ActionError, str] | None:
+        """One RPC on job ``job_id``: None if it took, else why not."""
         try:
-            job = self.pyslurm.Job(action.job_id)
-            if isinstance(action, Hold):
-                job.hold()
-            elif isinstance(action, Release):
-                job.release()
-            else:
-                job.modify(self.pyslurm.JobSubmitDescription(**self._change(action, now)))
+            call(self.pyslurm.Job(job_id))
         except Exception as exc:  # RPCError carries slurm_strerror() text
-            return ActionResult(action, classify(str(exc)), str(exc))
-        return ActionResult(action, None, "pyslurm")
+            return classify(str(exc)), str(exc)
+        return None
 
     def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
+        """As the CLI backend: a run of consecutive update fields is one ``modify`` per job (a
+        decision takes whole or not at all: ``commands``), holds and releases one call each, and
+        once Slurm is unreachable the rest are not tried."""
         now = self.clock.now()
+        results = {index: answer for index, action in enumerate(actions) if (answer := self._answered(action))}
         if self.dry_run:
-            answers = [self._refused(action) or ActionResult(action, None, "dry-run") for action in actions]
-            sent = [(i, a) for i, (a, r) in enumerate(zip(actions, answers)) if r.ok]
-            planned = commands.plan(sent, self._job, now, share=self._share_gres)
-            self.recorded.extend(command.argv for command in planned)
-            return answers
-        results: list[ActionResult] = []
-        for action in actions:
-            if results and results[-1].error is ActionError.UNREACHABLE:
-                results.append(ActionResult(action, ActionError.UNREACHABLE, results[-1].message))
+            sent = [(i, a) for i, a in enumerate(actions) if i not in results]
+            self.recorded.extend(command.argv for command in commands.plan(sent, self._job, now,
+                                                                            share=self._share_gres))
+            return [results.get(index) or ActionResult(action, None, "dry-run") for index, action in enumerate(actions)]
+        refused = {result.action.job_id: result for result in results.values()}
+        calls: list[tuple[int, list[int]]] = []  # (job, its actions' indices), in order
+        run: dict[int, list[int]] = {}  # the current run of updates, per job
+        for index, action in enumerate(actions):
+            if index in results:
                 continue
-            results.append(self._apply_one(action, now))
-        return results
+            if not commands.is_update(action):
+                calls.extend(run.items())
+                run = {}
+                calls.append((action.job_id, [index]))
+            elif action.job_id in refused:
+                results[index] = commands.blocked(action, refused[action.job_id])
+            else:
+                run.setdefault(action.job_id, []).append(index)
+        calls.extend(run.items())
+        unreachable: tuple[ActionError, str] | None = None
+        for job_id, indices in calls:
+            first = actions[indices[0]]
+            failed: tuple[ActionError, str] | None
+            if unreachable is not None:
+                failed = unreachable
+            elif isinstance(first, Hold):
+                failed = self._call(job_id, lambda job: job.hold())
+            elif isinstance(first, Release):
+                failed = self._call(job_id, lambda job: job.release())
+            else:
+                changes: dict[str, Any] = {}
+                for index in indices:
+                    changes.update(self._change(actions[index], now))
+                failed = self._call(job_id, lambda job: job.modify(self.pyslurm.JobSubmitDescription(**changes)))
+            for index in indices:
+                results[index] = ActionResult(actions[index], *(failed or (None, "pyslurm")))
+            if failed is not None and failed[0] is ActionError.UNREACHABLE:
+                unreachable = failed
+        return [results[index] for index in range(len(actions))]

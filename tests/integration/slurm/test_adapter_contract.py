@@ -12,7 +12,17 @@ import time
 import pytest
 from cluster import Cluster
 
-from slurm_green.core.actions import ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetStartTime
+from slurm_green.core.actions import (
+    ActionError,
+    Hold,
+    Release,
+    SetDecision,
+    SetGpus,
+    SetNice,
+    SetNodes,
+    SetStartTime,
+    SetTimeLimit,
+)
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, NodeState
 from slurm_green.slurm import sdiag, squeue_text
 from slurm_green.slurm.cli_backend import CliBackend
@@ -142,6 +152,24 @@ def test_running_job_gives_not_pending(cluster: Cluster, backend: CliBackend):
     cluster.wait_for(lambda: cluster.job_state(job_id) == "RUNNING", timeout=60)
     results = backend.apply([SetStartTime(job_id, time.time() + 3600), SetGpus(job_id, 2)])
     assert [r.error for r in results] == [ActionError.NOT_PENDING] * 2, results
+
+
+def test_a_decision_reaching_a_job_that_started_meanwhile_changes_nothing_of_it(cluster: Cluster,
+                                                                                 backend: CliBackend):
+    """The snapshot saw the job pending; it started before the decision's update came. Slurm
+    refuses the update (a running job's node list: "Invalid node name specified", not "no longer
+    pending"), and the job must keep the token and time limit it runs with: no field of a decision
+    it does not run with may take alone (``commands``: one job's fields are never split)."""
+    job_id = cluster.sbatch("alice", ["--gres=gpu:1", "-t", "5", "--hold", "--comment", "my own words"])
+    nodes = [node.name for node in backend.snapshot().nodes]  # the backend's last snapshot: the job pending
+    cluster.exec("controller", "scontrol", "release", str(job_id))
+    cluster.wait_for(lambda: cluster.job_state(job_id) == "RUNNING", timeout=60)
+    ran_on = cluster.exec("controller", "squeue", "-h", "-j", str(job_id), "-o", "%N").stdout.strip()
+    elsewhere = next(name for name in nodes if name != ran_on)
+    results = backend.apply([SetDecision(job_id, TOKEN), SetNodes(job_id, (elsewhere,)), SetTimeLimit(job_id, 3600)])
+    assert not any(r.ok for r in results), results
+    shown = cluster.exec("controller", "scontrol", "show", "job", str(job_id)).stdout
+    assert " Comment=my own words" in f" {shown}" and "TimeLimit=00:05:00" in shown, shown
 
 
 def test_missing_job_gives_job_gone(backend: CliBackend):

@@ -157,7 +157,9 @@ def test_a_gpu_change_of_a_request_not_read_entry_by_entry_is_invalid_and_not_se
     runner.calls.clear()
     resize, nice = cli.apply([SetGpus(5, 4, num_nodes=2), SetNice(5, 3)])
     assert resize.error is ActionError.INVALID and "GRES is left as it is" in resize.message
-    assert nice.ok and runner.calls == [("scontrol", "update", "JobId=5", "Nice=3")]
+    # the job's other fields wait with it: a decision takes whole or not at all
+    assert nice.error is ActionError.BLOCKED and "SetGpus of this job was refused" in nice.message
+    assert runner.calls == []
 
 
 def test_errors_are_typed_per_job_after_a_shared_call_fails():
@@ -179,15 +181,18 @@ def test_errors_are_typed_per_job_after_a_shared_call_fails():
     assert updates == ["JobId=5,9", "JobId=5", "JobId=9", "JobId=4"]
 
 
-def test_a_refused_field_does_not_fail_the_others():
+def test_a_refused_field_fails_the_jobs_whole_update_and_none_is_sent_alone():
+    """A decision takes whole or not at all: were its fields retried one by one, a job that started
+    since the snapshot would keep the token and time limit of a decision it does not run with."""
     def reply(argv):
         if any(arg.startswith("Nice=") for arg in argv):
             return 1, "", "Access/permission denied for job 5"
         return 0, "", ""
 
-    cli, _ = backend(reply)
+    cli, runner = backend(reply)
     results = cli.apply([SetStartTime(5, NOW + 60), SetNice(5, -5)])
-    assert [r.error for r in results] == [None, ActionError.PERMISSION_DENIED]
+    assert [r.error for r in results] == [ActionError.PERMISSION_DENIED] * 2
+    assert len([call for call in runner.calls if call[1] == "update"]) == 1
 
 
 def test_unreachable_controller_stops_further_calls():
@@ -372,8 +377,8 @@ def test_a_share_keeps_the_jobs_other_gres_and_one_not_read_entry_by_entry_is_in
         if sent:
             assert share.ok and runner.calls == [("scontrol", "update", "JobId=5", sent, "ReqNodeList=node2")]
         else:
-            assert share.error is ActionError.INVALID and pin.ok
-            assert runner.calls == [("scontrol", "update", "JobId=5", "ReqNodeList=node2")]
+            assert share.error is ActionError.INVALID and pin.error is ActionError.BLOCKED
+            assert runner.calls == []
 
 
 def test_a_pending_pair_takes_half_a_gpu_each():
@@ -397,4 +402,4 @@ def test_a_share_slurm_cannot_enact_is_invalid_and_nothing_is_sent(partner, node
     runner.calls.clear()
     share, pin = cli.apply([ShareGpus(5, 4), SetNodes(5, ("node2",))])
     assert share.error is ActionError.INVALID and why in share.message
-    assert pin.ok and runner.calls == [("scontrol", "update", "JobId=5", "ReqNodeList=node2")]
+    assert pin.error is ActionError.BLOCKED and runner.calls == []

@@ -130,20 +130,39 @@ def test_actions_call_modify_hold_release_and_type_errors():
             Hold(5),
             Release(5),
             SetNice(9, 1),
-            SetGpuFreq(5, "gpu:medium"),
+            SetGpuFreq(6, "gpu:medium"),
+            SetNice(6, 1),
         ]
     )
-    assert [r.error for r in results] == [None] * 7 + [ActionError.JOB_GONE, ActionError.INVALID]
-    assert "not supported by the pyslurm backend" in results[-1].message
+    assert [r.error for r in results] == [None] * 7 + [ActionError.JOB_GONE, ActionError.INVALID,
+                                                       ActionError.BLOCKED]
+    assert "not supported by the pyslurm backend" in results[-2].message
+    # one job's fields in one call: a decision takes whole or not at all (commands), and a field
+    # refused before sending leaves its job's others unsent
     assert fake.calls == [
-        ("modify", 5, {"begin_time": str(int(NOW + 60))}),
-        ("modify", 5, {"gres_per_node": "gpu:a100:4", "nodes": 1}),
-        ("modify", 5, {"comment": f"green:flex=6h mine {TOKEN}"}),
-        ("modify", 5, {"nice": 3}),
-        ("modify", 5, {"time_limit": "91"}),  # whole minutes, rounded up
+        ("modify", 5, {"begin_time": str(int(NOW + 60)), "gres_per_node": "gpu:a100:4", "nodes": 1,
+                       "comment": f"green:flex=6h mine {TOKEN}", "nice": 3,
+                       "time_limit": "91"}),  # whole minutes, rounded up
         ("hold", 5),
         ("release", 5),
     ]
+
+
+def test_a_refused_modify_fails_every_field_of_the_job_and_an_unreachable_slurm_the_rest():
+    fake = FakePyslurm()
+    backend = PyslurmBackend(fake, clock=ManualClock(NOW))
+    backend.snapshot()
+    results = backend.apply([SetNice(9, 1), SetTimeLimit(9, 600.0), SetNice(5, 2)])
+    assert [r.error for r in results] == [ActionError.JOB_GONE, ActionError.JOB_GONE, None]
+    assert fake.calls == [("modify", 5, {"nice": 2})]
+
+    def unreachable(self, changes):
+        raise RPCError("Unable to contact slurm controller (connect failure)")
+
+    fake.Job.modify = unreachable  # type: ignore[method-assign]
+    results = backend.apply([SetNice(5, 1), Hold(5)])
+    assert [r.error for r in results] == [ActionError.UNREACHABLE] * 2
+    assert fake.calls == [("modify", 5, {"nice": 2})]  # the hold was not tried
 
 
 def test_a_gpu_change_keeps_the_jobs_other_gres():

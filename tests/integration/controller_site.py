@@ -38,13 +38,17 @@ def write_carbon(window_start: float, window_end: float, name: str = "carbon-syn
     return f"csv:{IN_CONTAINER}/{name}.csv"
 
 
-def write_config(source: str, name: str, extra: str = "") -> str:
-    """A controller config named ``name`` (its own state store); returns its path in the container."""
+WINDOW_POLICY = 'name = "window"\ncap_fraction = 0.7\n'
+
+
+def write_config(source: str, name: str, extra: str = "", policy: str = WINDOW_POLICY) -> str:
+    """A controller config named ``name`` (its own state store; ``policy``: the lines of its
+    ``[policy]`` table); returns its path in the container."""
     (HOST_DIR / f"{name}.toml").write_text(
         extra + f'[controller]\ninterval_s = {INTERVAL_S}\nstate_db = "{STATE}/{name}.db"\n'
         'decision_key_file = "/etc/slurm-green/decision.key"\n'
         f'[carbon]\nsources = [{json.dumps(source)}]\ncache_dir = "{STATE}/cache-{name}"\n'
-        '[policy]\nname = "window"\ncap_fraction = 0.7\n'
+        f'[policy]\n{policy}'
     )
     return f"{IN_CONTAINER}/{name}.toml"
 

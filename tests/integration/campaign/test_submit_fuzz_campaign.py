@@ -28,13 +28,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from slurm_green.core import decision_token
+from slurm_green.core.green_options import NO_VAL
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "unit" / "job_submit"))
 from lua_plugin import start_plugin  # noqa: E402
-from reference import ITEMS, JOINS, comments, expected_marker  # noqa: E402
+from reference import ITEMS, JOINS, comments, expected_submission  # noqa: E402
 
 TOTAL = 10_000
 LIVE_SAMPLE = 300
+LIVE_LIMIT_MIN = 5  # the live sample's --time: job_submit.lua records it in the marker (limit=300)
 SLURM_LIMIT = 1024  # bytes of a comment or job name; slurmctld refuses longer ("... too long")
 # The form of a non-UTF-8 comment from issue 11, and the issue's long-comment shape.
 EDGES = [
@@ -110,10 +112,12 @@ SUBMISSIONS = st.one_of(
 # ------------------------------------------------------------------ the judge
 
 
-def reference(submission: Submission) -> str | None | ValueError:
-    """The marker the plugin must write (None: none), or the error it must refuse with."""
+def reference(submission: Submission, time_limit_min: int = NO_VAL) -> str | None | ValueError:
+    """The marker the plugin must write (None: none) for a job submitted with ``time_limit_min``
+    (NO_VAL: no --time), or the error it must refuse with."""
     try:
-        return expected_marker(submission.comment.decode("utf-8", "surrogateescape"))
+        return expected_submission(submission.comment.decode("utf-8", "surrogateescape"),
+                                   time_limit=time_limit_min)[0]
     except ValueError as error:
         return error
 
@@ -122,7 +126,9 @@ def _without_deadline(marker: str | None) -> str | None:
     return None if marker is None else re.sub(r";deadline=\d+", "", marker)
 
 
-def _tally(counts: Counter, expected: str | None | ValueError, accepted: bool, marker: str | None) -> None:
+def _tally(counts: Counter, expected: str | None | ValueError, accepted: bool, marker: str | None,
+           comment: bytes = b"") -> None:
+    """Count one input; the first few whose marker differs from the reference are printed."""
     counts["inputs"] += 1
     if isinstance(expected, ValueError):
         counts["invalid (the reference refuses)"] += 1
@@ -130,8 +136,10 @@ def _tally(counts: Counter, expected: str | None | ValueError, accepted: bool, m
     else:
         counts["valid"] += 1
         counts["valid rejected"] += not accepted
-        counts["marker differs from the reference"] += accepted and _without_deadline(marker) != _without_deadline(
-            expected)
+        differs = accepted and _without_deadline(marker) != _without_deadline(expected)
+        counts["marker differs from the reference"] += differs
+        if differs and counts["marker differs from the reference"] <= 3:
+            print(f"\n  marker differs: comment {comment[:120]!r}: plugin {marker!r}, reference {expected!r}")
 
 
 def _report(title: str, counts: Counter) -> None:
@@ -159,7 +167,8 @@ def test_fuzzed_submissions_through_the_plugin_in_lua() -> None:
         comment = answer.job.get("comment", "")
         counts["decision tokens surviving"] += answer.rc == 0 and decision_token.find_token(str(comment)) is not None
         expected = reference(submission)
-        _tally(counts, expected, answer.rc == 0, answer.job.get("admin_comment"))  # type: ignore[arg-type]
+        _tally(counts, expected, answer.rc == 0, answer.job.get("admin_comment"),  # type: ignore[arg-type]
+               submission.comment)
         if len(submission.comment) > SLURM_LIMIT or len(submission.name) > SLURM_LIMIT:
             counts["over 1,024 bytes (slurmctld refuses them too)"] += 1
 
@@ -186,12 +195,12 @@ def test_a_sample_through_real_sbatch(cluster: Cluster) -> None:
     sample = [Submission(comment, name) for comment, name in EDGES]
     sample += [random_submission(rng) for _ in range(LIVE_SAMPLE)]
     started = time.time() - 1
-    results = sbatch_raw(cluster, "alice", sample)
+    results = sbatch_raw(cluster, "alice", sample, args=("--hold", "-t", str(LIVE_LIMIT_MIN), "--gres=gpu:1"))
     accepted = [r.job_id for r in results if r.job_id is not None]
     back = read_back(cluster, accepted)
     counts: Counter = Counter()
     for submission, result in zip(sample, results):
-        expected = reference(submission)
+        expected = reference(submission, LIVE_LIMIT_MIN)
         over_limit = len(submission.comment) > SLURM_LIMIT or len(submission.name) > SLURM_LIMIT
         if over_limit:  # slurmctld refuses these itself; the plugin may have refused first
             counts["over 1,024 bytes, refused"] += result.rc != 0
@@ -210,7 +219,7 @@ def test_a_sample_through_real_sbatch(cluster: Cluster) -> None:
                 counts["submitted with a decision token"] += 1
                 counts["decision tokens surviving"] += decision_token.find_token(
                     comment.decode("utf-8", "surrogateescape")) is not None
-        _tally(counts, expected, result.rc == 0, marker)
+        _tally(counts, expected, result.rc == 0, marker, submission.comment)
     log = _slurmctld_log(cluster, started)
     counts["plugin errors"] = len(re.findall(r"job_submit\.lua \w+ failed|job_submit/lua.*(?:error|fail)", log, re.I))
     _report(f"real sbatch on Slurm {cluster.version} as alice ({len(sample)} submissions):", counts)

@@ -145,7 +145,8 @@ def _left_the_queue(c: Cluster, jobs: list[int]) -> list[tuple[int, float, float
     """(job, submit, eligible, GPUs it ran on or None, its nodes, its Comment) of each job no longer
     pending: from slurmctld while it still holds the job (``MinJobAge``), else from accounting. A job
     that just started may not have reached slurmdbd yet: its Comment there can still lack the token
-    it started with (seen 2026-12-07: 5 jobs of one run read so from sacct, with it a minute later)."""
+    it started with (seen 2026-12-07: a job's sacct Comment without its token right after it started,
+    with it a minute later)."""
     out = []
     for raw in c.squeue("-t", "all"):
         job = int(raw["job_id"])

@@ -239,6 +239,8 @@ def test_greenflow_controller_killed_at_random_points(cluster: Cluster, budget: 
                 wrong |= eligible is None or eligible > now + START_TOLERANCE_S + 1
             lost += wrong
 
+        [(deferrals,)] = store_rows(c, name, "SELECT COUNT(*) FROM decisions"
+                                             f" WHERE start_at > decided_at + {START_TOLERANCE_S}")
         deferred = sum(decided[job][-1]["start"] is not None and decided[job][-1]["start"] > now + START_TOLERANCE_S
                        for job in pending if job in decided)
         ran = 0
@@ -272,13 +274,16 @@ def test_greenflow_controller_killed_at_random_points(cluster: Cluster, budget: 
               f"  decisions stored: {sum(map(len, decided.values()))} for {len(decided)} jobs; actions done: "
               f"{dict(sorted(kinds.items()))}\n"
               f"  actions interrupted between intent and outcome (audit trail 'unknown'): {interrupted}\n"
-              f"  jobs that ran: {ran}; pending at the end: {len(pending)}, {deferred} of them deferred\n"
+              f"  jobs that ran: {ran}; pending at the end: {len(pending)}, {deferred} of them deferred; decisions "
+              f"deferring a job: {deferrals}\n"
               f"  jobs eligible after their deadline: {late}\n"
               f"  pending jobs not as their last decision says after one clean tick: {lost}\n"
               f"  jobs that ran with a token, GPU count or nodes of no single decision: {mixed}\n"
               f"  decisions stored twice in a row: {decided_twice}; actions done twice in a row: {done_twice}")
-        exercised = kinds["SetGpus"] if budget >= 1 else deferred  # resizing, or waiting for the cleaner hour
-        assert kinds["SetNodes"] and ran and exercised, "the campaign did not exercise what it is for"
+        # Resizing and pinning, or waiting for the cleaner hour at some tick (at 0.6 a large queue of alike
+        # jobs can be released whole at one tick and deferred whole at the next: the last may release them).
+        exercised = (kinds["SetGpus"] and kinds["SetNodes"]) if budget >= 1 else deferrals
+        assert ran and exercised, "the campaign did not exercise what it is for"
         assert (late, lost, mixed, decided_twice, done_twice) == (0, 0, 0, 0, 0)
     finally:
         for job in jobs:

@@ -211,13 +211,10 @@ class CliBackend:
                     results[index] = ActionResult(action, ActionError.INVALID, why)
                     continue
             runnable.append((index, action))
-        refused = {result.action.job_id: result for result in results.values()}
-        for index, action in [(i, a) for i, a in runnable if a.job_id in refused and commands.is_update(a)]:
-            results[index] = commands.blocked(action, refused[action.job_id])
-        runnable = [(i, a) for i, a in runnable if i not in results]
         now = self.clock.now()
         planned = commands.plan(
-            runnable, lambda job_id: known.get(job_id) or self._job_cached(job_id), now, self.batch_jobs,
+            commands.without_refused_jobs(runnable, results),
+            lambda job_id: known.get(job_id) or self._job_cached(job_id), now, self.batch_jobs,
             lambda action: shares[action.job_id],
         )
         unreachable: str | None = None

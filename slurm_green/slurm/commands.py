@@ -244,16 +244,21 @@ def _kind(action: Action) -> str:
     return "update"
 
 
-def is_update(action: Action) -> bool:
-    """Whether ``action`` is a field of a job's update: one job's run of them takes whole or not at
-    all (a refused one leaves the others unsent, ``ActionError.BLOCKED``)."""
-    return _kind(action) == "update"
-
-
-def blocked(action: Action, refused: ActionResult) -> ActionResult:
-    """The answer to an update field not sent because another of its job's was refused first."""
-    why = f"{type(refused.action).__name__} of this job was refused ({refused.message})"
-    return ActionResult(action, ActionError.BLOCKED, f"not sent: {why}; a decision takes whole or not at all")
+def without_refused_jobs(indexed: Sequence[tuple[int, Action]],
+                         results: dict[int, ActionResult]) -> list[tuple[int, Action]]:
+    """``indexed`` less the update fields of the jobs of which ``results`` refused an action before
+    anything was sent; those are answered ``BLOCKED`` there: a decision takes whole or not at all."""
+    refused = {result.action.job_id: result for result in results.values() if not result.ok}
+    kept = []
+    for index, action in indexed:
+        first = refused.get(action.job_id)
+        if first is None or _kind(action) != "update":
+            kept.append((index, action))
+            continue
+        why = f"{type(first.action).__name__} of this job was refused ({first.message})"
+        results[index] = ActionResult(action, ActionError.BLOCKED, f"not sent: {why}; a decision takes whole "
+                                                                    "or not at all")
+    return kept
 
 
 def plan(

@@ -237,34 +237,21 @@ class PyslurmBackend:
         return None
 
     def apply(self, actions: Sequence[Action]) -> list[ActionResult]:
-        """As the CLI backend: a run of consecutive update fields is one ``modify`` per job (a
-        decision takes whole or not at all: ``commands``), holds and releases one call each, and
-        once Slurm is unreachable the rest are not tried."""
+        """As the CLI backend, from the same plan (``commands.plan``): one job's run of update fields
+        is one ``modify`` (a decision takes whole or not at all), holds and releases one call each,
+        and once Slurm is unreachable the rest are not tried. Dry-run records the scontrol commands
+        the CLI backend would run."""
         now = self.clock.now()
         results = {index: answer for index, action in enumerate(actions) if (answer := self._answered(action))}
+        sent = commands.without_refused_jobs([(i, a) for i, a in enumerate(actions) if i not in results], results)
+        # One call per job here; the CLI backend's (recorded in dry-run) batches jobs given the same fields.
+        planned = commands.plan(sent, self._job, now, batch_jobs=self.dry_run, share=self._share_gres)
         if self.dry_run:
-            sent = [(i, a) for i, a in enumerate(actions) if i not in results]
-            self.recorded.extend(command.argv for command in commands.plan(sent, self._job, now,
-                                                                            share=self._share_gres))
+            self.recorded.extend(command.argv for command in planned)
             return [results.get(index) or ActionResult(action, None, "dry-run") for index, action in enumerate(actions)]
-        refused = {result.action.job_id: result for result in results.values()}
-        calls: list[tuple[int, list[int]]] = []  # (job, its actions' indices), in order
-        run: dict[int, list[int]] = {}  # the current run of updates, per job
-        for index, action in enumerate(actions):
-            if index in results:
-                continue
-            if not commands.is_update(action):
-                calls.extend(run.items())
-                run = {}
-                calls.append((action.job_id, [index]))
-            elif action.job_id in refused:
-                results[index] = commands.blocked(action, refused[action.job_id])
-            else:
-                run.setdefault(action.job_id, []).append(index)
-        calls.extend(run.items())
         unreachable: tuple[ActionError, str] | None = None
-        for job_id, indices in calls:
-            first = actions[indices[0]]
+        for command in planned:
+            job_id, first = command.job_ids[0], actions[command.actions[0]]
             failed: tuple[ActionError, str] | None
             if unreachable is not None:
                 failed = unreachable
@@ -274,10 +261,10 @@ class PyslurmBackend:
                 failed = self._call(job_id, lambda job: job.release())
             else:
                 changes: dict[str, Any] = {}
-                for index in indices:
+                for index in command.actions:
                     changes.update(self._change(actions[index], now))
                 failed = self._call(job_id, lambda job: job.modify(self.pyslurm.JobSubmitDescription(**changes)))
-            for index in indices:
+            for index in command.actions:
                 results[index] = ActionResult(actions[index], *(failed or (None, "pyslurm")))
             if failed is not None and failed[0] is ActionError.UNREACHABLE:
                 unreachable = failed

@@ -72,16 +72,17 @@ def stop_controller(c: Cluster, signal: str = "TERM") -> None:
                message="controller stopped")
 
 
+def json_number(value: object) -> float | None:
+    """A number of ``squeue --json`` (24.11: ``{"set", "number"}``; 22.05: a scalar); None if unset or 0."""
+    if isinstance(value, dict):
+        return float(value["number"]) if value.get("set") and value.get("number") else None
+    return float(value) if value else None
+
+
 def slurm_times(c: Cluster, job: int) -> dict[str, float | None]:
     """Submit, eligible, start and end time of a job (epoch seconds; None if unset)."""
     [raw] = [j for j in c.squeue("-j", str(job), "-t", "all") if j["job_id"] == job]
-
-    def epoch(value: object) -> float | None:
-        if isinstance(value, dict):
-            return float(value["number"]) if value.get("set") and value.get("number") else None
-        return float(value) if value else None
-
-    return {k: epoch(raw.get(f"{k}_time")) for k in ("submit", "eligible", "start", "end")}
+    return {k: json_number(raw.get(f"{k}_time")) for k in ("submit", "eligible", "start", "end")}
 
 
 def state_of(c: Cluster, job: int, states: set[str], timeout: float) -> str:

@@ -21,10 +21,11 @@ from collections.abc import Callable
 
 import pytest
 from cluster import CLUSTER_SCRIPT, Cluster
-from controller_site import STATE, prepare, slurm_times, store_rows, write_carbon, write_config
+from controller_site import STATE, json_number, prepare, slurm_times, store_rows, write_carbon, write_config
 
 from slurm_green.controller.planner import START_TOLERANCE_S
 from slurm_green.core import decision_token
+from slurm_green.slurm.hostlist import expand
 
 ROUNDS = 100
 JOBS_PER_ROUND = 3
@@ -103,24 +104,11 @@ def test_controller_killed_at_random_points(cluster: Cluster) -> None:
             c.exec("controller", "scancel", str(job), check=False)
 
 
-def _number(value: object) -> float | None:
-    """A number of ``squeue --json`` (24.11: ``{"set", "number"}``; 22.05: a scalar); None if unset."""
-    if isinstance(value, dict):
-        return float(value["number"]) if value.get("set") else None
-    return None if value in (None, "") else float(str(value))
-
-
 def _gpus(tres: object) -> int | None:
     """The GPU count of a TRES string: ``gres/gpu:2``, ``gres:gpu:2`` (22.05), ``gres/gpu:a40:2``,
     ``gres/gpu=2`` (sacct's AllocTRES); None without GPUs."""
     match = re.search(r"gres[/:]gpu(?::[^:,=]+)?[:=](\d+)", str(tres or ""))
     return int(match.group(1)) if match else None
-
-
-def _hostnames(c: Cluster, hostlist: str) -> list[str]:
-    if not hostlist or hostlist in ("None", "(null)", "None assigned"):
-        return []
-    return sorted(c.exec("controller", "scontrol", "show", "hostnames", hostlist).stdout.split())
 
 
 def _payload(key: bytes, job_id: int, comment: str) -> dict[str, object] | None:
@@ -153,9 +141,9 @@ def _left_the_queue(c: Cluster, jobs: list[int]) -> list[tuple[int, float, float
         if job in jobs:
             nodes = raw.get("nodes") or ""
             per_node = _gpus(raw.get("tres_per_node"))
-            ran = per_node * int(_number(raw.get("node_count")) or 1) if nodes and per_node else None
-            out.append((job, _number(raw.get("submit_time")) or 0.0, _number(raw.get("eligible_time")) or 0.0, ran,
-                        nodes, raw.get("comment") or ""))
+            ran = per_node * int(json_number(raw.get("node_count")) or 1) if nodes and per_node else None
+            out.append((job, json_number(raw.get("submit_time")) or 0.0, json_number(raw.get("eligible_time")) or 0.0,
+                        ran, nodes, raw.get("comment") or ""))
     purged = sorted(set(jobs) - {row[0] for row in out})
     if purged:
         lines = c.exec("controller", "sacct", "-X", "-n", "-P", "-j", ",".join(map(str, purged)), "-o",
@@ -212,17 +200,17 @@ def test_greenflow_controller_killed_at_random_points(cluster: Cluster, budget: 
         clean = time.monotonic() - clean
         now = time.time()
         key = decision_token.load_key(CLUSTER_SCRIPT.parent / ".build" / "decision.key")
+        rows = store_rows(c, name, "SELECT job_id, start_at, gpus_per_node, num_nodes, nodes, cap_fraction, share_with"
+                                   " FROM decisions ORDER BY id")
         decided: dict[int, list[dict]] = {}
-        for job, start, gpn, count, nodes, cap in store_rows(
-                c, name, "SELECT job_id, start_at, gpus_per_node, num_nodes, nodes, cap_fraction FROM decisions"
-                         " ORDER BY id"):
+        for job, start, gpn, count, nodes, cap, _ in rows:
             decided.setdefault(job, []).append(dict(start=start, gpn=gpn, count=count, nodes=nodes, cap=cap))
 
         pending = {int(raw["job_id"]): raw for raw in c.squeue("-t", "PENDING") if int(raw["job_id"]) in jobs}
         late = lost = mixed = 0
         for job, raw in pending.items():
-            eligible = _number(raw.get("eligible_time"))
-            late += eligible is None or eligible > _number(raw.get("submit_time")) + 6 * 3600 + 1
+            eligible, submitted = json_number(raw.get("eligible_time")), json_number(raw.get("submit_time"))
+            late += eligible is None or submitted is None or eligible > submitted + 6 * 3600 + 1
             last = decided.get(job, [None])[-1]
             if last is None:
                 lost += 1
@@ -230,8 +218,8 @@ def test_greenflow_controller_killed_at_random_points(cluster: Cluster, budget: 
             payload = _payload(key, job, raw.get("comment") or "")
             wrong = last["cap"] is not None and payload != {"cap": round(last["cap"], 3)}
             wrong |= last["gpn"] is not None and _gpus(raw.get("tres_per_node")) != last["gpn"]
-            wrong |= last["count"] is not None and _number(raw.get("node_count")) != last["count"]
-            wrong |= last["nodes"] is not None and _hostnames(c, raw.get("required_nodes") or "") != sorted(
+            wrong |= last["count"] is not None and json_number(raw.get("node_count")) != last["count"]
+            wrong |= last["nodes"] is not None and sorted(expand(raw.get("required_nodes"))) != sorted(
                 filter(None, last["nodes"].split(",")))
             if last["start"] is not None and last["start"] > now + START_TOLERANCE_S:
                 wrong |= eligible is None or abs(eligible - last["start"]) >= START_TOLERANCE_S + 1
@@ -249,22 +237,20 @@ def test_greenflow_controller_killed_at_random_points(cluster: Cluster, budget: 
             if gpus is None:  # cancelled or never started: nothing ran
                 continue
             ran += 1
-            nodes = _hostnames(c, nodelist)
-            if not any(_matches(d, _payload(key, job, comment), gpus, nodes) for d in decided.get(job, [])):
+            nodes, payload = sorted(expand(nodelist)), _payload(key, job, comment)
+            if not any(_matches(d, payload, gpus, nodes) for d in decided.get(job, [])):
                 mixed += 1
                 if mixed <= 5:
                     actions = store_rows(c, name, "SELECT tick_at, kind, detail, ok, error, message FROM actions"
                                                   f" WHERE job_id = {job} ORDER BY id")
-                    print(f"\n  job {job} ran on {gpus} GPU(s) on {nodes} with token {_payload(key, job, comment)}; "
+                    print(f"\n  job {job} ran on {gpus} GPU(s) on {nodes} with token {payload}; "
                           f"its decisions: {decided.get(job)}; its actions: {actions}")
 
         def same_decision(a: list, b: list) -> bool:
             starts_equal = (a[1] is None) == (b[1] is None) and (a[1] is None or abs(a[1] - b[1]) < START_TOLERANCE_S)
             return starts_equal and a[2:] == b[2:]
 
-        decided_twice = _repeats(store_rows(c, name, "SELECT job_id, start_at, gpus_per_node, num_nodes, nodes,"
-                                                     " cap_fraction, share_with FROM decisions ORDER BY id"),
-                                 same_decision)
+        decided_twice = _repeats(rows, same_decision)
         done = store_rows(c, name, "SELECT job_id || ' ' || kind, detail FROM actions WHERE ok = 1 ORDER BY id")
         done_twice = _repeats(done, lambda a, b: a[1] == b[1])
         kinds = Counter(row[0].split()[1] for row in done)

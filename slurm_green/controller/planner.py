@@ -229,10 +229,49 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
 def enactable(plan: Plan, snapshot: ClusterSnapshot,
               verify: Callable[[int, str], dict[str, object]] | None = None,
               memo: DecisionMemo | None = None) -> tuple[Plan, dict[int, Sharing]]:
-    """The plan as it will be enacted: only what the job's partition can hold
-    (``within_partition``), no job slowed past its partition's ``MaxTime``
-    (``within_max_time``), and only the co-locations that can be enacted (``colocate``)."""
-    return colocate(within_max_time(within_partition(plan, snapshot, memo), snapshot), snapshot, verify)
+    """The plan as it will be enacted: no pin or size for a job whose user chose its nodes
+    (``where_users_chose``), only what the job's partition can hold (``within_partition``), no
+    job slowed past its partition's ``MaxTime`` (``within_max_time``), and only the
+    co-locations that can be enacted (``colocate``)."""
+    return colocate(within_max_time(within_partition(where_users_chose(plan, snapshot), snapshot, memo), snapshot),
+                    snapshot, verify)
+
+
+def where_users_chose(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """The plan without a pin, a node list cleared, a size or a share for a pending job whose
+    user chose or narrowed its nodes at submission (``-w``, ``-x`` or ``-C``: the marker's
+    ``own_nodes``), and without a share naming one.
+
+    Where such a job runs is the user's: a pin elsewhere overrides their ``-w``, and a pin to a
+    node their ``-x`` or ``-C`` rules out is taken by Slurm and leaves the job pending for ever
+    (seen on 24.11: ``Reason=BadConstraints``, deadline or not); clearing its node list drops
+    their ``-w``; what size fits on the nodes they named is theirs to know. The decision keeps
+    its start and its cap. Policies see such a job at its requested size only
+    (``GreenOptions.gpu_bounds``); this holds every policy, and any pin, to it."""
+    chosen: set[int] = set()
+    for decision in plan.decisions:
+        if decision.nodes is None and decision.gpus_per_node is None and decision.num_nodes is None \
+                and decision.share_with is None:
+            continue
+        job = snapshot.job(decision.job_id)
+        options = parse_marker(job.admin_comment) if job is not None and job.is_pending else None
+        if options is not None and options.own_nodes:
+            chosen.add(decision.job_id)
+    if not chosen:
+        return plan
+    decisions = []
+    for decision in plan.decisions:
+        if decision.job_id in chosen:
+            log.info("job %s: decided size or pin dropped: its user chose its nodes", decision.job_id)
+            decision = replace_decision(decision, nodes=None, gpus_per_node=None, num_nodes=None, share_with=None,
+                                        partner_stretch=None,
+                                        reason=f"{decision.reason}; as asked: its user chose its nodes, so where it "
+                                               f"runs and its size are the user's")
+        elif decision.share_with in chosen:
+            decision = replace_decision(decision, share_with=None, partner_stretch=None, nodes=None,
+                                        reason=f"{decision.reason}; not co-located: its partner's user chose its nodes")
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions))
 
 
 def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:

@@ -51,11 +51,18 @@ class GreenOptions:
     #: The user's own ``--begin`` (epoch seconds) when later than the submission: the job's
     #: earliest start, which no decision moves earlier (flex counts from it). None: none given.
     earliest: float | None = None
+    #: The user chose or narrowed the job's nodes at submission (``-w``, ``-x`` or ``-C``):
+    #: where it runs is theirs, so no decision pins it, clears its node list or changes its
+    #: size (what fits on the nodes they named is theirs to know); its start and cap are decided.
+    own_nodes: bool = False
 
     def gpu_bounds(self, requested: int) -> tuple[int, int]:
         """The GPU counts the user allows: ``gpus=MIN-MAX``, and where a bound was not given,
         the job's own ``requested`` count. One rule for every policy and the resizer: a job
-        that gave no range is never resized, neither grown nor shrunk."""
+        that gave no range is never resized, neither grown nor shrunk, and neither is one whose
+        user chose its nodes (``own_nodes``)."""
+        if self.own_nodes:
+            return requested, requested
         return (self.gpus_min if self.gpus_min is not None else requested,
                 self.gpus_max if self.gpus_max is not None else requested)
 
@@ -176,8 +183,9 @@ def format_marker(options: GreenOptions) -> str:
     """The trusted marker job_submit.lua writes into AdminComment (same format).
 
     ``elastic=1`` is written only for an elastic job, ``limit=`` only for a job submitted
-    with a time limit and ``begin=`` only for one submitted with a later ``--begin``, so that
-    every other marker is the same text as before the options existed."""
+    with a time limit, ``begin=`` only for one submitted with a later ``--begin`` and
+    ``own_nodes=1`` only for one submitted with ``-w``, ``-x`` or ``-C``, so that every other
+    marker is the same text as before the options existed."""
     fields = [
         f"managed={int(options.managed)}",
         f"flex={int(options.max_delay_s)}",
@@ -195,6 +203,8 @@ def format_marker(options: GreenOptions) -> str:
         fields.append(f"limit={int(options.time_limit_s)}")
     if options.earliest is not None:
         fields.append(f"begin={int(options.earliest)}")
+    if options.own_nodes:
+        fields.append("own_nodes=1")
     return MARKER_PREFIX + ";".join(fields)
 
 
@@ -208,7 +218,8 @@ def submitted_limit_s(minutes: int | None) -> float | None:
 
 
 def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
-               requeue: int | None = None, time_limit_s: float | None = None) -> tuple[GreenOptions, int | None]:
+               requeue: int | None = None, time_limit_s: float | None = None,
+               own_nodes: bool = False) -> tuple[GreenOptions, int | None]:
     """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
@@ -225,18 +236,20 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     made requeueable by the plugin (``requeue = 1``; see ``plugin_requeue``).
 
     ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
-    in the options (the marker) for every marked job.
+    in the options (the marker) for every marked job; so is ``own_nodes``, whether it was
+    submitted with a node list, excluded nodes or a constraint (``-w``, ``-x``, ``-C``).
     """
     # One ``replace`` per job: the simulator's job_submit.lua runs this for every arrival.
     elastic = options.elastic and requeue != 0
     if not options.managed:
-        return replace(options, time_limit_s=time_limit_s, elastic=elastic), None
+        return replace(options, time_limit_s=time_limit_s, elastic=elastic, own_nodes=own_nodes), None
     later = begin is not None and now < begin < NO_VAL
     base = begin if later and begin is not None else now
     deadline = base + options.max_delay_s
     defer = math.floor(deadline)
     return (replace(options, time_limit_s=time_limit_s, elastic=elastic, deadline=deadline,
-                    earliest=base if later else None), defer if defer > base else None)
+                    earliest=base if later else None, own_nodes=own_nodes), defer if defer > base else None)
+
 
 
 NO_VAL16 = 0xFFFE  # Slurm's "unset" for a uint16 job_desc field such as requeue
@@ -282,6 +295,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
             elastic=values.get("elastic", "0") == "1",
             time_limit_s=_limit(values.get("limit")),
             earliest=float(values["begin"]) if "begin" in values else None,
+            own_nodes=values.get("own_nodes", "0") == "1",
         )
     except ValueError:
         return None

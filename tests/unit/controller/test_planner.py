@@ -127,6 +127,42 @@ def test_an_empty_node_list_clears_a_pin_and_none_leaves_it():
     assert plan_actions(snapshot(free), Plan((JobDecision(6, nodes=()),)), NOW) == []
 
 
+# -- where the user chose the nodes -------------------------------------------------------
+
+OWN_NODES = format_marker(GreenOptions(max_delay_s=3600, accept_share=True, own_nodes=True))
+
+
+def test_a_job_whose_user_chose_its_nodes_keeps_them_and_its_size_but_not_its_deadline():
+    """``-w``/``-x``/``-C`` at submission (the marker's own_nodes): no pin, no pin cleared, no size,
+    whatever the policy decided; the start and the cap are enacted. Another job is decided as before."""
+    own = Job(5, gpus_per_node=1, nodes=("node3",), eligible_time=NOW + 1200, admin_comment=OWN_NODES)
+    other = Job(6, gpus_per_node=1, eligible_time=NOW + 1200, admin_comment=SHARING)
+    plan = Plan((JobDecision(5, start_at=NOW, gpus_per_node=4, num_nodes=2, nodes=("node1", "node2"),
+                             power_cap_fraction=0.6, reason="start now"),
+                 JobDecision(6, start_at=NOW, gpus_per_node=2, num_nodes=1, nodes=("node4",))))
+    actions = plan_actions(snapshot(own, other), plan, NOW, sign, verify)
+    assert [a for a in actions if a.job_id == 5 and not isinstance(a, SetDecision)] == [SetStartTime(5, NOW)]
+    [token] = [a for a in actions if a.job_id == 5 and isinstance(a, SetDecision)]
+    assert dt.verify(KEY, 5, token.token) == {"cap": 0.6}
+    assert [a for a in actions if a.job_id == 6] == [SetGpus(6, 2, None), SetNodes(6, ("node4",)), SetStartTime(6, NOW)]
+    cleared = Plan((JobDecision(5, start_at=NOW, nodes=()),))  # "not placed now": its node list stays the user's
+    assert plan_actions(snapshot(own), cleared, NOW) == [SetStartTime(5, NOW)]
+    kept, _ = enactable(plan, snapshot(own, other))
+    assert "its user chose its nodes" in kept.decisions[0].reason
+    assert (kept.decisions[0].nodes, kept.decisions[0].gpus_per_node, kept.decisions[0].num_nodes) == (None,) * 3
+
+
+def test_no_job_shares_a_gpu_with_a_pending_job_whose_user_chose_its_nodes():
+    plan = Plan((JobDecision(1, start_at=NOW, nodes=("node3",), share_with=2, power_cap_fraction=0.5),
+                 JobDecision(2, start_at=NOW, share_with=1, power_cap_fraction=0.8)))
+    actions = plan_actions(snapshot(pending(1), pending(2, marker=OWN_NODES)), plan, NOW, sign, verify)
+    assert not any(isinstance(a, (ShareGpus, SetNodes)) for a in actions), actions
+    # running, such a job is no one's to move: a pending job may still join it on its node
+    partner = dataclasses.replace(running_on_shards(1, comment=sign(1, {"cap": 0.6})), admin_comment=OWN_NODES)
+    joined = Plan((JobDecision(2, start_at=NOW, power_cap_fraction=0.6, share_with=1),))
+    assert ShareGpus(2, 1) in plan_actions(snapshot(pending(2), partner), joined, NOW, sign, verify)
+
+
 # -- what the job's partition can hold ----------------------------------------------------
 
 PARTITIONED = (Node("a1", gpus_total=8), Node("b1", gpus_total=4), Node("b2", gpus_total=4))

@@ -239,12 +239,13 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
 
 def where_users_chose(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """The plan without a pin, a node list cleared, a size or a share for a pending job whose
-    user chose or narrowed its nodes at submission (``-w``, ``-x`` or ``-C``: the marker's
-    ``own_nodes``), and without a share naming one.
+    user chose or narrowed its nodes at submission (``-w``, ``-x``, ``-C`` or ``--reservation``:
+    the marker's ``own_nodes``), and without a share naming one.
 
     Where such a job runs is the user's: a pin elsewhere overrides their ``-w``, and a pin to a
-    node their ``-x`` or ``-C`` rules out is taken by Slurm and leaves the job pending for ever
-    (seen on 24.11: ``Reason=BadConstraints``, deadline or not); clearing its node list drops
+    node their ``-x``, ``-C`` or reservation rules out is taken by Slurm and leaves the job
+    pending (seen on 24.11: ``Reason=BadConstraints`` for ever, deadline or not; ``Reason=Reservation``
+    while the reservation lasts); clearing its node list drops
     their ``-w``; what size fits on the nodes they named is theirs to know. The decision keeps
     its start and its cap. Policies see such a job at its requested size only
     (``GreenOptions.gpu_bounds``); this holds every policy, and any pin, to it."""

@@ -51,9 +51,10 @@ class GreenOptions:
     #: The user's own ``--begin`` (epoch seconds) when later than the submission: the job's
     #: earliest start, which no decision moves earlier (flex counts from it). None: none given.
     earliest: float | None = None
-    #: The user chose or narrowed the job's nodes at submission (``-w``, ``-x`` or ``-C``):
-    #: where it runs is theirs, so no decision pins it, clears its node list or changes its
-    #: size (what fits on the nodes they named is theirs to know); its start and cap are decided.
+    #: The user chose or narrowed the job's nodes at submission (``-w``, ``-x``, ``-C`` or
+    #: ``--reservation``): where it runs is theirs, so no decision pins it, clears its node list
+    #: or changes its size (what fits on the nodes they named is theirs to know); its start and
+    #: cap are decided.
     own_nodes: bool = False
 
     def gpu_bounds(self, requested: int) -> tuple[int, int]:
@@ -184,8 +185,8 @@ def format_marker(options: GreenOptions) -> str:
 
     ``elastic=1`` is written only for an elastic job, ``limit=`` only for a job submitted
     with a time limit, ``begin=`` only for one submitted with a later ``--begin`` and
-    ``own_nodes=1`` only for one submitted with ``-w``, ``-x`` or ``-C``, so that every other
-    marker is the same text as before the options existed."""
+    ``own_nodes=1`` only for one submitted with ``-w``, ``-x``, ``-C`` or ``--reservation``, so
+    that every other marker is the same text as before the options existed."""
     fields = [
         f"managed={int(options.managed)}",
         f"flex={int(options.max_delay_s)}",
@@ -237,7 +238,7 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
 
     ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
     in the options (the marker) for every marked job; so is ``own_nodes``, whether it was
-    submitted with a node list, excluded nodes or a constraint (``-w``, ``-x``, ``-C``).
+    submitted with a node list, excluded nodes, a constraint or a reservation.
     """
     # One ``replace`` per job: the simulator's job_submit.lua runs this for every arrival.
     elastic = options.elastic and requeue != 0

@@ -9,7 +9,7 @@ At submission it
     may checkpoint-and-requeue it at another GPU count even where JobRequeue=0; a job the
     user submitted with --no-requeue keeps it and is not elastic (the user is told),
   * writes the normalised marker (format_marker) into AdminComment, which users cannot
-    change (with own_nodes=1 where the user gave -w, -x or -C), and defers the job to its deadline (begin_time) so that it still starts in
+    change (with own_nodes=1 where the user gave -w, -x, -C or --reservation), and defers the job to its deadline (begin_time) so that it still starts in
     time when the controller is down; the controller moves it earlier,
   * strips any decision token ("sg1.<body>.<mac>") from the user's own comment.
 On update it keeps users from changing what only the controller decides for a managed job:
@@ -382,9 +382,10 @@ local function on_submit(job_desc)
     if minutes and minutes > 0 and minutes < NO_VAL then
         options.time_limit_s = minutes * 60
     end
-    -- A node list, excluded nodes or a constraint (-w, -x, -C) is the user's say over where the
-    -- job runs: the marker's own_nodes=1, and the controller then decides no pin and no size.
-    for _, field in ipairs({ "req_nodes", "exc_nodes", "features" }) do
+    -- A node list, excluded nodes, a constraint or a reservation (-w, -x, -C, --reservation) is
+    -- the user's say over where the job runs: the marker's own_nodes=1, and the controller then
+    -- decides no pin and no size.
+    for _, field in ipairs({ "req_nodes", "exc_nodes", "features", "reservation" }) do
         local value = job_desc[field]
         if value ~= nil and value ~= "" then options.own_nodes = true end
     end

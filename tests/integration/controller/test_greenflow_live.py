@@ -64,30 +64,43 @@ def test_the_controller_resizes_and_places_an_elastic_job_and_it_runs_as_decided
     assert int(got["num"]) == count and sorted(allocated) == sorted(decided) and got["host"] in decided, (got, decided)
 
 
-@pytest.mark.parametrize("where", [["-w", "node3"], ["-x", "node2,node3,node4"]])
-def test_a_job_whose_user_chose_its_nodes_runs_there_at_its_own_size(site: Cluster, where: list[str]) -> None:
-    """``-w`` and ``-x`` (and ``-C``) are the user's: job_submit.lua records that they were given
-    (the marker's ``own_nodes=1``), and the controller then neither pins the job elsewhere, nor
-    clears its node list, nor changes its size (what fits where the user said is the user's to
-    know); it still decides its start and cap. Here node1 is half busy with bob's job, so
-    GreenFlow, left alone, grows an elastic job onto whole free nodes (the test above)."""
-    c = site
-    name = "greenflow-own-nodes-" + where[0].strip("-")
-    busy = c.sbatch("bob", ["--gres=gpu:2", "-w", "node1", "-t", "3", "--comment", "green:off"], "sleep 120\n")
-    state_of(c, busy, {"RUNNING"}, 30)
-    job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", *where, "--comment", "green:flex=20m,gpus=1-8"],
-                   SCRIPT)
-    shown = c.exec("controller", "scontrol", "show", "job", str(job)).stdout
-    assert "own_nodes=1" in shown, shown
-    run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
-    [(per_node, count, nodes, reason)] = store_rows(
-        c, name, f"SELECT gpus_per_node, num_nodes, nodes, reason FROM decisions WHERE job_id = {job}")
-    assert (per_node, count, nodes) == (None, None, None), reason
-    assert "its user chose its nodes" in reason, reason
-    kinds = {kind for kind, in store_rows(c, name, f"SELECT kind FROM actions WHERE job_id = {job}")}
-    assert not kinds & {"SetGpus", "SetNodes"}, kinds
+RESERVATION = "sg-own-nodes"
 
-    state_of(c, job, {"RUNNING", *DONE}, 60)
-    got = job_report(c, REPORT, job)
-    expected_host = "node3" if where[0] == "-w" else "node1"
-    assert (got["host"], got["num"], len(got["gpus"].split(","))) == (expected_host, "1", 1), got
+
+@pytest.mark.parametrize("where, host", [(["-w", "node3"], "node3"), (["-x", "node2,node3,node4"], "node1"),
+                                         ([f"--reservation={RESERVATION}"], "node2")])
+def test_a_job_whose_user_chose_its_nodes_runs_there_at_its_own_size(site: Cluster, where: list[str],
+                                                                     host: str) -> None:
+    """``-w``, ``-x``, ``--reservation`` (and ``-C``) are the user's: job_submit.lua records that
+    they were given (the marker's ``own_nodes=1``), and the controller then neither pins the job
+    elsewhere, nor clears its node list, nor changes its size (what fits where the user said is
+    the user's to know); it still decides its start and cap. Here node1 is half busy with bob's
+    job, so GreenFlow, left alone, grows an elastic job onto whole free nodes (the test above):
+    before, it grew the ``-w`` job to 2 GPUs and pinned the ``-x`` one to node3 and the
+    reserved one (node2) to node3, where Slurm left them pending (BadConstraints, Reservation)."""
+    c = site
+    name = "greenflow-own-nodes-" + where[0].strip("-").split("=")[0]
+    c.exec("controller", "scontrol", "delete", f"reservation={RESERVATION}", check=False)
+    c.exec("controller", "scontrol", "create", "reservation", f"reservationname={RESERVATION}", "starttime=now",
+           "duration=30", "nodes=node2", "users=alice")
+    try:
+        busy = c.sbatch("bob", ["--gres=gpu:2", "-w", "node1", "-t", "3", "--comment", "green:off"], "sleep 120\n")
+        state_of(c, busy, {"RUNNING"}, 30)
+        job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", *where, "--comment",
+                                 "green:flex=20m,gpus=1-8"], SCRIPT)
+        shown = c.exec("controller", "scontrol", "show", "job", str(job)).stdout
+        assert "own_nodes=1" in shown, shown
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(per_node, count, nodes, reason)] = store_rows(
+            c, name, f"SELECT gpus_per_node, num_nodes, nodes, reason FROM decisions WHERE job_id = {job}")
+        assert (per_node, count, nodes) == (None, None, None), reason
+        assert "its user chose its nodes" in reason, reason
+        kinds = {kind for kind, in store_rows(c, name, f"SELECT kind FROM actions WHERE job_id = {job}")}
+        assert not kinds & {"SetGpus", "SetNodes"}, kinds
+
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+        got = job_report(c, REPORT, job)
+        assert (got["host"], got["num"], len(got["gpus"].split(","))) == (host, "1", 1), got
+    finally:
+        c.exec("controller", "scancel", "-u", "alice", check=False)
+        c.exec("controller", "scontrol", "delete", f"reservation={RESERVATION}", check=False)

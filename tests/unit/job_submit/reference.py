@@ -29,7 +29,8 @@ def expected_submission(comment: str, now: int = NOW, max_flex_s: float = MAX_FL
     """What the Python reference says the marker (None: no green option), the begin time
     (0: none) and the requeue field (NO_VAL16: unset) must be after the plugin, for a job
     submitted with ``time_limit`` minutes (NO_VAL: none), and with a node list, excluded
-    nodes or a constraint where ``own_nodes`` (any of ``-w``, ``-x``, ``-C`` given, not empty)
+    nodes, a constraint or a reservation where ``own_nodes`` (any of ``-w``, ``-x``, ``-C``,
+    ``--reservation`` given, not empty)
     (``green_options.on_arrival``, the simulator's rule too, and ``plugin_requeue``); raises
     GreenOptionError (a ValueError) where the plugin must refuse the submission."""
     text = find_user_options(comment)

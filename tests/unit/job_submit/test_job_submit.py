@@ -107,12 +107,13 @@ def test_other_words_stay_the_users_own(plugin: LuaPlugin, comment: str) -> None
 # --- where the user said the job runs ----------------------------------------------------
 
 
-@pytest.mark.parametrize("field", ["req_nodes", "exc_nodes", "features"])
+@pytest.mark.parametrize("field", ["req_nodes", "exc_nodes", "features", "reservation"])
 @pytest.mark.parametrize("value", ["node3", "node[1-2],node4", "a40&ib", ""])
-def test_a_node_list_excluded_nodes_or_a_constraint_is_kept_in_the_marker(plugin: LuaPlugin, field: str,
-                                                                         value: str) -> None:
-    """-w, -x and -C (job_desc's req_nodes, exc_nodes, features) make the marker say
-    ``own_nodes=1``: the controller then pins the job nowhere and keeps its size. Empty is not given."""
+def test_a_node_list_excluded_nodes_a_constraint_or_a_reservation_is_kept_in_the_marker(
+        plugin: LuaPlugin, field: str, value: str) -> None:
+    """-w, -x, -C and --reservation (job_desc's req_nodes, exc_nodes, features, reservation) make
+    the marker say ``own_nodes=1``: the controller then pins the job nowhere and keeps its size.
+    Empty is not given."""
     for comment in ("green:flex=1h,gpus=1-4", "green:off"):
         answer = plugin.submit(comment=comment, tres_per_node="gres/gpu:1", **{field: value})
         assert answer.rc == 0

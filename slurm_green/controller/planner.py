@@ -229,48 +229,54 @@ def colocate(plan: Plan, snapshot: ClusterSnapshot,
 def enactable(plan: Plan, snapshot: ClusterSnapshot,
               verify: Callable[[int, str], dict[str, object]] | None = None,
               memo: DecisionMemo | None = None) -> tuple[Plan, dict[int, Sharing]]:
-    """The plan as it will be enacted: no pin or size for a job whose user chose its nodes
-    (``where_users_chose``), only what the job's partition can hold (``within_partition``), no
+    """The plan as it will be enacted: no pin or size for a job whose shape stays as submitted
+    (``shape_as_submitted``), only what the job's partition can hold (``within_partition``), no
     job slowed past its partition's ``MaxTime`` (``within_max_time``), and only the
     co-locations that can be enacted (``colocate``)."""
-    return colocate(within_max_time(within_partition(where_users_chose(plan, snapshot), snapshot, memo), snapshot),
+    return colocate(within_max_time(within_partition(shape_as_submitted(plan, snapshot), snapshot, memo), snapshot),
                     snapshot, verify)
 
 
-def where_users_chose(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """The plan without a pin, a node list cleared, a size or a share for a pending job whose
-    user chose or narrowed its nodes at submission (``-w``, ``-x``, ``-C`` or ``--reservation``:
-    the marker's ``own_nodes``), and without a share naming one.
+    nodes and size stay as submitted (``GreenOptions.shape_fixed``), and without a share naming
+    one: a job whose user chose or narrowed its nodes (``-w``, ``-x``, ``-C`` or
+    ``--reservation``: the marker's ``own_nodes``), or an array (``array``).
 
     Where such a job runs is the user's: a pin elsewhere overrides their ``-w``, and a pin to a
     node their ``-x``, ``-C`` or reservation rules out is taken by Slurm and leaves the job
-    pending (seen on 24.11: ``Reason=BadConstraints`` for ever, deadline or not; ``Reason=Reservation``
-    while the reservation lasts); clearing its node list drops
-    their ``-w``; what size fits on the nodes they named is theirs to know. The decision keeps
-    its start and its cap. Policies see such a job at its requested size only
-    (``GreenOptions.gpu_bounds``); this holds every policy, and any pin, to it."""
-    chosen: set[int] = set()
+    pending (seen on 24.11: ``Reason=BadConstraints`` for ever, deadline or not;
+    ``Reason=Reservation`` while the reservation lasts); clearing its node list drops their
+    ``-w``; what size fits on the nodes they named is theirs to know. An array's pending tasks
+    are one record here and in Slurm, so one decision's pin and size bind every task: on 24.11 an
+    8-task array of 1-GPU jobs, grown to 2 GPUs and pinned to one node, ran two tasks at a time
+    there while three nodes had GPUs free. Such a decision keeps its start and its cap. Policies
+    see these jobs at their requested size only (``GreenOptions.gpu_bounds``); this holds every
+    policy, and any pin, to it."""
+    fixed: dict[int, str] = {}  # job id -> why its shape stays
     for decision in plan.decisions:
         if decision.nodes is None and decision.gpus_per_node is None and decision.num_nodes is None \
                 and decision.share_with is None:
             continue
         job = snapshot.job(decision.job_id)
         options = parse_marker(job.admin_comment) if job is not None and job.is_pending else None
-        if options is not None and options.own_nodes:
-            chosen.add(decision.job_id)
-    if not chosen:
+        if options is not None and options.shape_fixed:
+            fixed[decision.job_id] = ("its user chose its nodes, so where it runs and its size are the user's"
+                                      if options.own_nodes else "an array: one pin or size would bind every task, "
+                                                                "so where its tasks run and their size stay as submitted")
+    if not fixed:
         return plan
     decisions = []
     for decision in plan.decisions:
-        if decision.job_id in chosen:
-            log.info("job %s: decided size or pin dropped: its user chose its nodes", decision.job_id)
+        why = fixed.get(decision.job_id)
+        if why is not None:
+            log.info("job %s: decided size or pin dropped: %s", decision.job_id, why)
             decision = replace_decision(decision, nodes=None, gpus_per_node=None, num_nodes=None, share_with=None,
-                                        partner_stretch=None,
-                                        reason=f"{decision.reason}; as asked: its user chose its nodes, so where it "
-                                               f"runs and its size are the user's")
-        elif decision.share_with in chosen:
+                                        partner_stretch=None, reason=f"{decision.reason}; as asked: {why}")
+        elif decision.share_with in fixed:
             decision = replace_decision(decision, share_with=None, partner_stretch=None, nodes=None,
-                                        reason=f"{decision.reason}; not co-located: its partner's user chose its nodes")
+                                        reason=f"{decision.reason}; not co-located: its partner keeps its shape "
+                                               f"as submitted")
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions))
 

@@ -56,13 +56,23 @@ class GreenOptions:
     #: or changes its size (what fits on the nodes they named is theirs to know); its start and
     #: cap are decided.
     own_nodes: bool = False
+    #: Submitted as a job array (``--array``): the controller sees its pending tasks as one
+    #: record, so one pin or size would hold every task to one decision's nodes; its start and
+    #: cap are decided.
+    array: bool = False
+
+    @property
+    def shape_fixed(self) -> bool:
+        """Whether decisions may set only the job's start and cap, never its nodes nor its size:
+        its user chose its nodes (``own_nodes``), or it is an array (``array``)."""
+        return self.own_nodes or self.array
 
     def gpu_bounds(self, requested: int) -> tuple[int, int]:
         """The GPU counts the user allows: ``gpus=MIN-MAX``, and where a bound was not given,
         the job's own ``requested`` count. One rule for every policy and the resizer: a job
         that gave no range is never resized, neither grown nor shrunk, and neither is one whose
-        user chose its nodes (``own_nodes``)."""
-        if self.own_nodes:
+        shape stays as submitted (``shape_fixed``)."""
+        if self.shape_fixed:
             return requested, requested
         return (self.gpus_min if self.gpus_min is not None else requested,
                 self.gpus_max if self.gpus_max is not None else requested)
@@ -185,8 +195,9 @@ def format_marker(options: GreenOptions) -> str:
 
     ``elastic=1`` is written only for an elastic job, ``limit=`` only for a job submitted
     with a time limit, ``begin=`` only for one submitted with a later ``--begin`` and
-    ``own_nodes=1`` only for one submitted with ``-w``, ``-x``, ``-C`` or ``--reservation``, so
-    that every other marker is the same text as before the options existed."""
+    ``own_nodes=1`` only for one submitted with ``-w``, ``-x``, ``-C`` or ``--reservation`` and
+    ``array=1`` only for an array, so that every other marker is the same text as before the
+    options existed."""
     fields = [
         f"managed={int(options.managed)}",
         f"flex={int(options.max_delay_s)}",
@@ -206,6 +217,8 @@ def format_marker(options: GreenOptions) -> str:
         fields.append(f"begin={int(options.earliest)}")
     if options.own_nodes:
         fields.append("own_nodes=1")
+    if options.array:
+        fields.append("array=1")
     return MARKER_PREFIX + ";".join(fields)
 
 
@@ -220,7 +233,7 @@ def submitted_limit_s(minutes: int | None) -> float | None:
 
 def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
                requeue: int | None = None, time_limit_s: float | None = None,
-               own_nodes: bool = False) -> tuple[GreenOptions, int | None]:
+               own_nodes: bool = False, array: bool = False) -> tuple[GreenOptions, int | None]:
     """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
@@ -237,19 +250,21 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     made requeueable by the plugin (``requeue = 1``; see ``plugin_requeue``).
 
     ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
-    in the options (the marker) for every marked job; so is ``own_nodes``, whether it was
-    submitted with a node list, excluded nodes, a constraint or a reservation.
+    in the options (the marker) for every marked job; so are ``own_nodes``, whether it was
+    submitted with a node list, excluded nodes, a constraint or a reservation, and ``array``,
+    whether it was submitted as an array.
     """
     # One ``replace`` per job: the simulator's job_submit.lua runs this for every arrival.
     elastic = options.elastic and requeue != 0
     if not options.managed:
-        return replace(options, time_limit_s=time_limit_s, elastic=elastic, own_nodes=own_nodes), None
+        return replace(options, time_limit_s=time_limit_s, elastic=elastic, own_nodes=own_nodes, array=array), None
     later = begin is not None and now < begin < NO_VAL
     base = begin if later and begin is not None else now
     deadline = base + options.max_delay_s
     defer = math.floor(deadline)
     return (replace(options, time_limit_s=time_limit_s, elastic=elastic, deadline=deadline,
-                    earliest=base if later else None, own_nodes=own_nodes), defer if defer > base else None)
+                    earliest=base if later else None, own_nodes=own_nodes, array=array),
+            defer if defer > base else None)
 
 
 
@@ -297,6 +312,7 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
             time_limit_s=_limit(values.get("limit")),
             earliest=float(values["begin"]) if "begin" in values else None,
             own_nodes=values.get("own_nodes", "0") == "1",
+            array=values.get("array", "0") == "1",
         )
     except ValueError:
         return None

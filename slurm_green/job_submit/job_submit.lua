@@ -9,7 +9,8 @@ At submission it
     may checkpoint-and-requeue it at another GPU count even where JobRequeue=0; a job the
     user submitted with --no-requeue keeps it and is not elastic (the user is told),
   * writes the normalised marker (format_marker) into AdminComment, which users cannot
-    change (with own_nodes=1 where the user gave -w, -x, -C or --reservation), and defers the job to its deadline (begin_time) so that it still starts in
+    change (with own_nodes=1 where the user gave -w, -x, -C or --reservation, array=1 for an
+    array), and defers the job to its deadline (begin_time) so that it still starts in
     time when the controller is down; the controller moves it earlier,
   * strips any decision token ("sg1.<body>.<mac>") from the user's own comment.
 On update it keeps users from changing what only the controller decides for a managed job:
@@ -275,6 +276,9 @@ local function format_marker(options)
     if options.own_nodes then
         fields[#fields + 1] = "own_nodes=1"
     end
+    if options.array then
+        fields[#fields + 1] = "array=1"
+    end
     return MARKER_PREFIX .. table.concat(fields, ";")
 end
 
@@ -389,6 +393,8 @@ local function on_submit(job_desc)
         local value = job_desc[field]
         if value ~= nil and value ~= "" then options.own_nodes = true end
     end
+    -- An array is one pending record to the controller: one pin or size would bind every task.
+    if job_desc.array_inx ~= nil and job_desc.array_inx ~= "" then options.array = true end
     if options.managed then
         local now = os.time()
         local begin = tonumber(job_desc.begin_time) or 0

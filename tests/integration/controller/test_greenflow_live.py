@@ -104,3 +104,37 @@ def test_a_job_whose_user_chose_its_nodes_runs_there_at_its_own_size(site: Clust
     finally:
         c.exec("controller", "scancel", "-u", "alice", check=False)
         c.exec("controller", "scontrol", "delete", f"reservation={RESERVATION}", check=False)
+
+
+def test_an_array_keeps_its_shape_and_its_tasks_spread_over_the_free_nodes(site: Cluster) -> None:
+    """A pending array is one record to Slurm's queue and to the controller, and a pin or size
+    set on it binds every task it has yet to start: before job_submit.lua marked arrays
+    (``array=1``), GreenFlow grew an 8-task array of 1-GPU jobs to 2 GPUs each and pinned it to
+    node3, so two tasks ran there at a time while three nodes had GPUs free. Now only its start
+    and cap are decided: its tasks take 1 GPU each, wherever Slurm finds one."""
+    c = site
+    name = "greenflow-array"
+    busy = c.sbatch("bob", ["--gres=gpu:2", "-w", "node1", "-t", "3", "--comment", "green:off"], "sleep 120\n")
+    state_of(c, busy, {"RUNNING"}, 30)
+    array = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "--array=0-7", "--comment",
+                               "green:flex=20m,gpus=1-4"], "sleep 30\n")
+    shown = c.exec("controller", "scontrol", "show", "job", str(array)).stdout
+    assert "array=1" in shown, shown
+    try:
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(per_node, count, nodes, reason)] = store_rows(
+            c, name, f"SELECT gpus_per_node, num_nodes, nodes, reason FROM decisions WHERE job_id = {array}")
+        assert (per_node, count, nodes) == (None, None, None) and "an array" in reason, reason
+        kinds = {kind for kind, in store_rows(c, name, f"SELECT kind FROM actions WHERE job_id = {array}")}
+        assert "SetStartTime" in kinds and not kinds & {"SetGpus", "SetNodes"}, kinds
+
+        def tasks() -> list[list[str]]:
+            out = c.exec("controller", "squeue", "-h", "-r", "-t", "all", "-j", str(array), "-o", "%T %N %b").stdout
+            return [line.split() for line in out.splitlines()]
+
+        started = c.wait_for(lambda: (lambda t: t if all(s != "PENDING" for s, *_ in t) else None)(tasks()), 60,
+                             message="every task of the array started")
+        assert len(started) == 8 and all(rest[-1].endswith("gpu:1") for _, *rest in started), started
+        assert len({rest[0] for _, *rest in started}) >= 3, started  # 14 GPUs free on 4 nodes: all 8 at once
+    finally:
+        c.exec("controller", "scancel", str(array), check=False)

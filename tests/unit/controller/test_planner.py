@@ -152,6 +152,15 @@ def test_a_job_whose_user_chose_its_nodes_keeps_them_and_its_size_but_not_its_de
     assert (kept.decisions[0].nodes, kept.decisions[0].gpus_per_node, kept.decisions[0].num_nodes) == (None,) * 3
 
 
+def test_a_pending_array_keeps_its_shape_one_pin_would_bind_every_task():
+    array = Job(5, gpus_per_node=1, eligible_time=NOW + 1200,
+                admin_comment=format_marker(GreenOptions(max_delay_s=3600, gpus_min=1, gpus_max=4, array=True)))
+    plan = Plan((JobDecision(5, start_at=NOW, gpus_per_node=2, num_nodes=1, nodes=("node3",), reason="start now"),))
+    assert plan_actions(snapshot(array), plan, NOW) == [SetStartTime(5, NOW)]
+    kept, _ = enactable(plan, snapshot(array))
+    assert "an array" in kept.decisions[0].reason
+
+
 def test_no_job_shares_a_gpu_with_a_pending_job_whose_user_chose_its_nodes():
     plan = Plan((JobDecision(1, start_at=NOW, nodes=("node3",), share_with=2, power_cap_fraction=0.5),
                  JobDecision(2, start_at=NOW, share_with=1, power_cap_fraction=0.8)))

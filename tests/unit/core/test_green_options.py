@@ -91,22 +91,27 @@ def test_a_key_given_twice_is_refused_not_overwritten(text, key):
     limit=st.one_of(st.none(), st.integers(60, 365 * 86400)),
     begin=st.one_of(st.none(), st.integers(0, 2**31)),
     own_nodes=st.booleans(),
+    array=st.booleans(),
 )
-def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic, limit, begin, own_nodes):
+def test_marker_round_trips(managed, delay, gpus, cap, share, deadline, elastic, limit, begin, own_nodes, array):
     gmin, gmax = (None, None) if gpus is None else (gpus[0], gpus[0] + gpus[1])
     options = GreenOptions(managed, float(delay), gmin, gmax, cap, share, None if deadline is None else float(deadline),
                            elastic, None if limit is None else float(limit), None if begin is None else float(begin),
-                           own_nodes)
+                           own_nodes, array)
     assert parse_marker("other words " + format_marker(options)) == options
 
 
-def test_a_job_whose_user_chose_its_nodes_keeps_its_size_whatever_its_range():
-    """``-w``/``-x``/``-C``: the sizes that fit there are the user's to know (``own_nodes``), for
-    every policy and the resizer; the marker says so only then, as before otherwise."""
+def test_a_job_whose_user_chose_its_nodes_or_an_array_keeps_its_size_whatever_its_range():
+    """``-w``/``-x``/``-C``: the sizes that fit there are the user's to know (``own_nodes``); an
+    array's tasks are one record (``array``); for every policy and the resizer. The marker says
+    so only then, as before otherwise."""
     options, _ = on_arrival(parse_user_options("flex=6h,gpus=1-8", DAY), 1000.0, own_nodes=True)
     assert options.gpu_bounds(2) == (2, 2) and format_marker(options).endswith(";own_nodes=1")
+    options, _ = on_arrival(parse_user_options("flex=6h,gpus=1-8", DAY), 1000.0, array=True)
+    assert options.gpu_bounds(2) == (2, 2) and format_marker(options).endswith(";array=1")
     options, _ = on_arrival(parse_user_options("flex=6h,gpus=1-8", DAY), 1000.0)
     assert options.gpu_bounds(2) == (1, 8) and "own_nodes" not in format_marker(options)
+    assert "array" not in format_marker(options)
 
 
 def test_a_later_begin_is_kept_as_the_earliest_start_and_flex_counts_from_it():

@@ -122,6 +122,18 @@ def test_a_node_list_excluded_nodes_a_constraint_or_a_reservation_is_kept_in_the
         assert answer.job[field] == value  # recorded, never changed
 
 
+@pytest.mark.parametrize("value", ["0-7", "1,3,5%2", ""])
+def test_an_array_is_kept_in_the_marker(plugin: LuaPlugin, value: str) -> None:
+    """--array (job_desc's array_inx) makes the marker say ``array=1``: its pending tasks are one
+    record to the controller, which then pins it nowhere and keeps its size. Empty is not given."""
+    answer = plugin.submit(comment="green:flex=1h,gpus=1-4", tres_per_node="gres/gpu:1", array_inx=value,
+                           req_nodes="node1")
+    assert answer.rc == 0
+    assert answer.job["admin_comment"] == expected_submission("green:flex=1h,gpus=1-4", own_nodes=True,
+                                                              array=bool(value))[0]
+    assert answer.job["admin_comment"].endswith(";own_nodes=1;array=1" if value else ";own_nodes=1")
+
+
 # --- the submitted time limit ------------------------------------------------------------
 
 

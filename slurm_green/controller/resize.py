@@ -105,7 +105,7 @@ def _target(job: Job, decision: JobDecision) -> tuple[int, int] | None:
     nodes = decision.num_nodes if decision.num_nodes is not None else job.num_nodes
     if options is None or per_node < 1 or nodes < 1 or (per_node, nodes) == (job.gpus_per_node, job.num_nodes):
         return None
-    low, high = options.gpu_bounds(job.total_gpus)
+    low, high = options.running_gpu_bounds(job.total_gpus)
     return (per_node, nodes) if low <= per_node * nodes <= high else None
 
 

@@ -53,8 +53,9 @@ class GreenOptions:
     earliest: float | None = None
     #: The user chose or narrowed the job's nodes at submission (``-w``, ``-x``, ``-C`` or
     #: ``--reservation``): where it runs is theirs, so no decision pins it, clears its node list
-    #: or changes its size (what fits on the nodes they named is theirs to know); its start and
-    #: cap are decided.
+    #: or changes its size while it waits (what fits on the nodes they named is theirs to know);
+    #: its start and cap are decided, and once it runs an elastic one is resized in place
+    #: (``running_gpu_bounds``).
     own_nodes: bool = False
     #: Submitted as a job array (``--array``): the controller sees its pending tasks as one
     #: record, so one pin or size would hold every task to one decision's nodes; its start and
@@ -63,19 +64,33 @@ class GreenOptions:
 
     @property
     def shape_fixed(self) -> bool:
-        """Whether decisions may set only the job's start and cap, never its nodes nor its size:
-        its user chose its nodes (``own_nodes``), or it is an array (``array``)."""
+        """Whether decisions may set only the pending job's start and cap, never its nodes nor
+        its size: its user chose its nodes (``own_nodes``), or it is an array (``array``)."""
         return self.own_nodes or self.array
 
     def gpu_bounds(self, requested: int) -> tuple[int, int]:
-        """The GPU counts the user allows: ``gpus=MIN-MAX``, and where a bound was not given,
-        the job's own ``requested`` count. One rule for every policy and the resizer: a job
-        that gave no range is never resized, neither grown nor shrunk, and neither is one whose
-        shape stays as submitted (``shape_fixed``)."""
+        """The GPU counts a policy may give the job while it waits: the user's range
+        (``gpus=MIN-MAX``; where a bound was not given, the job's own ``requested`` count), or
+        only ``requested`` where its shape stays as submitted (``shape_fixed``): a policy places
+        a pending job without knowing the nodes its user named, so no size it picks is known to
+        fit there. One rule for every policy: a job that gave no range is never resized."""
         if self.shape_fixed:
             return requested, requested
-        return (self.gpus_min if self.gpus_min is not None else requested,
-                self.gpus_max if self.gpus_max is not None else requested)
+        return self._user_range(requested)
+
+    def running_gpu_bounds(self, running: int) -> tuple[int, int]:
+        """The GPU counts a running elastic job may be resized to, in place, by checkpoint and
+        requeue: the user's range, also for a job whose user chose its nodes (``own_nodes``),
+        as the resizer grows or shrinks a job only on the node it runs on, one their ``-w``,
+        ``-x``, ``-C`` or reservation allowed, and sets no node list (Slurm keeps theirs on the
+        requeued job). An array's task keeps its size (``array``): untried, so not assumed."""
+        if self.array:
+            return running, running
+        return self._user_range(running)
+
+    def _user_range(self, count: int) -> tuple[int, int]:
+        return (self.gpus_min if self.gpus_min is not None else count,
+                self.gpus_max if self.gpus_max is not None else count)
 
 
 #: The most GPUs a user may name (``gpus=MIN-MAX``): far above any job's, and far below what

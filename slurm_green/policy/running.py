@@ -138,7 +138,7 @@ class GrowRunning(_Wrapping):
         if found is None:
             return None
         options, left_s, rate = found
-        high = min(options.gpu_bounds(job.gpus_per_node)[1], job.gpus_per_node + free.get(job.nodes[0], 0))
+        high = min(options.running_gpu_bounds(job.gpus_per_node)[1], job.gpus_per_node + free.get(job.nodes[0], 0))
         for gpus in range(high, job.gpus_per_node, -1):  # the most GPUs that pays
             runtime = left_s * rate.of(job.gpus_per_node) / rate.of(gpus)
             energy = rate.energy_per_work(gpus) / rate.energy_per_work(job.gpus_per_node)
@@ -208,7 +208,7 @@ class ShrinkRunning(_Wrapping):
             if options is None or job.nodes[0] not in free:
                 continue
             keep = job.gpus_per_node - (need - free[job.nodes[0]])
-            if free[job.nodes[0]] >= need or keep < max(1, options.gpu_bounds(job.gpus_per_node)[0]) \
+            if free[job.nodes[0]] >= need or keep < max(1, options.running_gpu_bounds(job.gpus_per_node)[0]) \
                     or keep >= job.gpus_per_node:
                 continue
             left_s = _time_left(job, context)
@@ -258,7 +258,7 @@ class ShrinkWhenDear(_Wrapping):
         spend = _Spend(rate, price, context)
         before = spend.of(gpus, now, left_s)
         best: tuple[float, JobDecision] | None = None
-        for keep in range(max(1, options.gpu_bounds(gpus)[0]), gpus):
+        for keep in range(max(1, options.running_gpu_bounds(gpus)[0]), gpus):
             runtime = left_s * rate.of(gpus) / rate.of(keep)
             # From now, not after the restart: a pause in dear hours is no saving to count on
             # (the checkpoint and the reload draw power too).

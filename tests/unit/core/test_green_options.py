@@ -114,6 +114,17 @@ def test_a_job_whose_user_chose_its_nodes_or_an_array_keeps_its_size_whatever_it
     assert "array" not in format_marker(options)
 
 
+def test_a_running_job_whose_user_chose_its_nodes_is_resized_in_place_within_its_range_and_an_array_task_is_not():
+    """The resizer grows or shrinks a running job only on the node it runs on, which the user's
+    ``-w``/``-x``/``-C`` allowed: their range holds there; an array's task keeps its size."""
+    pinned, _ = on_arrival(parse_user_options("elastic=requeue,gpus=1-2", DAY), 1000.0, own_nodes=True)
+    assert pinned.gpu_bounds(1) == (1, 1) and pinned.running_gpu_bounds(1) == (1, 2)
+    task, _ = on_arrival(parse_user_options("elastic=requeue,gpus=1-2", DAY), 1000.0, array=True)
+    assert task.running_gpu_bounds(1) == (1, 1)
+    free, _ = on_arrival(parse_user_options("elastic=requeue,gpus=1-2", DAY), 1000.0)
+    assert free.running_gpu_bounds(1) == free.gpu_bounds(1) == (1, 2)
+
+
 def test_a_later_begin_is_kept_as_the_earliest_start_and_flex_counts_from_it():
     options, deferred = on_arrival(parse_user_options("flex=6h", DAY), 1000.0, begin=5000.0)
     assert (options.earliest, options.deadline, deferred) == (5000.0, 5000.0 + 6 * 3600, 5000 + 6 * 3600)

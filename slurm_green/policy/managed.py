@@ -16,17 +16,29 @@ NO_CAP = 1.0
 
 def managed_pending(snapshot: ClusterSnapshot) -> Iterator[tuple[Job, GreenOptions]]:
     """Pending jobs whose trusted marker says they are managed, once their user's own
-    ``--begin`` has come (``not_yet``).
+    ``--begin`` has come (``not_yet``) and while nothing else holds them back (``blocked``).
 
     Only the AdminComment marker counts: users cannot write it, so a user cannot
     bring another job, or their own beyond the site's limits, under a policy.
     """
     for job in snapshot.jobs:
-        if not job.is_pending:
+        if not job.is_pending or blocked(job):
             continue
         options = parse_marker(job.admin_comment)
         if options is not None and options.managed and not not_yet(options, snapshot.taken_at):
             yield job, options
+
+
+def blocked(job: Job) -> bool:
+    """Whether Slurm holds the pending job back whatever its start time: held (by its user, an
+    admin, or a resize under way) or waiting on another job (``Reason=Dependency``, or
+    ``DependencyNeverSatisfied``). No policy decides for it until that clears: planned as a job
+    that may start now it takes GPUs in the plan that it cannot use, and a pin or size given it
+    binds it when it is freed, perhaps hours later (seen on 24.11: GreenFlow planned a held job
+    and one waiting for another's end as starting now on 2 GPUs, both pinned to node3). The
+    first tick after the block clears decides it; until then it keeps its start (job_submit.lua's
+    deadline, or an earlier decision's)."""
+    return job.held or job.state_reason.startswith("Dependency")
 
 
 def not_yet(options: GreenOptions, now: float) -> bool:

@@ -19,7 +19,7 @@ from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, parse_marker
 from slurm_green.core.time_limit import partition_limits, partition_max_times
-from slurm_green.policy.managed import asked_runtime_s, deadline_of, not_yet
+from slurm_green.policy.managed import asked_runtime_s, blocked, deadline_of, not_yet
 from slurm_green.policy.placement import node_rows
 
 
@@ -93,7 +93,7 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: Deci
         else:
             row = _row(job, default_runtime_s, limits, read_with[2])
         kept[job.job_id] = (job, read_with, row)
-        if row is not None and not not_yet(row[2], snapshot.taken_at):
+        if row is not None and not not_yet(row[2], snapshot.taken_at) and not blocked(job):
             rows.append(row)
     held.rows = kept
     rows.sort(key=itemgetter(0))  # FIFO: submit time, then job id (unique, so the order is total)

@@ -138,3 +138,35 @@ def test_an_array_keeps_its_shape_and_its_tasks_spread_over_the_free_nodes(site:
         assert len({rest[0] for _, *rest in started}) >= 3, started  # 14 GPUs free on 4 nodes: all 8 at once
     finally:
         c.exec("controller", "scancel", str(array), check=False)
+
+
+def test_a_held_job_or_one_waiting_on_another_is_decided_once_slurm_would_start_it(site: Cluster) -> None:
+    """Slurm will not start a held job, nor one waiting on a dependency, whatever its start time.
+    GreenFlow planned both as starting now on 2 GPUs pinned to node3 (24.11, before
+    ``managed.blocked``): GPUs in its plan that they could not use, and pins that outlive the
+    block. Now neither is decided while blocked; released, the held one is decided at the next
+    tick and runs."""
+    c = site
+    name = "greenflow-blocked"
+    first = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "--comment", "green:off"], "sleep 120\n")
+    waiting = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", f"--dependency=afterok:{first}",
+                                 "--comment", "green:flex=20m,gpus=1-8"], SCRIPT)
+    held = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "-H", "--comment",
+                              "green:flex=20m,gpus=1-8"], SCRIPT)
+    try:
+        reasons = dict(line.split() for line in c.exec("controller", "squeue", "-h", "-j", f"{waiting},{held}",
+                                                         "-o", "%i %r").stdout.splitlines())
+        assert reasons == {str(waiting): "Dependency", str(held): "JobHeldUser"}, reasons
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        decided = store_rows(c, name, f"SELECT job_id FROM decisions WHERE job_id IN ({waiting}, {held})")
+        assert decided == [], decided
+        assert store_rows(c, name, f"SELECT kind FROM actions WHERE job_id IN ({waiting}, {held})") == []
+
+        c.exec("controller", "scontrol", "release", str(held), user="alice")
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(reason,)] = store_rows(c, name, f"SELECT reason FROM decisions WHERE job_id = {held}")
+        assert reason.startswith("start now"), reason
+        assert state_of(c, held, {"RUNNING", *DONE}, 60)
+        assert store_rows(c, name, f"SELECT job_id FROM decisions WHERE job_id = {waiting}") == []
+    finally:
+        c.exec("controller", "scancel", str(first), str(waiting), str(held), check=False)

@@ -52,3 +52,19 @@ def test_no_policy_sees_a_job_before_its_users_own_begin():
         snapshot = ClusterSnapshot(at, jobs=(later,), partitions=(GPU,))
         assert pending_jobs(snapshot, 600.0, memo).job_id.tolist() == seen  # the memo's row is not the answer
         assert [j.job_id for j, _ in managed_pending(snapshot)] == seen
+
+
+@pytest.mark.parametrize("held, reason", [(True, "JobHeldUser"), (True, "JobHeldAdmin"), (False, "Dependency"),
+                                          (False, "DependencyNeverSatisfied")])
+def test_no_policy_decides_for_a_job_slurm_holds_back_until_that_clears(held, reason):
+    """A held job, or one waiting on another job, cannot start whatever it is decided: planned as
+    startable it would take GPUs it cannot use, and a pin would bind it when freed. The first
+    tick after (reason BeginTime: job_submit.lua's deferral) decides it."""
+    marker = format_marker(GreenOptions(max_delay_s=3600.0, deadline=NOW + 3600.0))
+    blocked = Job(3, partition="gpu", submit_time=NOW, time_limit_s=3600.0, gpus_per_node=1, admin_comment=marker,
+                  held=held, state_reason=reason)
+    memo = DecisionMemo()
+    for job, seen in ((blocked, []), (dataclasses.replace(blocked, held=False, state_reason="BeginTime"), [3])):
+        snapshot = ClusterSnapshot(NOW, jobs=(job,), partitions=(GPU,))
+        assert pending_jobs(snapshot, 600.0, memo).job_id.tolist() == seen
+        assert [j.job_id for j, _ in managed_pending(snapshot)] == seen

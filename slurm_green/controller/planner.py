@@ -283,8 +283,9 @@ def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
 
 def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
     """The plan without what Slurm would refuse for a pending job: a pin to a node outside its
-    partition(s), more GPUs per node than any node there has, or whole GPUs for a job that
-    asked for none (a CPU job, or one on shards of a GPU). A job that asked for a GPU type
+    partition(s), more GPUs per node than any node there has, more nodes than its partitions'
+    ``MaxNodes`` (taken, and the job left pending with ``Reason=PartitionNodeLimit``), or whole
+    GPUs for a job that asked for none (a CPU job, or one on shards of a GPU). A job that asked for a GPU type
     (``--gres=gpu:h100:2``) is held to its partitions' nodes of that type alone, pin and width:
     a policy plans a type no node has as the cluster's majority (``gpu_types.gpu_pools``), and
     where no node there has it the job gets no pin and no size change. A size change (GPUs per
@@ -331,12 +332,24 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
                        else f"no node of its partition has {kind} GPUs")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
                                         nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
+        elif (past := _past_max_nodes(decision, job, rules)) is not None:
+            why.append(f"its partition gives a job at most {past[1]} node(s) (MaxNodes), not {past[0]}")
+            decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
+                                        nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
         changed = changed or decision is not original
         if why:
             log.info("job %s: decided size or pin dropped: %s", job.job_id, "; ".join(why))
             decision = replace_decision(decision, reason=f"{decision.reason}; as asked: {'; '.join(why)}")
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+def _past_max_nodes(decision: JobDecision, job: Job, rules: NodeRules) -> tuple[int, int] | None:
+    """(nodes decided, ``MaxNodes``) where ``decision`` gives ``job`` more nodes, by count or
+    by pin, than it asked for and than its partitions allow; None otherwise."""
+    count = decision.num_nodes or len(decision.nodes or ())
+    most = rules.max_nodes(job)
+    return (count, most) if most is not None and count > max(most, job.num_nodes) else None
 
 
 def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:

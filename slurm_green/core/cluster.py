@@ -146,6 +146,9 @@ class Partition:
     #: ``DefaultTime``: the limit a job submitted without ``--time`` gets (None: none set, and
     #: such a job gets ``MaxTime``).
     default_time_s: float | None = None
+    #: ``MaxNodes``: the most nodes one job may have there (None: unlimited). A job given more
+    #: stays pending (``Reason=PartitionNodeLimit``) until someone shrinks it.
+    max_nodes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,11 @@ rule here, so the two never disagree:
   (some node reports one): an untyped node never has it, as Slurm matches ``gpu:h100`` to
   no such node. Where no node reports a type the type is not checked (a backend that does
   not read types, the simulator's one-type cluster, whose jobs name that type).
+
+How many nodes a job may be given is read here too (``NodeRules.max_nodes``, the partitions'
+``MaxNodes``): Slurm takes an update to more and leaves the job pending
+(``Reason=PartitionNodeLimit``), so the policies size within it and the planner drops a size
+past it.
 """
 
 from __future__ import annotations
@@ -57,6 +62,13 @@ class NodeRules:
             self._answers[key] = self._allowed(job.partition, kind or None)
         return self._answers[key]
 
+    def max_nodes(self, job: Job) -> int | None:
+        """The most nodes ``job`` may be given: the largest ``MaxNodes`` of the partitions it
+        may run in (Slurm starts it in any of them); None: no limit known (one of them has
+        none, or the snapshot does not list them)."""
+        limits = [p.max_nodes for p in self._listed(job.partition)]
+        return None if not limits or None in limits else max(limit for limit in limits if limit is not None)
+
     def of_type(self, kind: str | None) -> frozenset[str]:
         """The names of the nodes whose GPU type is ``kind``."""
         if kind not in self._of_type:
@@ -76,9 +88,14 @@ class NodeRules:
         counts = Counter(self._gpus_of[name] for name in names if self._gpus_of.get(name, 0) > 0)
         return max(counts, key=lambda gpus: (counts[gpus], gpus)) if counts else None
 
+    def _listed(self, partition: str) -> list[Partition]:
+        """The snapshot's partitions among the job's comma-separated ``partition`` (the default
+        ones where it names none)."""
+        return ([self._by_name[name] for name in partition.split(",") if name in self._by_name] if partition
+                else self._defaults)
+
     def _allowed(self, partition: str, kind: str | None) -> frozenset[str] | None:
-        listed = ([self._by_name[name] for name in partition.split(",") if name in self._by_name] if partition
-                  else self._defaults)
+        listed = self._listed(partition)
         every = not listed or not all(self._known[p.name] for p in listed)
         names = None if every else {n for p in listed for n in p.nodes}
         if kind:  # Slurm's gpu:TYPE: only nodes of that type

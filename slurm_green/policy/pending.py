@@ -18,6 +18,7 @@ import numpy as np
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, parse_marker
+from slurm_green.core.partitions import NodeRules, node_rules
 from slurm_green.core.time_limit import partition_limits, partition_max_times
 from slurm_green.policy.managed import asked_runtime_s, blocked, deadline_of, not_yet
 from slurm_green.policy.placement import node_rows
@@ -30,7 +31,9 @@ class PendingJobs:
     ``runtime_s`` is the runtime at the job's current GPU count at full power, taken
     from its time limit as submitted (all Slurm knows; ``managed.asked_runtime_s``) or
     ``default_runtime_s`` without one.
-    ``gpus_min``/``gpus_max`` are the user's allowed range, or the current count.
+    ``gpus_min``/``gpus_max`` are the user's allowed range, or the current count; the most is
+    at most what its partitions' ``MaxNodes`` nodes can hold (``NodeRules.max_nodes``), never
+    below its own request.
     ``max_runtime_s`` is the partition's ``MaxTime`` (inf: none): no raise of a job's limit
     passes it, so no decision may slow a job past it (``planner.within_max_time``).
     """
@@ -64,34 +67,54 @@ class _RowsMemo:
     immutable and are replaced when they change, so a row is reused only for the very same
     object (held here, so the identity check is sound); only the last call's pending jobs are kept."""
 
-    rows: dict[int, tuple[Job, tuple[float, float | None, float | None], _Row | None]] = field(default_factory=dict)
+    rows: dict[int, tuple[Job, _ReadWith, _Row | None]] = field(default_factory=dict)
 
 
-def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None], max_time: float | None) -> _Row | None:
+#: What a row was read with besides the job: (default runtime, its partition's default limit,
+#: its partition's MaxTime, the most GPUs its partitions' MaxNodes allow).
+_ReadWith = tuple[float, float | None, float | None, float]
+
+
+def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None], read_with: _ReadWith) -> _Row | None:
     options = parse_marker(job.admin_comment)
     if options is None or not options.managed:
         return None
     gpus = max(1, job.total_gpus)
+    low, high = options.gpu_bounds(gpus)
+    if high > read_with[3]:  # past what MaxNodes nodes hold: cut to it, but never below its own request
+        high = int(max(read_with[3], min(gpus, high)))
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
-            gpus, *options.gpu_bounds(gpus), options.accept_cap,
-            asked_runtime_s(job, options, limits, default_runtime_s), job.name, max_time or math.inf)
+            gpus, low, high, options.accept_cap,
+            asked_runtime_s(job, options, limits, default_runtime_s), job.name, read_with[2] or math.inf)
+
+
+def _most_gpus(job: Job, rules: NodeRules | None) -> float:
+    """The most GPUs ``job`` could have on its partitions' ``MaxNodes`` nodes (inf: no limit)."""
+    most = rules.max_nodes(job) if rules is not None else None
+    if rules is None or most is None:
+        return math.inf
+    allowed = rules.allowed(job)
+    return float(most * rules.widest(allowed if allowed is not None else rules.names))
 
 
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: DecisionMemo) -> PendingJobs:
     """The managed pending jobs of ``snapshot`` as columns (rows reused from ``memo``)."""
     held = memo.get(_RowsMemo)
     last = held.rows
-    kept: dict[int, tuple[Job, tuple[float, float | None, float | None], _Row | None]] = {}
+    kept: dict[int, tuple[Job, _ReadWith, _Row | None]] = {}
     rows = []
     pending = JobState.PENDING
     limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
+    # read per job only where a partition limits nodes (never in the simulator's)
+    rules = node_rules(snapshot, memo) if any(p.max_nodes for p in snapshot.partitions) else None
     for job in [job for job in snapshot.jobs if job.state is pending]:  # most active jobs run
         hit = last.get(job.job_id)
-        read_with = (default_runtime_s, limits.get(job.partition or ""), max_times.get(job.partition))
+        read_with = (default_runtime_s, limits.get(job.partition or ""), max_times.get(job.partition),
+                     _most_gpus(job, rules))
         if hit is not None and hit[0] is job and hit[1] == read_with:
             row = hit[2]
         else:
-            row = _row(job, default_runtime_s, limits, read_with[2])
+            row = _row(job, default_runtime_s, limits, read_with)
         kept[job.job_id] = (job, read_with, row)
         if row is not None and not not_yet(row[2], snapshot.taken_at) and not blocked(job):
             rows.append(row)

@@ -14,7 +14,7 @@ exercised only against a fake module shaped after pyslurm 25.11's documented API
   ``reason, configured_gres, allocated_gres`` (dicts; with indices
   ``{"gpu:a100": {"count": 2, "indexes": "0-1"}}``), ``available_features, partitions``;
 - ``pyslurm.Partitions.load()`` -> mapping of ``Partition`` (``name, nodes, state,
-  is_default, max_time, default_time`` in minutes);
+  is_default, max_time, default_time`` in minutes, ``max_nodes``);
 - ``pyslurm.Job(id).modify(pyslurm.JobSubmitDescription(...))`` with ``begin_time``
   (epoch digits are taken as-is: no time-zone question), ``gres_per_node``, ``nodes``
   (the node count), ``required_nodes`` (``-w``), ``comment``, ``nice``, ``time_limit`` (minutes); ``Job(id).hold()`` /
@@ -122,6 +122,7 @@ def node_record(node: Any) -> dict[str, Any]:
 def partition(record: Any) -> Partition:
     max_minutes = schema.number(getattr(record, "max_time", None))
     default_minutes = schema.number(getattr(record, "default_time", None))
+    max_nodes = schema.number(getattr(record, "max_nodes", None))
     return Partition(
         name=record.name,
         nodes=hostlist.expand(schema.text(getattr(record, "nodes", None))),
@@ -129,6 +130,7 @@ def partition(record: Any) -> Partition:
         default=bool(getattr(record, "is_default", False)),
         max_time_s=max_minutes * 60.0 if max_minutes else None,
         default_time_s=default_minutes * 60.0 if default_minutes else None,
+        max_nodes=int(max_nodes) if max_nodes and max_nodes > 0 else None,
     )
 
 

@@ -279,9 +279,15 @@ def parse_partitions_text(output: str) -> tuple[Partition, ...]:
                 default=fields.get("Default", "NO").upper() == "YES",
                 max_time_s=slurm_duration(fields.get("MaxTime", "")),
                 default_time_s=slurm_duration(fields.get("DefaultTime", "")),
+                max_nodes=_count(fields.get("MaxNodes", "")),
             )
         )
     return tuple(partitions)
+
+
+def _count(value: str) -> int | None:
+    """A positive count (``MaxNodes=2``); None for ``UNLIMITED`` and anything unreadable."""
+    return int(value) if value.isdigit() and int(value) > 0 else None
 
 
 def slurm_version(document: Record) -> str:

@@ -64,6 +64,29 @@ def test_the_controller_resizes_and_places_an_elastic_job_and_it_runs_as_decided
     assert int(got["num"]) == count and sorted(allocated) == sorted(decided) and got["host"] in decided, (got, decided)
 
 
+def test_no_job_is_given_more_nodes_than_its_partitions_maxnodes(site: Cluster) -> None:
+    """A partition's ``MaxNodes`` holds every job there, and Slurm takes an update to more nodes:
+    before the controller read it, a job asking 4 GPUs on the command line and ``gpus=8`` of
+    the controller was decided 8 GPUs on node3 and node4 with ``MaxNodes=1`` and stayed pending
+    (``Reason=PartitionNodeLimit``, seen on 24.11) until someone shrank it. Now it is kept within
+    one node (4 GPUs, the most one node holds) and runs."""
+    c = site
+    name = "greenflow-max-nodes"
+    c.exec("controller", "scontrol", "update", "PartitionName=gpu", "MaxNodes=1")
+    try:
+        job = c.sbatch("alice", ["--gres=gpu:4", "-t", "3", "-J", "resnet50", "--comment", "green:flex=20m,gpus=8"],
+                       SCRIPT)
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(count, reason)] = store_rows(c, name, f"SELECT num_nodes, reason FROM decisions WHERE job_id = {job}")
+        assert count in (None, 1) and reason.startswith("start now"), reason
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+        got = job_report(c, REPORT, job)
+        assert (got["num"], len(got["gpus"].split(","))) == ("1", 4), got
+    finally:
+        c.exec("controller", "scontrol", "update", "PartitionName=gpu", "MaxNodes=UNLIMITED")
+        c.exec("controller", "scancel", "-u", "alice", check=False)
+
+
 RESERVATION = "sg-own-nodes"
 
 

@@ -204,6 +204,26 @@ def test_a_job_that_asked_for_no_whole_gpu_is_given_none():
         assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=1, num_nodes=1)) == [SetStartTime(7, NOW)]
 
 
+def test_no_job_is_given_more_nodes_than_its_partitions_maxnodes():
+    """Slurm takes the update and leaves the job pending (``Reason=PartitionNodeLimit``) until
+    someone shrinks it: the size goes, with the pin that went with it; the start stays."""
+    job = Job(7, partition="b", gpus_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=PARTITIONED,
+                           partitions=(PARTITIONS[0], dataclasses.replace(PARTITIONS[1], max_nodes=1)))
+    for wide in (JobDecision(7, start_at=NOW, gpus_per_node=4, num_nodes=2, nodes=("b1", "b2")),
+                 JobDecision(7, start_at=NOW, nodes=("b1", "b2"))):
+        kept, _ = enactable(Plan((wide,)), snap, verify)
+        assert kept.decisions[0].nodes is None and kept.decisions[0].num_nodes is None, kept
+        assert "MaxNodes" in kept.decisions[0].reason
+        assert plan_actions(snap, Plan((wide,)), NOW, sign, verify) == [SetStartTime(7, NOW)]
+    one = Plan((JobDecision(7, start_at=NOW, gpus_per_node=4, num_nodes=1, nodes=("b2",)),))
+    assert enactable(one, snap, verify)[0] == one
+    # a job that asked for two nodes itself keeps what it asked (not the planner's to refuse)
+    two = dataclasses.replace(job, num_nodes=2)
+    same = Plan((JobDecision(7, start_at=NOW, gpus_per_node=4, num_nodes=2),))
+    assert enactable(same, dataclasses.replace(snap, jobs=(two,)), verify)[0] == same
+
+
 @pytest.mark.parametrize("listed", [(), ("ALL",), ("a1", "gone")])  # none, as printed for Nodes=ALL, unknown
 def test_a_partition_whose_node_list_is_not_known_holds_every_node(listed):
     job = Job(7, partition="c", gpus_per_node=2, eligible_time=NOW + 3600, admin_comment=ALONE)

@@ -49,3 +49,15 @@ def test_the_memo_keeps_the_rule_while_names_types_counts_and_partitions_stay():
     assert node_rules(moved, memo).allowed(Job(1, partition="a")) == {"a1"}
     retyped = replace(snap, nodes=(replace(NODES[0], gpu_type="a40"), *NODES[1:]))
     assert node_rules(retyped, memo).allowed(Job(1, partition="a", gpu_type="h100")) == frozenset()
+
+
+@pytest.mark.parametrize("partition, expected", [
+    ("a", 1), ("", None),  # the default partition b sets none
+    ("a,c", 3),  # Slurm may start it in either: the larger
+    ("a,b", None), ("gone", None),  # one without a limit, or none the snapshot lists: no limit known
+])
+def test_the_most_nodes_a_job_may_have_is_the_largest_maxnodes_of_its_partitions(partition, expected):
+    partitions = (Partition("a", nodes=("a1", "a2"), max_nodes=1), Partition("b", nodes=("b1", "b2"), default=True),
+                  Partition("c", nodes=("b3",), max_nodes=3))
+    snap = ClusterSnapshot(taken_at=0.0, nodes=NODES, partitions=partitions)
+    assert node_rules(snap).max_nodes(Job(1, partition=partition)) == expected

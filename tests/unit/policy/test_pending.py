@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
+from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.policy.managed import managed_pending
@@ -68,3 +68,18 @@ def test_no_policy_decides_for_a_job_slurm_holds_back_until_that_clears(held, re
         snapshot = ClusterSnapshot(NOW, jobs=(job,), partitions=(GPU,))
         assert pending_jobs(snapshot, 600.0, memo).job_id.tolist() == seen
         assert [j.job_id for j, _ in managed_pending(snapshot)] == seen
+
+
+def test_no_policy_sizes_a_job_past_what_its_partitions_maxnodes_nodes_hold():
+    """gpus=1-16 on 4-GPU nodes of a partition with MaxNodes=2: at most 8 (never below its
+    own request); without a limit, its range."""
+    marker = format_marker(GreenOptions(max_delay_s=3600.0, gpus_min=1, gpus_max=16))
+    nodes = tuple(Node(f"n{i}", gpus_total=4) for i in range(4))
+    asks = [Job(1, partition="gpu", submit_time=NOW, time_limit_s=3600.0, gpus_per_node=1, admin_comment=marker),
+            Job(2, partition="gpu", submit_time=NOW, time_limit_s=3600.0, gpus_per_node=4, num_nodes=3,
+                admin_comment=marker)]
+    memo = DecisionMemo()
+    for limit, most in ((2, [8, 12]), (None, [16, 16])):
+        partition = dataclasses.replace(GPU, nodes=tuple(n.name for n in nodes), max_nodes=limit)
+        snapshot = ClusterSnapshot(NOW, jobs=tuple(asks), nodes=nodes, partitions=(partition,))
+        assert pending_jobs(snapshot, 600.0, memo).gpus_max.tolist() == most  # the memo reads the change

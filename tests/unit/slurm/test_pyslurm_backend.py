@@ -70,7 +70,7 @@ class FakePyslurm:
         )
         self.Nodes = SimpleNamespace(load=lambda: [node])
         part = SimpleNamespace(name="gpu", nodes="node[1-2]", state="UP", is_default=True, max_time=None,
-                               default_time=90)
+                               default_time=90, max_nodes=2)
         self.Partitions = SimpleNamespace(load=lambda: {"gpu": part})
         self.RPCError = RPCError
         fake = self
@@ -114,6 +114,7 @@ def test_snapshot_goes_through_the_same_normalisation():
     assert (node.gpus_total, node.gpus_allocated, node.gpu_indices_allocated, node.shards_total) == (4, 2, (0, 1), 16)
     assert snapshot.partitions[0].default and snapshot.slurm_version == "25.11.1"
     assert (snapshot.partitions[0].max_time_s, snapshot.partitions[0].default_time_s) == (None, 5400.0)
+    assert snapshot.partitions[0].max_nodes == 2
 
 
 def test_actions_call_modify_hold_release_and_type_errors():

@@ -196,14 +196,15 @@ def test_down_node_in_2205_lower_case():
 def test_partitions_from_oneliner_text():
     # one line of `scontrol show partitions --oneliner` (24.11), plus a second made-up one
     text = (
-        "PartitionName=gpu AllowGroups=ALL Default=YES QoS=N/A DefaultTime=01:00:00 MaxTime=UNLIMITED "
-        "Nodes=node[1-4] State=UP TotalNodes=4 TRES=cpu=256,mem=2000G,node=4,gres/gpu=16\n"
-        "PartitionName=short Default=NO MaxTime=1-02:00:00 Nodes=node[3-4] State=DRAIN\n\n"
+        "PartitionName=gpu AllowGroups=ALL Default=YES QoS=N/A DefaultTime=01:00:00 MaxNodes=UNLIMITED "
+        "MaxTime=UNLIMITED Nodes=node[1-4] State=UP TotalNodes=4 TRES=cpu=256,mem=2000G,node=4,gres/gpu=16\n"
+        "PartitionName=short Default=NO MaxNodes=2 MaxTime=1-02:00:00 Nodes=node[3-4] State=DRAIN\n\n"
     )
     gpu, short = schema.parse_partitions_text(text)
     assert (gpu.name, gpu.default, gpu.max_time_s, gpu.state) == ("gpu", True, None, "UP")
     assert (gpu.default_time_s, short.default_time_s) == (3600.0, None)  # what a job without --time gets
     assert gpu.nodes == ("node1", "node2", "node3", "node4")
+    assert (gpu.max_nodes, short.max_nodes) == (None, 2)
     assert (short.default, short.max_time_s, short.state, short.nodes) == (
         False,
         26 * 3600.0,

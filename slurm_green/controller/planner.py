@@ -144,9 +144,11 @@ def _bounded_limit(asked: float, expected_s: float, max_time_s: float | None) ->
 
 
 def sharing_allowed(job: Job | None) -> bool:
-    """Marked by job_submit.lua as managed with ``share=yes``: the only jobs the controller co-locates."""
+    """Marked by job_submit.lua as managed with ``share=yes``, and asking its GPUs per node (a
+    share rewrites them as ``Gres=``: ``Job.gpus_per_node_only``): the only jobs the controller
+    co-locates."""
     options = parse_marker(job.admin_comment) if job is not None else None
-    return bool(options and options.managed and options.accept_share)
+    return bool(options and options.managed and options.accept_share and job is not None and job.gpus_per_node_only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,8 +286,10 @@ def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
 def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
     """The plan without what Slurm would refuse for a pending job: a pin to a node outside its
     partition(s), more GPUs per node than any node there has, more nodes than its partitions'
-    ``MaxNodes`` (taken, and the job left pending with ``Reason=PartitionNodeLimit``), or whole
-    GPUs for a job that asked for none (a CPU job, or one on shards of a GPU). A job that asked for a GPU type
+    ``MaxNodes`` (taken, and the job left pending with ``Reason=PartitionNodeLimit``), whole
+    GPUs for a job that asked for none (a CPU job, or one on shards of a GPU), or a size for one
+    that asked its GPUs per job, task or socket (``Job.gpus_per_node_only``: ``Gres=`` is refused
+    on a ``--gpus`` job, and on a ``--gpus-per-task`` one raises its task count). A job that asked for a GPU type
     (``--gres=gpu:h100:2``) is held to its partitions' nodes of that type alone, pin and width:
     a policy plans a type no node has as the cluster's majority (``gpu_types.gpu_pools``), and
     where no node there has it the job gets no pin and no size change. A size change (GPUs per
@@ -323,7 +327,12 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
                        else "its pin is outside its partition")
             decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
                                         partner_stretch=None)
-        if decision.gpus_per_node is not None and job.total_gpus == 0:
+        if (decision.gpus_per_node is not None or decision.num_nodes is not None) and not job.gpus_per_node_only:
+            why.append("its GPUs are asked per job, task or socket (--gpus, --gpus-per-task), which a Gres= update "
+                       "does not replace")
+            decision = replace_decision(decision, gpus_per_node=None, num_nodes=None, share_with=None,
+                                        partner_stretch=None)
+        elif decision.gpus_per_node is not None and job.total_gpus == 0:
             if decision.share_with is None:  # a shared decision's GPU count is its shards' (``_share_actions``)
                 why.append("it asked for no whole GPU")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None)

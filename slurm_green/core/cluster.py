@@ -79,6 +79,13 @@ class Job:
     #: ``gres/gpu:4,gres/nvme:1``; user-written, untrusted), so a change of its GPUs keeps
     #: the other entries; empty if none or unknown (the simulator).
     tres_per_node: str = ""
+    #: Whether the job asks its GPUs (and shards) per node alone (``--gres``,
+    #: ``--gpus-per-node``: ``tres_per_node``), the one form a ``Gres=`` update rewrites. False
+    #: where it asks them per job (``--gpus``), per task or per socket: Slurm refuses ``Gres=`` on
+    #: a ``--gpus`` job (``Invalid generic resource (gres) specification``, 24.11) and takes it on
+    #: a ``--gpus-per-task`` one by raising its task count, so no decision resizes or shares such
+    #: a job (``planner.within_partition``, ``planner.sharing_allowed``). True where unknown (the simulator asks per node).
+    gpus_per_node_only: bool = True
 
     @property
     def total_gpus(self) -> int:

@@ -80,7 +80,8 @@ def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None],
     if options is None or not options.managed:
         return None
     gpus = max(1, job.total_gpus)
-    low, high = options.gpu_bounds(gpus)
+    # GPUs asked per job, task or socket: no size change can be enacted (``Job.gpus_per_node_only``)
+    low, high = options.gpu_bounds(gpus) if job.gpus_per_node_only else (gpus, gpus)
     if high > read_with[3]:  # past what MaxNodes nodes hold: cut to it, but never below its own request
         high = int(max(read_with[3], min(gpus, high)))
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),

@@ -295,10 +295,11 @@ class _Spend:
 
 
 def _elastic_single_node(job: Job) -> GreenOptions | None:
-    """The options of a running, elastic, single-node job whose end Slurm can estimate; else None."""
+    """The options of a running, elastic, single-node job whose end Slurm can estimate and whose
+    GPUs a ``Gres=`` update can change (``Job.gpus_per_node_only``); else None."""
     options = parse_marker(job.admin_comment)
     if (job.state is not JobState.RUNNING or options is None or not options.managed or not options.elastic
-            or job.num_nodes != 1 or len(job.nodes) != 1 or job.gpus_per_node < 1
+            or job.num_nodes != 1 or len(job.nodes) != 1 or job.gpus_per_node < 1 or not job.gpus_per_node_only
             or job.start_time is None or not job.time_limit_s):
         return None
     return options

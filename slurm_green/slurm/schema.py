@@ -167,6 +167,16 @@ def _gpus_per_node(record: Record, num_nodes: int) -> tuple[int, int, str | None
     return 0, 0, None
 
 
+#: Where a job's GPUs are asked other than per node: ``--gpus``, ``--gpus-per-task``, ``--gpus-per-socket``.
+_OTHER_GPU_FIELDS = ("tres_per_job", "tres_per_task", "tres_per_socket")
+
+
+def _gpus_per_node_only(record: Record) -> bool:
+    """Whether no GPU or shard is asked per job, task or socket (``Job.gpus_per_node_only``)."""
+    return not any(gres.count(text(record.get(field)), name)[0]
+                   for field in _OTHER_GPU_FIELDS for name in ("gpu", "shard"))
+
+
 def parse_job(record: Record) -> Job:
     """One job record of ``squeue --json`` (any supported version)."""
     num_nodes = integer(record.get("node_count"), default=1) or 1
@@ -202,6 +212,7 @@ def parse_job(record: Record) -> Job:
         admin_comment=text(record.get("admin_comment")),
         tres_freq=text(record.get("tres_freq")),
         tres_per_node=text(record.get("tres_per_node")),
+        gpus_per_node_only=_gpus_per_node_only(record),
     )
 
 

@@ -45,6 +45,8 @@ FIELDS = (
     ("NumNodes", "node_count"),
     ("tres-per-node", "tres_per_node"),
     ("tres-per-job", "tres_per_job"),
+    ("tres-per-task", "tres_per_task"),
+    ("tres-per-socket", "tres_per_socket"),
     ("tres-alloc", "tres_alloc_str"),
     ("NodeList", "nodes"),
     ("ReqNodes", "required_nodes"),

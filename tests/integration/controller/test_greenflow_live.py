@@ -87,6 +87,31 @@ def test_no_job_is_given_more_nodes_than_its_partitions_maxnodes(site: Cluster) 
         c.exec("controller", "scancel", "-u", "alice", check=False)
 
 
+@pytest.mark.parametrize("asked", [["--gpus=1"], ["--gpus-per-task=1", "-n1"]])
+def test_a_job_that_asked_its_gpus_per_job_or_task_starts_at_its_own_size(site: Cluster, asked: list[str]) -> None:
+    """``Gres=`` rewrites only the per-node request. Before the snapshot read the other forms,
+    GreenFlow grew a ``--gpus=1`` job to 2 GPUs: Slurm refused the update (``Invalid generic
+    resource (gres) specification``, 24.11) and the job's start with it, so it waited for its
+    deadline; and a ``--gpus-per-task=1 -n1`` job to 2 GPUs, which Slurm took by making it 2
+    tasks. Now such a job keeps its size, starts at once and runs as asked."""
+    c = site
+    name = "greenflow-per-" + asked[0].strip("-").split("=")[0]
+    job = c.sbatch("alice", [*asked, "-t", "3", "-J", "resnet50", "--comment", "green:flex=20m,gpus=1-8"], SCRIPT)
+    try:
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(per_node, count, reason)] = store_rows(
+            c, name, f"SELECT gpus_per_node, num_nodes, reason FROM decisions WHERE job_id = {job}")
+        assert (per_node, count) == (None, None) and reason.startswith("start now"), reason
+        actions = store_rows(c, name, f"SELECT kind, ok, message FROM actions WHERE job_id = {job}")
+        assert all(ok for _, ok, _ in actions) and "SetGpus" not in {kind for kind, _, _ in actions}, actions
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+        shown = c.exec("controller", "scontrol", "show", "job", str(job)).stdout
+        assert "NumTasks=1 " in shown and "TresPerNode" not in shown, shown
+        assert len(job_report(c, REPORT, job)["gpus"].split(",")) == 1
+    finally:
+        c.exec("controller", "scancel", str(job), check=False)
+
+
 RESERVATION = "sg-own-nodes"
 
 

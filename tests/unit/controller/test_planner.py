@@ -204,6 +204,21 @@ def test_a_job_that_asked_for_no_whole_gpu_is_given_none():
         assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=1, num_nodes=1)) == [SetStartTime(7, NOW)]
 
 
+def test_no_job_that_asked_its_gpus_per_job_or_task_is_resized_or_shared():
+    """``--gpus=1``: Slurm refuses ``Gres=`` (``Invalid generic resource (gres) specification``,
+    24.11) and the job's start with it, so it would wait until its deadline; ``--gpus-per-task=1``:
+    Slurm takes it by raising the job's task count. Its pin and start stand."""
+    job = Job(7, partition="b", gpus_per_node=1, eligible_time=NOW + 3600, admin_comment=ALONE,
+              gpus_per_node_only=False)
+    grown = JobDecision(7, start_at=NOW, gpus_per_node=2, num_nodes=1, nodes=("b2",))
+    assert partitioned(job, grown) == [SetNodes(7, ("b2",)), SetStartTime(7, NOW)]
+    plan = Plan((JobDecision(1, start_at=NOW, nodes=("node3",), share_with=2, power_cap_fraction=0.5),
+                 JobDecision(2, start_at=NOW, share_with=1, power_cap_fraction=0.8)))
+    per_job = dataclasses.replace(pending(2), gpus_per_node_only=False)
+    assert not any(isinstance(a, ShareGpus) for a in plan_actions(snapshot(pending(1), per_job), plan, NOW, sign, verify))
+    assert any(isinstance(a, ShareGpus) for a in plan_actions(snapshot(pending(1), pending(2)), plan, NOW, sign, verify))
+
+
 def test_no_job_is_given_more_nodes_than_its_partitions_maxnodes():
     """Slurm takes the update and leaves the job pending (``Reason=PartitionNodeLimit``) until
     someone shrinks it: the size goes, with the pin that went with it; the start stays."""

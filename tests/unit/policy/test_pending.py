@@ -83,3 +83,13 @@ def test_no_policy_sizes_a_job_past_what_its_partitions_maxnodes_nodes_hold():
         partition = dataclasses.replace(GPU, nodes=tuple(n.name for n in nodes), max_nodes=limit)
         snapshot = ClusterSnapshot(NOW, jobs=tuple(asks), nodes=nodes, partitions=(partition,))
         assert pending_jobs(snapshot, 600.0, memo).gpus_max.tolist() == most  # the memo reads the change
+
+
+def test_no_policy_sizes_a_job_that_asked_its_gpus_per_job_or_task():
+    """No ``Gres=`` update can resize it (``Job.gpus_per_node_only``): its range is its request."""
+    marker = format_marker(GreenOptions(max_delay_s=3600.0, gpus_min=1, gpus_max=8))
+    asked = Job(1, partition="gpu", submit_time=NOW, time_limit_s=3600.0, gpus_per_node=2, admin_comment=marker)
+    for only, bounds in ((True, ([1], [8])), (False, ([2], [2]))):
+        jobs = pending_jobs(ClusterSnapshot(NOW, jobs=(dataclasses.replace(asked, gpus_per_node_only=only),),
+                                            partitions=(GPU,)), 600.0, DecisionMemo())
+        assert (jobs.gpus_min.tolist(), jobs.gpus_max.tolist()) == bounds

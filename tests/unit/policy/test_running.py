@@ -66,6 +66,8 @@ def test_no_growth_beyond_the_energy_bound_the_users_range_or_the_nodes_free_gpu
 def test_a_job_that_did_not_opt_in_or_is_near_its_end_is_not_touched(models) -> None:
     assert decide([running(elastic=False)], models=models).decisions == ()
     assert decide([running(left_h=0.3)], models=models).decisions == ()      # the restart would not pay
+    # its GPUs asked per job or task (--gpus, --gpus-per-task): a Gres= update cannot resize it
+    assert decide([replace(running(), gpus_per_node_only=False)], models=models).decisions == ()
 
 
 def test_nothing_grows_while_any_job_is_pending(models) -> None:

@@ -91,9 +91,21 @@ def test_running_job_on_two_nodes_with_per_job_gpus():
     )
     assert job.state is JobState.RUNNING
     assert job.nodes == ("node2", "node3")
-    assert job.gpus_per_node == 4
+    assert job.gpus_per_node == 4 and not job.gpus_per_node_only
     assert job.time_limit_s is None
     assert job.start_time == 1700000100.0
+
+
+@pytest.mark.parametrize("fields, only", [
+    ({"tres_per_node": "gres/gpu:2"}, True), ({}, True),  # --gres / --gpus-per-node; no GPU at all
+    ({"tres_per_job": "gres/gpu:1"}, False),  # --gpus=1, as 24.11 prints it
+    ({"tres_per_task": "gres/gpu=1", "tres_per_node": "gres/gpu:2"}, False),  # --gpus-per-task, then a Gres= update
+    ({"tres_per_socket": "gres:gpu:1"}, False),  # 22.05's spelling
+    ({"tres_per_job": "gres/nvme:1", "tres_per_node": "gres/gpu:2"}, True),  # another GRES per job: not GPUs
+])
+def test_a_job_asks_its_gpus_per_node_only_when_no_other_field_holds_them(fields, only):
+    """``Gres=`` rewrites the per-node request alone (``Job.gpus_per_node_only``)."""
+    assert schema.parse_job({"job_id": 3, "job_state": "PENDING", **fields}).gpus_per_node_only is only
 
 
 @pytest.mark.parametrize("state, expected", [

@@ -57,7 +57,15 @@ def test_the_whole_per_node_request_reads_like_json():
     assert job == schema.parse_job({"job_id": 42, "job_state": "PENDING", "name": "train",
                                     "tres_per_node": "gres/gpu:a100:2,gres/nvme:1"})
     (unset,) = squeue_text.parse_jobs(line(tres_per_node="N/A"), DELIM)
-    assert unset.tres_per_node == ""
+    assert unset.tres_per_node == "" and unset.gpus_per_node_only
+
+
+def test_gpus_asked_per_task_read_like_json():
+    """``--gpus-per-task=1`` (24.11 prints ``gres/gpu=1``): its GPUs are not per node alone."""
+    (job,) = squeue_text.parse_jobs(line(job_id="15", tres_per_task="gres/gpu=1", tres_per_node="gres/gpu:2"), DELIM)
+    assert not job.gpus_per_node_only
+    assert job == schema.parse_job({"job_id": 15, "job_state": "PENDING", "name": "train",
+                                    "tres_per_task": "gres/gpu=1", "tres_per_node": "gres/gpu:2"})
 
 
 def test_unset_values_become_empty_but_users_words_stay_verbatim():

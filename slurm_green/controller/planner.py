@@ -233,10 +233,11 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
               memo: DecisionMemo | None = None) -> tuple[Plan, dict[int, Sharing]]:
     """The plan as it will be enacted: no pin or size for a job whose shape stays as submitted
     (``shape_as_submitted``), only what the job's partition can hold (``within_partition``), no
-    job slowed past its partition's ``MaxTime`` (``within_max_time``), and only the
-    co-locations that can be enacted (``colocate``)."""
-    return colocate(within_max_time(within_partition(shape_as_submitted(plan, snapshot), snapshot, memo), snapshot),
-                    snapshot, verify)
+    pin to a node without the CPUs to start the job (``where_cpus_fit``), no job slowed past its
+    partition's ``MaxTime`` (``within_max_time``), and only the co-locations that can be enacted
+    (``colocate``)."""
+    fitting = where_cpus_fit(within_partition(shape_as_submitted(plan, snapshot), snapshot, memo), snapshot)
+    return colocate(within_max_time(fitting, snapshot), snapshot, verify)
 
 
 def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
@@ -349,6 +350,44 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
         if why:
             log.info("job %s: decided size or pin dropped: %s", job.job_id, "; ".join(why))
             decision = replace_decision(decision, reason=f"{decision.reason}; as asked: {'; '.join(why)}")
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+def where_cpus_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """The plan without a pin, for a pending job decided to start now, to a node that lacks the
+    job's CPUs (``Job.cpus_per_node``) free, counting those this plan's earlier pins there take.
+
+    The policies place by GPUs alone, and a node whose CPUs CPU-only jobs hold shows its GPUs
+    free: seen on 24.11, GreenFlow pinned a 1-GPU job to node3 while all 64 of its CPUs ran a
+    CPU job, and the job waited (``Reason=Resources``) with node1 and node2 idle. Without the
+    pin Slurm places the job where it fits, at its decided size, start and cap; a share, which
+    needs the pin, goes with it. A node or job whose CPUs are not known is not checked, nor is
+    a later start (the CPUs then are not known)."""
+    cpus_free = {node.name: node.cpus_free for node in snapshot.nodes}
+    if all(free is None for free in cpus_free.values()):
+        return plan
+    taken: dict[str, int] = {}
+    decisions = []
+    changed = False
+    for decision in plan.decisions:
+        job = snapshot.job(decision.job_id)
+        if (job is None or not job.is_pending or not decision.nodes or job.cpus <= 0
+                or (decision.start_at is not None and decision.start_at > snapshot.taken_at + START_TOLERANCE_S)):
+            decisions.append(decision)
+            continue
+        need, pinned = job.cpus_per_node, decision.nodes
+        short = [name for name in pinned
+                 if (free := cpus_free.get(name)) is not None and free - taken.get(name, 0) < need]
+        if short:
+            why = f"{', '.join(short)} lack(s) its {need} CPU(s) free, so Slurm places it"
+            log.info("job %s: decided pin dropped: %s", job.job_id, why)
+            decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
+                                        partner_stretch=None, reason=f"{decision.reason}; as asked: {why}")
+            changed = True
+        else:
+            for name in pinned:
+                taken[name] = taken.get(name, 0) + need
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 

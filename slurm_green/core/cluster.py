@@ -86,10 +86,17 @@ class Job:
     #: a ``--gpus-per-task`` one by raising its task count, so no decision resizes or shares such
     #: a job (``planner.within_partition``, ``planner.sharing_allowed``). True where unknown (the simulator asks per node).
     gpus_per_node_only: bool = True
+    #: CPUs the job asks for (pending) or holds, over all its nodes (``NumCPUs``); 0 where not known.
+    cpus: int = 0
 
     @property
     def total_gpus(self) -> int:
         return self.num_nodes * self.gpus_per_node
+
+    @property
+    def cpus_per_node(self) -> int:
+        """The CPUs the job needs on each of its nodes (at least 1: every job takes one)."""
+        return max(1, -(-self.cpus // max(1, self.num_nodes)))
 
     @property
     def is_pending(self) -> bool:
@@ -131,6 +138,16 @@ class Node:
     shards_allocated: int = 0
     features: tuple[str, ...] = ()
     partitions: tuple[str, ...] = ()
+    #: CPUs Slurm schedules on the node (``cpus``) and those allocated (``alloc_cpus``); 0 and
+    #: 0 where not known (the simulator): a node with its GPUs free and its CPUs all taken by
+    #: CPU jobs can start no GPU job (``planner.where_cpus_fit``).
+    cpus_total: int = 0
+    cpus_allocated: int = 0
+
+    @property
+    def cpus_free(self) -> int | None:
+        """CPUs not allocated; None where the node's CPUs are not known."""
+        return max(0, self.cpus_total - self.cpus_allocated) if self.cpus_total > 0 else None
 
     @property
     def available(self) -> bool:

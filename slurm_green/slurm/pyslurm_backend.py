@@ -96,6 +96,7 @@ def job_record(job: Any) -> dict[str, Any]:
         "end_time": getattr(job, "end_time", None),
         "time_limit": getattr(job, "time_limit", None),
         "node_count": getattr(job, "num_nodes", None),
+        "cpus": getattr(job, "cpus", None),
         "tres_per_node": gres_text(getattr(job, "gres_per_node", None)),
         "nodes": getattr(job, "allocated_nodes", None),
         "required_nodes": getattr(job, "required_nodes", None),
@@ -116,6 +117,9 @@ def node_record(node: Any) -> dict[str, Any]:
         "gres_used": gres_text(getattr(node, "allocated_gres", None)),
         "features": getattr(node, "available_features", None),
         "partitions": getattr(node, "partitions", None),
+        "cpus": getattr(node, "total_cpus", None),
+        # ``alloc_cpus`` in pyslurm 23.02 on, ``allocated_cpus`` before
+        "alloc_cpus": getattr(node, "alloc_cpus", getattr(node, "allocated_cpus", None)),
     }
 
 

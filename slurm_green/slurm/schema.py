@@ -201,6 +201,7 @@ def parse_job(record: Record) -> Job:
         end_time=epoch(record.get("end_time")),
         time_limit_s=time_limit_min * 60.0 if time_limit_min else None,
         num_nodes=num_nodes,
+        cpus=integer(record.get("cpus")),
         gpus_per_node=gpus,
         shards_per_node=shards,
         gpu_type=gpu_type,
@@ -248,6 +249,8 @@ def parse_node(record: Record) -> Node:
         shards_allocated=shards_allocated,
         features=words(record.get("features")),
         partitions=words(record.get("partitions")),
+        cpus_total=integer(record.get("cpus")),
+        cpus_allocated=integer(record.get("alloc_cpus")),
     )
 
 

@@ -43,6 +43,7 @@ FIELDS = (
     ("EndTime", "end_time"),
     ("TimeLimit", "time_limit"),
     ("NumNodes", "node_count"),
+    ("NumCPUs", "cpus"),
     ("tres-per-node", "tres_per_node"),
     ("tres-per-job", "tres_per_job"),
     ("tres-per-task", "tres_per_task"),

@@ -204,6 +204,29 @@ def test_a_job_that_asked_for_no_whole_gpu_is_given_none():
         assert partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=1, num_nodes=1)) == [SetStartTime(7, NOW)]
 
 
+def test_no_job_starting_now_is_pinned_to_a_node_whose_cpus_other_jobs_hold():
+    """Seen on 24.11: GreenFlow pinned a 1-GPU job to node3 while a CPU job held all 64 of its
+    CPUs, and the job waited (Reason=Resources) with other nodes idle. Without the pin Slurm
+    places it; its size and start stand. Pins in the same plan count against each other."""
+    busy = (Node("b1", gpus_total=4, cpus_total=64, cpus_allocated=64), Node("b2", gpus_total=4, cpus_total=64,
+                                                                              cpus_allocated=40))
+    jobs = [Job(i, partition="b", gpus_per_node=1, cpus=16, eligible_time=NOW + 3600, admin_comment=ALONE)
+            for i in (7, 8)]
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=tuple(jobs), nodes=busy, partitions=PARTITIONS)
+
+    def pins(*decisions):
+        kept, _ = enactable(Plan(decisions), snap, verify)
+        return [(d.nodes, d.gpus_per_node) for d in kept.decisions]
+
+    assert pins(JobDecision(7, start_at=NOW, gpus_per_node=2, nodes=("b1",))) == [(None, 2)]
+    assert pins(JobDecision(7, start_at=NOW, nodes=("b2",)), JobDecision(8, start_at=NOW, nodes=("b2",))) == [
+        (("b2",), None), (None, None)]  # 24 free: the first takes 16, the second does not fit
+    later = JobDecision(7, start_at=NOW + 3 * START_TOLERANCE_S, nodes=("b1",))
+    assert pins(later) == [(("b1",), None)]  # CPUs then are not known
+    unknown = dataclasses.replace(snap, nodes=tuple(dataclasses.replace(n, cpus_total=0) for n in busy))
+    assert enactable(Plan((JobDecision(7, start_at=NOW, nodes=("b1",)),)), unknown, verify)[0].decisions[0].nodes == ("b1",)
+
+
 def test_no_job_that_asked_its_gpus_per_job_or_task_is_resized_or_shared():
     """``--gpus=1``: Slurm refuses ``Gres=`` (``Invalid generic resource (gres) specification``,
     24.11) and the job's start with it, so it would wait until its deadline; ``--gpus-per-task=1``:

@@ -92,6 +92,8 @@ def test_running_job_on_two_nodes_with_per_job_gpus():
     assert job.state is JobState.RUNNING
     assert job.nodes == ("node2", "node3")
     assert job.gpus_per_node == 4 and not job.gpus_per_node_only
+    assert job.cpus == 0 and job.cpus_per_node == 1  # no NumCPUs in the record: one a node, as any job
+    assert schema.parse_job({"job_id": 9, "cpus": {"set": True, "number": 9}, "node_count": 2}).cpus_per_node == 5
     assert job.time_limit_s is None
     assert job.start_time == 1700000100.0
 
@@ -169,6 +171,8 @@ NODE_2205 = {
     "gres_used": "gpu:a100:2(IDX:0-1),shard:a100:4(0/4,0/4,4/4,0/4)",
     "features": "a100,nvlink",
     "partitions": ["gpu"],
+    "cpus": 64,
+    "alloc_cpus": 11,
 }
 NODE_2411 = {
     "name": "node1",
@@ -179,6 +183,8 @@ NODE_2411 = {
     "features": ["a100", "nvlink"],
     "partitions": ["gpu"],
     "next_state_after_reboot": ["INVALID"],
+    "cpus": 64,
+    "alloc_cpus": 11,
 }
 
 
@@ -192,6 +198,8 @@ def test_node_reads_the_same_in_every_schema(record):
     assert (node.shards_total, node.shards_allocated, node.gpu_type) == (16, 4, "a100")
     assert node.features == ("a100", "nvlink") and node.partitions == ("gpu",)
     assert node.reason == "maintenance"
+    assert (node.cpus_total, node.cpus_allocated, node.cpus_free) == (64, 11, 53)
+    assert schema.parse_node({"name": "n", "state": "IDLE"}).cpus_free is None  # not known: not checked
 
 
 def test_not_responding_node_is_unavailable():
@@ -255,6 +263,7 @@ def test_captured_nodes(version):
         assert 0 <= node.gpus_allocated <= 4
         assert len(node.gpu_indices_allocated) == node.gpus_allocated
         assert node.partitions == ("gpu",)
+        assert node.cpus_total == 64 and node.cpus_free is not None
 
 
 @pytest.mark.parametrize("version", fixture_versions())

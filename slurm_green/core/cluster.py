@@ -86,7 +86,8 @@ class Job:
     #: a ``--gpus-per-task`` one by raising its task count, so no decision resizes or shares such
     #: a job (``planner.within_partition``, ``planner.sharing_allowed``). True where unknown (the simulator asks per node).
     gpus_per_node_only: bool = True
-    #: CPUs the job asks for (pending) or holds, over all its nodes (``NumCPUs``); 0 where not known.
+    #: CPUs the job asks for (pending) or holds, over all its nodes (``NumCPUs``); 0 where not
+    #: known, and for an ended job.
     cpus: int = 0
 
     @property

@@ -187,13 +187,14 @@ def parse_job(record: Record) -> Job:
     if not isinstance(held, bool):
         held = reason in _HELD_REASONS
     time_limit_min = number(record.get("time_limit"))
+    state = job_state(record.get("job_state"))
     return Job(
         job_id=integer(record.get("job_id")),
         name=text(record.get("name")),
         user=text(record.get("user_name")),
         account=text(record.get("account")),
         partition=text(record.get("partition")),
-        state=job_state(record.get("job_state")),
+        state=state,
         state_reason=reason,
         submit_time=epoch(record.get("submit_time")) or 0.0,
         eligible_time=epoch(record.get("eligible_time")),
@@ -201,7 +202,8 @@ def parse_job(record: Record) -> Job:
         end_time=epoch(record.get("end_time")),
         time_limit_s=time_limit_min * 60.0 if time_limit_min else None,
         num_nodes=num_nodes,
-        cpus=integer(record.get("cpus")),
+        # read while the job is active: 22.05's JSON leaves it out for one cancelled before it ran
+        cpus=integer(record.get("cpus")) if state.is_active else 0,
         gpus_per_node=gpus,
         shards_per_node=shards,
         gpu_type=gpu_type,

@@ -84,7 +84,8 @@ class Job:
     #: where it asks them per job (``--gpus``), per task or per socket: Slurm refuses ``Gres=`` on
     #: a ``--gpus`` job (``Invalid generic resource (gres) specification``, 24.11) and takes it on
     #: a ``--gpus-per-task`` one by raising its task count, so no decision resizes or shares such
-    #: a job (``planner.within_partition``, ``planner.sharing_allowed``). True where unknown (the simulator asks per node).
+    #: a job (``planner.within_partition``, ``planner.sharing_allowed``). True where unknown (the
+    #: simulator asks per node).
     gpus_per_node_only: bool = True
     #: CPUs the job asks for (pending) or holds, over all its nodes (``NumCPUs``); 0 where not
     #: known, and for an ended job.

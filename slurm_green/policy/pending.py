@@ -91,8 +91,7 @@ def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None],
 
 def _most_gpus(job: Job, rules: NodeRules | None) -> float:
     """The most GPUs ``job`` could have on its partitions' ``MaxNodes`` nodes (inf: no limit)."""
-    most = rules.max_nodes(job) if rules is not None else None
-    if rules is None or most is None:
+    if rules is None or (most := rules.max_nodes(job)) is None:
         return math.inf
     allowed = rules.allowed(job)
     return float(most * rules.widest(allowed if allowed is not None else rules.names))

@@ -23,7 +23,7 @@ from slurm_green.core import decision_token, gpu_freq
 from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit,
                                       ShareGpus)
 from slurm_green.core.gpu_freq import Enactment
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.partitions import NodeRules, node_rules
@@ -233,10 +233,10 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
               memo: DecisionMemo | None = None) -> tuple[Plan, dict[int, Sharing]]:
     """The plan as it will be enacted: no pin or size for a job whose shape stays as submitted
     (``shape_as_submitted``), only what the job's partition can hold (``within_partition``), no
-    pin to a node without the CPUs to start the job (``where_cpus_fit``), no job slowed past its
-    partition's ``MaxTime`` (``within_max_time``), and only the co-locations that can be enacted
-    (``colocate``)."""
-    fitting = where_cpus_fit(within_partition(shape_as_submitted(plan, snapshot), snapshot, memo), snapshot)
+    pin to a node without the CPUs or memory to start the job (``where_jobs_fit``), no job
+    slowed past its partition's ``MaxTime`` (``within_max_time``), and only the co-locations
+    that can be enacted (``colocate``)."""
+    fitting = where_jobs_fit(within_partition(shape_as_submitted(plan, snapshot), snapshot, memo), snapshot)
     return colocate(within_max_time(fitting, snapshot), snapshot, verify)
 
 
@@ -354,42 +354,55 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 
 
-def where_cpus_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """The plan without a pin, for a pending job decided to start now, to a node that lacks the
-    job's CPUs (``Job.cpus_per_node``) free, counting those this plan's earlier pins there take.
+    job's CPUs (``Job.cpus_per_node``) or memory (``Job.memory_per_node_mib``) free, counting
+    what this plan's earlier pins there take.
 
-    The policies place by GPUs alone, and a node whose CPUs CPU-only jobs hold shows its GPUs
-    free: seen on 24.11, GreenFlow pinned a 1-GPU job to node3 while all 64 of its CPUs ran a
-    CPU job, and the job waited (``Reason=Resources``) with node1 and node2 idle. Without the
-    pin Slurm places the job where it fits, at its decided size, start and cap; a share, which
-    needs the pin, goes with it. A node or job whose CPUs are not known is not checked, nor is
-    a later start (the CPUs then are not known)."""
-    cpus_free = {node.name: node.cpus_free for node in snapshot.nodes}
-    if all(free is None for free in cpus_free.values()):
+    The policies place by GPUs alone, and a node whose CPUs or memory other jobs hold shows its
+    GPUs free: seen on 24.11, GreenFlow pinned a 1-GPU job to node3 while all 64 of its CPUs
+    ran a CPU job (or one job held all its memory), and the job waited (``Reason=Resources``)
+    with node1 and node2 idle. Without the pin Slurm places the job where it fits, at its
+    decided size, start and cap; a share, which needs the pin, goes with it. A node or job
+    whose CPUs or memory are not known is not checked for them, nor is a later start (what is
+    free then is not known)."""
+    resources = [(name, {node.name: free(node) for node in snapshot.nodes}, need)
+                 for name, free, need in _FITTED if any(free(node) is not None for node in snapshot.nodes)]
+    if not resources:
         return plan
-    taken: dict[str, int] = {}
+    taken: dict[tuple[str, str], int] = {}
     decisions = []
     changed = False
     for decision in plan.decisions:
         job = snapshot.job(decision.job_id)
-        if (job is None or not job.is_pending or not decision.nodes or job.cpus <= 0
+        if (job is None or not job.is_pending or not decision.nodes
                 or (decision.start_at is not None and decision.start_at > snapshot.taken_at + START_TOLERANCE_S)):
             decisions.append(decision)
             continue
-        need, pinned = job.cpus_per_node, decision.nodes
-        short = [name for name in pinned
-                 if (free := cpus_free.get(name)) is not None and free - taken.get(name, 0) < need]
+        pinned = decision.nodes
+        short = [f"{node} lacks its {wanted} {name} free"
+                 for name, free_on, need in resources if (wanted := need(job)) > 0 for node in pinned
+                 if (free := free_on.get(node)) is not None and free - taken.get((name, node), 0) < wanted]
         if short:
-            why = f"{', '.join(short)} lack(s) its {need} CPU(s) free, so Slurm places it"
+            why = f"{'; '.join(short)}, so Slurm places it"
             log.info("job %s: decided pin dropped: %s", job.job_id, why)
             decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
                                         partner_stretch=None, reason=f"{decision.reason}; as asked: {why}")
             changed = True
         else:
-            for name in pinned:
-                taken[name] = taken.get(name, 0) + need
+            for name, _, need in resources:
+                for node in pinned:
+                    taken[name, node] = taken.get((name, node), 0) + need(job)
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+#: What ``where_jobs_fit`` checks on a pinned node: (name in reasons, free on a node or None where
+#: not known, a job's need per node or 0 where not known).
+_FITTED: tuple[tuple[str, Callable[[Node], int | None], Callable[[Job], int]], ...] = (
+    ("CPU(s)", lambda node: node.cpus_free, lambda job: job.cpus_per_node if job.cpus > 0 else 0),
+    ("MiB of memory", lambda node: node.memory_free_mib, lambda job: job.memory_per_node_mib),
+)
 
 
 def _past_max_nodes(decision: JobDecision, job: Job, rules: NodeRules) -> tuple[int, int] | None:

@@ -90,6 +90,9 @@ class Job:
     #: CPUs the job asks for (pending) or holds, over all its nodes (``NumCPUs``); 0 where not
     #: known, and for an ended job.
     cpus: int = 0
+    #: Memory the job asks for (pending) or holds, in MiB over all its nodes (the ``mem`` of its
+    #: TRES); 0 where not known, and for an ended job.
+    memory_mib: int = 0
 
     @property
     def total_gpus(self) -> int:
@@ -99,6 +102,11 @@ class Job:
     def cpus_per_node(self) -> int:
         """The CPUs the job needs on each of its nodes (at least 1: every job takes one)."""
         return max(1, -(-self.cpus // max(1, self.num_nodes)))
+
+    @property
+    def memory_per_node_mib(self) -> int:
+        """The memory (MiB) the job needs on each of its nodes; 0 where not known."""
+        return -(-self.memory_mib // max(1, self.num_nodes))
 
     @property
     def is_pending(self) -> bool:
@@ -142,14 +150,24 @@ class Node:
     partitions: tuple[str, ...] = ()
     #: CPUs Slurm schedules on the node (``cpus``) and those allocated (``alloc_cpus``); 0 and
     #: 0 where not known (the simulator): a node with its GPUs free and its CPUs all taken by
-    #: CPU jobs can start no GPU job (``planner.where_cpus_fit``).
+    #: CPU jobs can start no GPU job (``planner.where_jobs_fit``).
     cpus_total: int = 0
     cpus_allocated: int = 0
+    #: Memory Slurm schedules on the node (``RealMemory``) and that allocated, in MiB; 0 and 0
+    #: where not known. Where memory is a consumable resource (``CR_*_Memory``), a node whose
+    #: memory other jobs hold can start no job either, whatever its GPUs and CPUs.
+    memory_total_mib: int = 0
+    memory_allocated_mib: int = 0
 
     @property
     def cpus_free(self) -> int | None:
         """CPUs not allocated; None where the node's CPUs are not known."""
         return max(0, self.cpus_total - self.cpus_allocated) if self.cpus_total > 0 else None
+
+    @property
+    def memory_free_mib(self) -> int | None:
+        """Memory (MiB) not allocated; None where the node's memory is not known."""
+        return max(0, self.memory_total_mib - self.memory_allocated_mib) if self.memory_total_mib > 0 else None
 
     @property
     def available(self) -> bool:

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 _RANGE = re.compile(r"^(\d+)(?:-(\d+))?$")
 _COUNT = re.compile(r"^(\d+)([KMGTP]?)$", re.IGNORECASE)
 _SUFFIX = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
+#: What a ``mem=4000M`` entry counts per MiB (suffixes are binary, as Slurm's).
+MEBI = _SUFFIX["M"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -97,6 +97,9 @@ def job_record(job: Any) -> dict[str, Any]:
         "time_limit": getattr(job, "time_limit", None),
         "node_count": getattr(job, "num_nodes", None),
         "cpus": getattr(job, "cpus", None),
+        # pyslurm's ``memory`` is the job's total in MiB (per CPU or per node times the count),
+        # what the schema reads from the ``mem`` of squeue's TRES
+        "tres_req_str": f"mem={memory}M" if isinstance(memory := getattr(job, "memory", None), int) else None,
         "tres_per_node": gres_text(getattr(job, "gres_per_node", None)),
         "nodes": getattr(job, "allocated_nodes", None),
         "required_nodes": getattr(job, "required_nodes", None),
@@ -120,6 +123,9 @@ def node_record(node: Any) -> dict[str, Any]:
         "cpus": getattr(node, "total_cpus", None),
         # ``alloc_cpus`` in pyslurm 23.02 on, ``allocated_cpus`` before
         "alloc_cpus": getattr(node, "alloc_cpus", getattr(node, "allocated_cpus", None)),
+        "real_memory": getattr(node, "real_memory", None),
+        "alloc_memory": getattr(node, "allocated_memory", None),
+        "specialized_memory": getattr(node, "memory_reserved_for_system", None),
     }
 
 

@@ -177,6 +177,17 @@ def _gpus_per_node_only(record: Record) -> bool:
                    for field in _OTHER_GPU_FIELDS for name in ("gpu", "shard"))
 
 
+def _memory_mib(record: Record) -> int:
+    """The job's memory in MiB over all its nodes: the ``mem`` of the TRES it holds (running),
+    or of those it asks for (pending: ``squeue -O tres-alloc`` prints those, JSON's
+    ``tres_req_str``), which count a ``--mem-per-cpu`` or ``DefMemPerCPU`` job's CPUs in."""
+    for field in ("tres_alloc_str", "tres_req_str"):
+        total, _ = gres.count(text(record.get(field)), "mem")
+        if total:
+            return total // gres.MEBI
+    return 0
+
+
 def parse_job(record: Record) -> Job:
     """One job record of ``squeue --json`` (any supported version)."""
     num_nodes = integer(record.get("node_count"), default=1) or 1
@@ -204,6 +215,7 @@ def parse_job(record: Record) -> Job:
         num_nodes=num_nodes,
         # read while the job is active: 22.05's JSON leaves it out for one cancelled before it ran
         cpus=integer(record.get("cpus")) if state.is_active else 0,
+        memory_mib=_memory_mib(record) if state.is_active else 0,
         gpus_per_node=gpus,
         shards_per_node=shards,
         gpu_type=gpu_type,
@@ -253,6 +265,9 @@ def parse_node(record: Record) -> Node:
         partitions=words(record.get("partitions")),
         cpus_total=integer(record.get("cpus")),
         cpus_allocated=integer(record.get("alloc_cpus")),
+        # what jobs may take: RealMemory less MemSpecLimit (kept for the node's daemons)
+        memory_total_mib=max(0, integer(record.get("real_memory")) - integer(record.get("specialized_memory"))),
+        memory_allocated_mib=integer(record.get("alloc_memory")),
     )
 
 

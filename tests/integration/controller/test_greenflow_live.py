@@ -112,24 +112,29 @@ def test_a_job_that_asked_its_gpus_per_job_or_task_starts_at_its_own_size(site: 
         c.exec("controller", "scancel", str(job), check=False)
 
 
-def test_a_job_is_not_pinned_to_a_node_whose_cpus_cpu_jobs_hold(site: Cluster) -> None:
-    """CPU-only jobs hold every CPU of node3 and node4, whose GPUs stand free. GreenFlow places by
-    GPUs and picked node3 (its A40s draw less): before ``planner.where_cpus_fit``, the job was
-    pinned there and waited (``Reason=Resources``) while node1 and node2 stood idle (24.11). Now
-    the pin is dropped and Slurm starts it at once, at its decided size, on a node with CPUs."""
+@pytest.mark.parametrize("hog, short", [(["-c", "64"], "CPU(s) free"), (["--mem=510000"], "MiB of memory free")],
+                         ids=["cpus", "memory"])
+def test_a_job_is_not_pinned_to_a_node_whose_cpus_or_memory_cpu_jobs_hold(site: Cluster, hog: list[str],
+                                                                          short: str) -> None:
+    """CPU-only jobs hold every CPU (or all but 2000 MiB of the memory: ``CR_Core_Memory``) of
+    node3 and node4, whose GPUs stand free. GreenFlow places by GPUs and picked node3 (its A40s
+    draw less): before ``planner.where_jobs_fit``, the job was pinned there and waited
+    (``Reason=Resources``) while node1 and node2 stood idle (24.11; the 1-GPU job's 4000 MiB come
+    from ``DefMemPerCPU``). Now the pin is dropped and Slurm starts it at once, at its decided
+    size, on a node with CPUs and memory."""
     c = site
-    name = "greenflow-cpus"
-    hogs = [c.sbatch("bob", ["-c", "64", "-w", node, "-t", "3", "--comment", "green:off"], "sleep 120\n")
+    name = "greenflow-fit"
+    hogs = [c.sbatch("bob", [*hog, "-w", node, "-t", "3", "--comment", "green:off"], "sleep 120\n")
             for node in ("node3", "node4")]
     try:
-        for hog in hogs:
-            state_of(c, hog, {"RUNNING"}, 30)
+        for hog_id in hogs:
+            state_of(c, hog_id, {"RUNNING"}, 30)
         job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "--comment", "green:flex=20m,gpus=1-8"],
                        SCRIPT)
         run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
         [(per_node, nodes, reason)] = store_rows(
             c, name, f"SELECT gpus_per_node, nodes, reason FROM decisions WHERE job_id = {job}")
-        assert not nodes and "CPU(s) free" in reason and reason.startswith("start now"), reason
+        assert not nodes and short in reason and reason.startswith("start now"), reason
         state_of(c, job, {"RUNNING", *DONE}, 30)
         got = job_report(c, REPORT, job)
         assert got["host"] in ("node1", "node2") and len(got["gpus"].split(",")) == (per_node or 1), got

@@ -305,6 +305,8 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
     assert {job.job_id: job for job in text_jobs} == json_jobs
     assert {"two\nlines SG~", "N/A", "shared", "fails", "total"} <= {job.name for job in text_jobs}
     assert any(not job.state.is_active for job in text_jobs)
+    # CPUs and memory (DefMemPerCPU: 4000 MiB a CPU) are read, not left unknown by both reads
+    assert all(job.cpus > 0 and job.memory_mib >= 4000 * job.cpus for job in text_jobs if job.state.is_active)
 
 
 def test_a_pending_array_whose_line_hides_a_task_split_off_is_read_as_json(cluster: Cluster, backend: CliBackend):

@@ -227,6 +227,30 @@ def test_no_job_starting_now_is_pinned_to_a_node_whose_cpus_other_jobs_hold():
     assert enactable(Plan((JobDecision(7, start_at=NOW, nodes=("b1",)),)), unknown, verify)[0].decisions[0].nodes == ("b1",)
 
 
+def test_no_job_starting_now_is_pinned_to_a_node_whose_memory_other_jobs_hold():
+    """As with CPUs: where memory is consumable (``CR_Core_Memory``) one job holding a node's
+    memory leaves its GPUs and CPUs free and starts nothing there. A job or node whose memory is
+    not known is not checked."""
+    full = (Node("b1", gpus_total=4, cpus_total=64, memory_total_mib=512000, memory_allocated_mib=510000),
+            Node("b2", gpus_total=4, cpus_total=64, memory_total_mib=512000, memory_allocated_mib=500000))
+    jobs = [Job(i, partition="b", gpus_per_node=1, cpus=1, memory_mib=8000, num_nodes=1, eligible_time=NOW + 3600,
+                admin_comment=ALONE) for i in (7, 8)]
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=tuple(jobs), nodes=full, partitions=PARTITIONS)
+
+    def pins(snapshot, *decisions):
+        kept, _ = enactable(Plan(decisions), snapshot, verify)
+        return [d.nodes for d in kept.decisions]
+
+    dropped = enactable(Plan((JobDecision(7, start_at=NOW, nodes=("b1",)),)), snap, verify)[0].decisions[0]
+    assert dropped.nodes is None and "b1 lacks its 8000 MiB of memory free" in dropped.reason
+    assert pins(snap, JobDecision(7, start_at=NOW, nodes=("b2",)), JobDecision(8, start_at=NOW, nodes=("b2",))) == [
+        ("b2",), None]  # 12000 MiB free: the first takes 8000, the second does not fit
+    no_memory = dataclasses.replace(snap, jobs=tuple(dataclasses.replace(j, memory_mib=0) for j in jobs))
+    assert pins(no_memory, JobDecision(7, start_at=NOW, nodes=("b1",))) == [("b1",)]
+    unknown = dataclasses.replace(snap, nodes=tuple(dataclasses.replace(n, memory_total_mib=0) for n in full))
+    assert pins(unknown, JobDecision(7, start_at=NOW, nodes=("b1",))) == [("b1",)]
+
+
 def test_no_job_that_asked_its_gpus_per_job_or_task_is_resized_or_shared():
     """``--gpus=1``: Slurm refuses ``Gres=`` (``Invalid generic resource (gres) specification``,
     24.11) and the job's start with it, so it would wait until its deadline; ``--gpus-per-task=1``:

@@ -47,6 +47,8 @@ class FakePyslurm:
             comment="green:flex=6h mine",
             admin_comment="sg:managed=1",
             gres_per_node={"gpu:a100": 2},
+            cpus=2,
+            memory=8000,
         )
         running = SimpleNamespace(
             id=6,
@@ -67,6 +69,11 @@ class FakePyslurm:
             allocated_gres={"gpu:a100": {"count": 2, "indexes": "0-1"}, "shard:a100": 0},
             available_features=["a100"],
             partitions=["gpu"],
+            total_cpus=64,
+            allocated_cpus=11,
+            real_memory=512000,
+            allocated_memory=44000,
+            memory_reserved_for_system=2000,
         )
         self.Nodes = SimpleNamespace(load=lambda: [node])
         part = SimpleNamespace(name="gpu", nodes="node[1-2]", state="UP", is_default=True, max_time=None,
@@ -108,10 +115,12 @@ def test_snapshot_goes_through_the_same_normalisation():
     pending, running = snapshot.job(5), snapshot.job(6)
     assert pending.state is JobState.PENDING and (pending.gpus_per_node, pending.gpu_type) == (2, "a100")
     assert pending.time_limit_s == 3600 and pending.start_time == 1_800_003_600
+    assert (pending.cpus, pending.memory_mib, running.memory_mib) == (2, 8000, 0)
     assert running.nodes == ("node1", "node2") and running.gpus_per_node == 4 and running.time_limit_s is None
     (node,) = snapshot.nodes
     assert node.state is NodeState.MIXED and node.flags == {"DRAIN"}
     assert (node.gpus_total, node.gpus_allocated, node.gpu_indices_allocated, node.shards_total) == (4, 2, (0, 1), 16)
+    assert (node.cpus_free, node.memory_free_mib) == (53, 466000)
     assert snapshot.partitions[0].default and snapshot.slurm_version == "25.11.1"
     assert (snapshot.partitions[0].max_time_s, snapshot.partitions[0].default_time_s) == (None, 5400.0)
     assert snapshot.partitions[0].max_nodes == 2

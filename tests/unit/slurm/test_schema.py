@@ -100,6 +100,17 @@ def test_running_job_on_two_nodes_with_per_job_gpus():
     assert job.start_time == 1700000100.0
 
 
+@pytest.mark.parametrize("fields, mib", [
+    ({"tres_req_str": "cpu=2,mem=8000M,node=2,billing=2,gres/gpu=8"}, 8000),  # pending: what it asks
+    ({"tres_req_str": "cpu=1,mem=4000M", "tres_alloc_str": "cpu=64,mem=500G,node=1"}, 512000),  # what it holds
+    ({"tres_req_str": "cpu=1,mem=1.5G"}, 0), ({}, 0),  # not a count Slurm prints, or none: not known
+])
+def test_a_jobs_memory_is_read_from_its_tres(fields, mib):
+    job = schema.parse_job({"job_id": 9, "job_state": "PENDING", "node_count": 2, **fields})
+    assert (job.memory_mib, job.memory_per_node_mib) == (mib, -(-mib // 2))
+    assert schema.parse_job({"job_id": 9, "job_state": "COMPLETED", **fields}).memory_mib == 0
+
+
 @pytest.mark.parametrize("fields, only", [
     ({"tres_per_node": "gres/gpu:2"}, True), ({}, True),  # --gres / --gpus-per-node; no GPU at all
     ({"tres_per_job": "gres/gpu:1"}, False),  # --gpus=1, as 24.11 prints it
@@ -175,6 +186,8 @@ NODE_2205 = {
     "partitions": ["gpu"],
     "cpus": 64,
     "alloc_cpus": 11,
+    "real_memory": 512000,
+    "alloc_memory": 44000,
 }
 NODE_2411 = {
     "name": "node1",
@@ -187,6 +200,8 @@ NODE_2411 = {
     "next_state_after_reboot": ["INVALID"],
     "cpus": 64,
     "alloc_cpus": 11,
+    "real_memory": 512000,
+    "alloc_memory": 44000,
 }
 
 
@@ -201,7 +216,10 @@ def test_node_reads_the_same_in_every_schema(record):
     assert node.features == ("a100", "nvlink") and node.partitions == ("gpu",)
     assert node.reason == "maintenance"
     assert (node.cpus_total, node.cpus_allocated, node.cpus_free) == (64, 11, 53)
-    assert schema.parse_node({"name": "n", "state": "IDLE"}).cpus_free is None  # not known: not checked
+    assert (node.memory_total_mib, node.memory_allocated_mib, node.memory_free_mib) == (512000, 44000, 468000)
+    unknown = schema.parse_node({"name": "n", "state": "IDLE"})  # not known: not checked
+    assert unknown.cpus_free is None and unknown.memory_free_mib is None
+    assert schema.parse_node({**record, "specialized_memory": 2000}).memory_free_mib == 466000  # MemSpecLimit
 
 
 def test_not_responding_node_is_unavailable():
@@ -266,6 +284,7 @@ def test_captured_nodes(version):
         assert len(node.gpu_indices_allocated) == node.gpus_allocated
         assert node.partitions == ("gpu",)
         assert node.cpus_total == 64 and node.cpus_free is not None
+        assert node.memory_total_mib == 512000 and 0 <= node.memory_allocated_mib < 512000
 
 
 @pytest.mark.parametrize("version", fixture_versions())

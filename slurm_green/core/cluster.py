@@ -176,8 +176,16 @@ class Node:
         return self.state in (NodeState.IDLE, NodeState.MIXED, NodeState.ALLOCATED) and not (self.flags & bad_flags)
 
     @property
+    def starts_jobs(self) -> bool:
+        """Has a CPU and some memory free, where those are known: every job takes at least one
+        of each, so a node whose CPUs or memory other (CPU-only) jobs hold all of starts none,
+        whatever GPUs it shows free. Its GPUs then count as taken (``gpus_free``), as they are
+        until those jobs end; they still count in the cluster's size (``ClusterSnapshot.gpus_total``)."""
+        return self.cpus_free != 0 and self.memory_free_mib != 0
+
+    @property
     def gpus_free(self) -> int:
-        return max(0, self.gpus_total - self.gpus_allocated) if self.available else 0
+        return max(0, self.gpus_total - self.gpus_allocated) if self.available and self.starts_jobs else 0
 
 
 @dataclass(frozen=True, slots=True)

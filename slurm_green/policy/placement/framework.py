@@ -56,13 +56,15 @@ class Request:
 
     @classmethod
     def from_job(cls, job: Job, shards_per_gpu: int) -> "Request":
-        """A Slurm job's per-node request: its GPUs, or its shards as a share of one GPU."""
+        """A Slurm job's per-node request: its GPUs, or its shards as a share of one GPU, and its
+        CPUs and memory per node where the snapshot knows them (0, which never limits, if not)."""
+        cpu_milli = 1000 * job.cpus_per_node if job.cpus > 0 else 0
         if job.shards_per_node > 0 and job.gpus_per_node == 0:
             if shards_per_gpu <= 0 or job.shards_per_node > shards_per_gpu:
                 raise ValueError(f"job {job.job_id}: {job.shards_per_node} shards do not fit one GPU of "
                                  f"{shards_per_gpu} shards")
-            return cls(1, MILLI * job.shards_per_node // shards_per_gpu)
-        return cls(job.gpus_per_node, MILLI)
+            return cls(1, MILLI * job.shards_per_node // shards_per_gpu, cpu_milli, job.memory_per_node_mib)
+        return cls(job.gpus_per_node, MILLI, cpu_milli, job.memory_per_node_mib)
 
 
 @dataclass
@@ -91,7 +93,9 @@ class Nodes:
         """The available GPU nodes of a Slurm snapshot. Slurm reports which GPUs are allocated
         whole but only a count of shards per node: the shards are taken to sit on the node's
         other GPUs lowest index first, filling one GPU before the next (what ``select/cons_tres``
-        does for a node's first shard jobs; an approximation once jobs have ended)."""
+        does for a node's first shard jobs; an approximation once jobs have ended). CPUs and
+        memory free are the node's where Slurm reported them, ``UNREPORTED`` (never limiting)
+        where not."""
         usable = [n for n in snapshot.nodes if n.available and n.gpus_total > 0]
         slots = max((n.gpus_total for n in usable), default=0)
         exists = np.arange(slots)[None, :] < np.array([n.gpus_total for n in usable]).reshape(-1, 1)
@@ -102,8 +106,10 @@ class Nodes:
             _spread_shards(free[i], node.shards_allocated, node.shards_total, node.gpus_total)
         types = sorted({n.gpu_type or "" for n in usable})
         model = np.array([types.index(n.gpu_type or "") for n in usable], dtype=np.int64)
-        big = np.full(len(usable), UNREPORTED, dtype=np.int64)
-        return cls(tuple(n.name for n in usable), model, exists, free, big, big.copy(), tuple(types))
+        cpu = np.array([UNREPORTED if n.cpus_free is None else 1000 * n.cpus_free for n in usable], dtype=np.int64)
+        mem = np.array([UNREPORTED if n.memory_free_mib is None else n.memory_free_mib for n in usable],
+                       dtype=np.int64)
+        return cls(tuple(n.name for n in usable), model, exists, free, cpu, mem, tuple(types))
 
 
 def _spread_shards(free: np.ndarray, used: int, total: int, gpus: int) -> None:

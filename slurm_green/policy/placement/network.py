@@ -76,9 +76,11 @@ def _node_row(node: Node, memo: _NodeMemo) -> NodeRow:
     if hit is not None and hit[0] is node:
         return hit[1]
     available = node.available
-    row = (available and node.gpus_total > 0, node.gpus_total, node.gpus_allocated,
-           tuple(node.gpu_indices_allocated or range(node.gpus_allocated)), _switch_of(node.name, node.features),
-           max(0, node.gpus_total - node.gpus_allocated) if available else 0)
+    # a node with no CPU or memory free starts no job: its GPUs are all taken, as Node.gpus_free says
+    allocated, indices = ((node.gpus_allocated, node.gpu_indices_allocated) if node.starts_jobs
+                          else (node.gpus_total, ()))
+    row = (available and node.gpus_total > 0, node.gpus_total, allocated, tuple(indices or range(allocated)),
+           _switch_of(node.name, node.features), max(0, node.gpus_total - allocated) if available else 0)
     if len(memo.rows) > 1 << 16:
         memo.rows.clear()
     memo.rows[node.name] = (node, row)

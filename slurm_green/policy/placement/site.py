@@ -6,7 +6,8 @@ job a plan starts now, instead of network placement's fullest node with a fittin
 Jobs spanning nodes keep network packing (the plugins score one node). The choice is made
 on the plan's scratch copy of the free GPUs (``network.FreeGpus``), among the nodes with an
 aligned block, which the job then takes as before; the plugins see that copy as their
-``Nodes`` (whole GPUs; the snapshot reports no CPU or memory, which then never limit).
+``Nodes`` (whole GPUs: a node whose CPUs or memory other jobs hold all of shows none free,
+``Node.starts_jobs``; CPUs and memory do not limit otherwise).
 
 What each plugin needs comes from the decision: FGD's target workload is the GPUs per node
 of the pool's jobs, pending and running (the distribution FGD expects the next requests to

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from placement_literals import IDLE, state
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node, NodeState
-from slurm_green.policy.placement.framework import Nodes, Options, Request, free_after, options_for, take, whole_slots
+from slurm_green.policy.placement.framework import UNREPORTED, Nodes, Options, Request, free_after, options_for, take, whole_slots
 from slurm_green.policy.placement.scorer import Context, Scorer
 
 
@@ -14,6 +14,8 @@ def test_a_shard_request_is_its_share_of_one_gpu():
     assert Request.from_job(Job(1, gpus_per_node=4), shards_per_gpu=8) == Request(4, 1000)
     with pytest.raises(ValueError, match="do not fit one GPU"):
         Request.from_job(Job(1, shards_per_node=9), shards_per_gpu=8)
+    both = Job(1, gpus_per_node=2, num_nodes=2, cpus=8, memory_mib=16000)
+    assert Request.from_job(both, shards_per_gpu=8) == Request(2, 1000, cpu_milli=4000, mem_mib=8000)
 
 
 def test_a_request_is_whole_gpus_or_one_partial_gpu():
@@ -30,6 +32,10 @@ def test_a_snapshot_reads_whole_gpus_and_packs_shards_on_the_other_gpus():
     assert nodes.names == ("a",)
     # 4 shards per GPU: 6 shards fill GPU 0 and half of GPU 1; GPU 2 is allocated whole.
     assert nodes.gpu_free.tolist() == [[0, 500, 0, 1000]]
+    assert nodes.cpu_free.tolist() == nodes.mem_free.tolist() == [UNREPORTED]  # not reported: never limits
+    known = Node("a", gpus_total=4, cpus_total=64, cpus_allocated=60, memory_total_mib=1000, memory_allocated_mib=200)
+    read = Nodes.from_snapshot(ClusterSnapshot(0.0, nodes=(known,)))
+    assert (read.cpu_free.tolist(), read.mem_free.tolist()) == ([4000], [800])
 
 
 def test_options_are_one_per_node_for_whole_gpus_and_one_per_distinct_free_amount_for_a_share():

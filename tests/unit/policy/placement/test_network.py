@@ -1,8 +1,10 @@
+import dataclasses
+
 import numpy as np
 
 from policy_literals import nodes, snapshot
 from slurm_green.core.decision import DecisionMemo
-from slurm_green.policy.placement.network import FreeGpus, fragmentation
+from slurm_green.policy.placement.network import FreeGpus, fragmentation, gpus_free
 
 
 def test_buddy_block_is_aligned_on_the_fullest_node_that_has_one():
@@ -48,3 +50,18 @@ def test_fragmentation_is_the_share_of_free_gpus_on_partly_used_nodes():
     assert fragmentation(np.array([8, 8]), np.array([8, 8])) == 0.0
     assert fragmentation(np.array([1, 1, 0]), np.array([8, 8, 8])) == 1.0
     assert np.isclose(fragmentation(np.array([8, 2]), np.array([8, 8])), 0.2)
+
+
+def test_a_node_whose_cpus_or_memory_other_jobs_hold_has_no_gpu_free_but_keeps_its_size():
+    """Every job takes a CPU and some memory: n0's CPUs (n1's memory) all held by CPU jobs, no job
+    starts there (seen on 24.11: GreenFlow placed a 1-GPU job on such a node and it waited)."""
+    n0, n1, n2 = nodes(3, per_switch=1)
+    full = (dataclasses.replace(n0, cpus_total=64, cpus_allocated=64),
+            dataclasses.replace(n1, memory_total_mib=512000, memory_allocated_mib=512000),
+            dataclasses.replace(n2, cpus_total=64, cpus_allocated=63, memory_total_mib=512000, memory_allocated_mib=1))
+    assert [node.gpus_free for node in full] == [0, 0, 8]
+    memo = DecisionMemo()
+    free = FreeGpus.from_snapshot(snapshot([], full), memo)
+    assert free.free_count.tolist() == [0, 0, 8] and gpus_free(full, memo) == 8
+    assert free.place(1, 1) == ("n2",) and free.place(8, 1) is None
+    assert snapshot([], full).gpus_total == 24  # held for now, not gone

@@ -12,7 +12,8 @@ At submission it
     change (with own_nodes=1 where the user gave -w, -x, -C or --reservation, array=1 for an
     array), and defers the job to its deadline (begin_time) so that it still starts in
     time when the controller is down; the controller moves it earlier,
-  * strips any decision token ("sg1.<body>.<mac>") from the user's own comment.
+  * strips any decision token ("sg1.<body>.<mac>") from the user's own comment,
+  * leaves a heterogeneous job's components alone (not marked, not deferred: they start together).
 On update it keeps users from changing what only the controller decides for a managed job:
 StartTime, Comment (the decision channel), the GPUs in every form (TresPerJob/Node/Task/
 Socket, Gres), NumNodes, NumTasks (the GPU count of a --gpus-per-task job), ReqNodeList, ExcNodeList, and TresFreq where the site enacts
@@ -377,6 +378,18 @@ local function on_submit(job_desc)
         end
         options = default_options()
         options.flex_s = SETTINGS.default_flex_s
+    end
+    -- A heterogeneous job's components (sbatch ... : ..., #SBATCH hetjob) are submitted one by
+    -- one and start together: a size or pin on one is refused ("Job resizing not supported",
+    -- 24.11) and its start with it, and a start decided for each alone binds none. Such a job
+    -- is left to Slurm: not marked, not deferred. het_job_offset is NO_VAL for any other job.
+    local offset = tonumber(job_desc.het_job_offset)
+    if offset and offset < NO_VAL then
+        if options.managed then
+            slurm.log_user("%s", "slurm-green: a heterogeneous job is not green-scheduled; "
+                .. "it starts as Slurm schedules it")
+        end
+        return slurm.SUCCESS
     end
     settle_elastic(job_desc, options)
     -- The limit as submitted (--time, minutes; NO_VAL: none given, INFINITE: UNLIMITED), kept

@@ -149,6 +149,32 @@ def test_a_job_is_not_pinned_to_a_node_whose_cpus_or_memory_cpu_jobs_hold(site: 
         c.exec("controller", "scancel", "-u", "alice", check=False)
 
 
+def test_a_heterogeneous_job_is_left_to_slurm(site: Cluster) -> None:
+    """``sbatch ... : ...`` submits components that start together. Before, job_submit.lua marked
+    and deferred each, and GreenFlow decided the first 2 GPUs pinned to node3: Slurm refused the
+    update (``Job resizing not supported for job arrays``, 24.11) and the start sent with it, so
+    the job would have waited for its deadline, refused every tick. Now no component is marked or
+    deferred (the user is told), the controller decides nothing for them, and Slurm starts the
+    job at once."""
+    c = site
+    component = ["--output=/dev/null", "--chdir=/tmp", "--gres=gpu:1", "-t", "3", "-J", "resnet50",
+                 "--comment", "green:flex=20m,gpus=1-8"]
+    p = c.exec("controller", "sbatch", "--parsable", *component, ":", *component, user="alice",
+               input="#!/bin/bash\nsleep 20\n")
+    leader = int(p.stdout.strip().split(";")[0])
+    assert "heterogeneous job is not green-scheduled" in p.stderr, p.stderr
+    try:
+        lines = c.exec("controller", "squeue", "-h", "-u", "alice", "-o", "%i|%A|%r|%T").stdout.split()
+        ids = [int(line.split("|")[1]) for line in lines if line.startswith(f"{leader}+")]
+        assert len(ids) == 2 and not any("|BeginTime|" in line for line in lines), lines
+        run_once(c, "greenflow-het", "greenflow", "gpu_time_slack = 1.0\n")  # raises on any failed action
+        assert store_rows(c, "greenflow-het",
+                          f"SELECT job_id FROM decisions WHERE job_id IN ({ids[0]}, {ids[1]})") == []
+        state_of(c, ids[0], {"RUNNING", *DONE}, 30)
+    finally:
+        c.exec("controller", "scancel", "-u", "alice", check=False)
+
+
 RESERVATION = "sg-own-nodes"
 
 

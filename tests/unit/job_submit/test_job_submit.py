@@ -134,6 +134,22 @@ def test_an_array_is_kept_in_the_marker(plugin: LuaPlugin, value: str) -> None:
     assert answer.job["admin_comment"].endswith(";own_nodes=1;array=1" if value else ";own_nodes=1")
 
 
+@pytest.mark.parametrize("offset", [0, 1])
+def test_a_heterogeneous_jobs_components_are_left_to_slurm(plugin: LuaPlugin, offset: int) -> None:
+    """Each component of ``sbatch ... : ...`` (job_desc's het_job_offset 0, 1, ...) is submitted
+    alone, and Slurm refuses a size or pin on one (and the start sent with it: 24.11), so none is
+    marked or deferred, and the user who asked for green options is told. Any other job's offset
+    is NO_VAL."""
+    answer = plugin.submit(comment="green:flex=6h,gpus=1-4", tres_per_node="gres/gpu:1", het_job_offset=offset)
+    assert answer.rc == 0 and not answer.job.get("admin_comment") and not answer.job.get("begin_time"), answer.job
+    assert answer.job["comment"] == "green:flex=6h,gpus=1-4"  # the user's, untouched
+    [told] = answer.messages("user")
+    assert "heterogeneous job is not green-scheduled" in told
+    plain = plugin.submit(comment="green:flex=6h,gpus=1-4", tres_per_node="gres/gpu:1", het_job_offset=4294967294)
+    assert plain.job["admin_comment"] == expected_marker("green:flex=6h,gpus=1-4") and plain.job["begin_time"]
+    assert plugin.submit(comment="green:off", het_job_offset=0).messages("user") == []  # asked for nothing
+
+
 # --- the submitted time limit ------------------------------------------------------------
 
 

@@ -2,7 +2,9 @@
 
 Each trace job asks for one GPU type, drawn in proportion to each type's GPUs (as users
 of a typed-gres cluster ask for ``--gres=gpu:h100:N``), and runs on nodes of that type
-with that type's models (``sim/cluster.py``). A job's work is its trace duration at the
+with that type's models (``sim/cluster.py``); with ``--untyped S`` a share S of them asks
+for none (plain ``--gres=gpu:N``, the common case) and runs on any node, with the models
+of the type it lands on. A job's work is its trace duration at the
 registry's own type (V100), so the same job finishes sooner on an H100. Policies:
 
 - ``fifo``: every job now, uncapped.
@@ -20,7 +22,7 @@ for, which Slurm and the simulator refuse (a policy blind to types makes them); 
 controller's warnings about them are counted here instead of printed.
 
 Usage: python benchmarks/mixed_cluster.py [--traces gavel_philly_ee9e8c_seed0.trace,philly_pollux_jobs.csv:5000]
-       [--regions DE-LU] [--types h100,a40] [--json OUT]
+       [--regions DE-LU] [--types h100,a40] [--untyped 0.0] [--policies fifo,zeus,greenflow] [--json OUT]
 A trace is a path (relative ones are under the shared data's job_traces/), optionally ``:N`` for its first N jobs.
 """
 
@@ -68,7 +70,8 @@ def policies() -> list[tuple[str, object]]:
     return runs + [("greenflow (type-blind, as it is)", GreenFlowPolicy())]
 
 
-def run_cell(trace: str, region: str, types: tuple[str, ...]) -> list[dict[str, object]]:
+def run_cell(trace: str, region: str, types: tuple[str, ...], untyped: float = 0.0,
+             only: set[str] | None = None) -> list[dict[str, object]]:
     path, limit = parse_trace(trace)
     workload = load_trace(path)
     workload = workload.head(limit) if limit else workload
@@ -76,12 +79,14 @@ def run_cell(trace: str, region: str, types: tuple[str, ...]) -> list[dict[str, 
     size = default_cluster(workload.name)
     idle_w = sum(models.type_params(t)[0].gpu.idle_w for t in types) / len(types)
     spec = ClusterSpec.mixed(size.nodes, size.gpus_per_node, types, nodes_per_switch=size.nodes_per_switch,
-                             idle_w_per_gpu=idle_w)
+                             idle_w_per_gpu=idle_w, untyped_share=untyped)
     signal = _signal(region, workload)
     rows = []
     tick_log = logging.getLogger("slurm_green.controller.tick")
     tick_log.propagate = False
     for name, policy in policies():
+        if only and name.split(" ")[0] not in only:
+            continue
         refused = _RefusedPins()
         tick_log.addHandler(refused)
         try:
@@ -89,7 +94,7 @@ def run_cell(trace: str, region: str, types: tuple[str, ...]) -> list[dict[str, 
         finally:
             tick_log.removeHandler(refused)
         rows.append({"trace": f"{workload.name}[{len(workload)}]", "cluster": f"{spec.nodes}x{spec.gpus_per_node} "
-                     + "/".join(types), "region": region, "policy": name, "wall_s": result.wall_s,
+                     + "/".join(types) + (f", {untyped:.0%} untyped" if untyped else ""), "region": region, "policy": name, "wall_s": result.wall_s,
                      "pins_refused": refused.count, **{k: result.summary[k] for k in KEYS}})
     return rows
 
@@ -117,10 +122,14 @@ def main() -> None:
     parser.add_argument("--traces", default=DEFAULT_TRACES, help="comma list of PATH[:N] (default: %(default)s)")
     parser.add_argument("--regions", default="DE-LU")
     parser.add_argument("--types", default="h100,a40", help="GPU types, equal blocks of nodes (default: %(default)s)")
+    parser.add_argument("--untyped", type=float, default=0.0,
+                        help="share of jobs asking for no GPU type (plain gres/gpu: any node; default: %(default)s)")
+    parser.add_argument("--policies", help="comma list of policy families to run (fifo, zeus, greenflow; default: all)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
     args = parser.parse_args()
     rows = [row for trace in args.traces.split(",") for region in args.regions.split(",")
-            for row in run_cell(trace, region, tuple(args.types.split(",")))]
+            for row in run_cell(trace, region, tuple(args.types.split(",")), args.untyped,
+                                set(args.policies.split(",")) if args.policies else None)]
     Console(width=200).print(table(rows))
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))

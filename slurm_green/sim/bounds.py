@@ -29,6 +29,8 @@ def bound_inputs(workload: Workload, spec: ClusterSpec, models: ModelRegistry,
     else:
         low = high = submitted
     types = tuple(sim.requested_type) if spec.typed else (None,) * len(workload)
+    if spec.typed and None in types:
+        raise ValueError("bounds are computed for jobs that ask for a GPU type: set untyped_share=0")
     nodes: dict[str | None, int] = {**Counter(spec.gpu_types)} if spec.typed else {None: spec.nodes}
     jobs = BoundJobs(workload.submit, sim.work, tuple(t or None for t in workload.job_type), types,
                      layout[:, 0], layout[:, 1], low, high, options.accept_cap and options.managed)

@@ -35,6 +35,9 @@ class ClusterSpec:
     gpu_types: tuple[str, ...] = ()
     #: Seed of the draw of each trace job's requested type on a mixed cluster.
     type_seed: int = 0
+    #: On a mixed cluster, the share of trace jobs that ask for no GPU type (plain ``gres/gpu``:
+    #: they run on any node, with the models of the type they land on), drawn with ``type_seed``.
+    untyped_share: float = 0.0
     #: Slurm's power saving (``sim/power_saving.py``): a node idle this long is suspended
     #: (SuspendTime, seconds; None: never), and a job that lands on it waits ``resume_s``.
     suspend_after_s: float | None = None
@@ -43,6 +46,8 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if self.gpu_types and len(self.gpu_types) != self.nodes:
             raise ValueError(f"gpu_types names {len(self.gpu_types)} nodes, the cluster has {self.nodes}")
+        if not 0.0 <= self.untyped_share <= 1.0:
+            raise ValueError(f"untyped_share is a share of the jobs, from 0 to 1, not {self.untyped_share}")
 
     @classmethod
     def mixed(cls, nodes: int, gpus_per_node: int, types: tuple[str, ...], **kwargs: Any) -> ClusterSpec:
@@ -64,16 +69,19 @@ class ClusterSpec:
         counts = Counter(self.gpu_types or (self.gpu_type,) * self.nodes)
         return {t: c * self.gpus_per_node for t, c in counts.items()}
 
-    def requested_types(self, jobs: int) -> list[str]:
+    def requested_types(self, jobs: int) -> list[str | None]:
         """Each trace job's requested GPU type: on a mixed cluster drawn (seeded) in
-        proportion to each type's GPUs, else the cluster's one type."""
+        proportion to each type's GPUs, or None (any type) for a share ``untyped_share``
+        of them; else the cluster's one type."""
         if not self.typed:
             return [self.gpu_type] * jobs
         gpus = self.gpus_of_type()
         names = sorted(gpus)
         share = np.array([gpus[t] for t in names], dtype=float)
-        draw = np.random.default_rng(self.type_seed).choice(len(names), size=jobs, p=share / share.sum())
-        return [names[k] for k in draw.tolist()]
+        rng = np.random.default_rng(self.type_seed)
+        draw = rng.choice(len(names), size=jobs, p=share / share.sum())
+        untyped = rng.random(jobs) < self.untyped_share if self.untyped_share else np.zeros(jobs, dtype=bool)
+        return [None if any_type else names[k] for k, any_type in zip(draw.tolist(), untyped.tolist(), strict=True)]
 
     @property
     def gpus(self) -> int:

@@ -235,12 +235,15 @@ class Simulator:
         n = len(workload)
         self.clock = clock or ManualClock(float(workload.submit[0]) if n else 0.0)
         self._models: dict[tuple[str, str | None], JobModel] = {}
-        #: Each job's requested GPU type; on a mixed cluster it runs only on nodes of that type.
+        #: Each job's requested GPU type; on a mixed cluster it runs only on nodes of that type
+        #: (None: on any node, with the models of the type it lands on).
         self.requested_type = spec.requested_types(n)
-        #: Per GPU type, which nodes have it (a job's ``gpu_type``: on a typed cluster, never None).
+        #: Per GPU type, which nodes have it (None: every node).
         self._type_nodes: dict[str | None, np.ndarray] = {t: np.array([spec.type_of(i) == t for i in range(spec.nodes)])
                             for t in spec.gpus_of_type()}
-        capacity = spec.gpus_of_type()
+        self._type_nodes[None] = np.ones(spec.nodes, dtype=bool)
+        capacity: dict[str | None, int] = {None: spec.gpus}
+        capacity.update(spec.gpus_of_type())
         self.requested = np.minimum(workload.gpus, [capacity[t] for t in self.requested_type] if n else spec.gpus)
         #: Each job's work, and its true runtime at the requested size at full power (on its requested type).
         self.work, self.full_runtime = self._resolve_work()
@@ -319,7 +322,8 @@ class Simulator:
 
     def _resolve_work(self) -> tuple[np.ndarray, np.ndarray]:
         """Work of every job (a trace duration is on the registry's own type), and its runtime at
-        the requested size at full power on the type it requested, the only one it runs on."""
+        the requested size at full power on the type it requested, the only one it runs on (a job
+        of any type: on the slowest, which its time limit must cover)."""
         w = self.workload
         tput = np.empty(len(w))  # on the registry's own type: what defines the work
         runs = np.empty(len(w))  # on the requested type (the same on a cluster of one type)
@@ -332,9 +336,13 @@ class Simulator:
             return cache[key]
 
         typed = self.spec.typed
+        kinds = sorted(self.spec.gpus_of_type())
         for i, (t, g, gpu) in enumerate(zip(w.job_type, self.requested.tolist(), self.requested_type)):
             tput[i] = throughput(t, g, None)
-            runs[i] = throughput(t, g, gpu) if typed else tput[i]
+            if not typed:
+                runs[i] = tput[i]
+            else:  # a job of any type is limited by the slowest it may land on
+                runs[i] = throughput(t, g, gpu) if gpu is not None else min(throughput(t, g, k) for k in kinds)
         work = np.where(np.isfinite(w.work), w.work, w.duration_s * tput)
         return work, work / runs
 

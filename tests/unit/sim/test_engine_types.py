@@ -89,3 +89,23 @@ def test_each_jobs_time_limit_is_its_runtime_on_the_type_it_asked_for_and_fifo_k
                             verify=functools.partial(decision_token.verify, KEY))
     summary = sim.run(controller, min_tick_s=60.0, max_tick_s=600.0).summary(wl.submit)
     assert summary["finished"] == jobs and summary["past_limit"] == 0
+
+
+def test_a_job_that_asks_for_no_type_runs_on_any_node_with_the_models_of_the_one_it_lands_on():
+    """Plain ``gres/gpu`` on a mixed cluster: 8 one-GPU jobs fill both nodes at once, each at its
+    node's pace; its time limit covers the slower type."""
+    registry = default_registry()
+    spec = ClusterSpec.mixed(2, 4, ("h100", "a40"), untyped_share=1.0)
+    sim = Simulator(_workload(8), spec, registry, flat_signal(), KEY, TraceOptions(flex_s=0.0))
+    controller = Controller(sim, FifoPolicy(), SimCarbonFeed(flat_signal(), "flat"), registry,
+                            sign=functools.partial(decision_token.sign, KEY),
+                            verify=functools.partial(decision_token.verify, KEY))
+    record = sim.run(controller, min_tick_s=60.0, max_tick_s=600.0)
+    assert sim.requested_type == [None] * 8 and (record.start == record.start[0]).all()  # all 8 GPUs at once
+    v100 = registry.for_job("resnet50").throughput(Config(1, 1))
+    took = {gpu: 3600.0 * v100 / registry.for_job("resnet50", gpu).throughput(Config(1, 1)) for gpu in ("h100", "a40")}
+    for i in range(8):
+        gpu = spec.type_of(record.placed[i][0])
+        assert record.end[i] - record.start[i] == pytest.approx(took[gpu])
+    assert sorted(spec.type_of(record.placed[i][0]) for i in range(8)) == ["a40"] * 4 + ["h100"] * 4
+    assert (sim.time_limit >= max(took.values())).all()

@@ -50,7 +50,7 @@ class CapacityAwareWindowPolicy(WindowPolicy):
                         notes=carbon_agnostic_notes(None))
         by_id = {run.job.job_id: run for run in runs}
         decided: dict[int, JobDecision] = {}
-        for _, pool in gpu_pools(context.snapshot, context.memo):
+        for _, pool in gpu_pools(context.snapshot, context.memo, context.models):
             profile = self._committed(pool, forecast, now)
             pending = [by_id[job.job_id] for job in pool.jobs if job.job_id in by_id]
             for run in sorted(pending, key=lambda r: (r.latest, r.job.submit_time, r.job.job_id)):

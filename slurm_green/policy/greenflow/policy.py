@@ -107,7 +107,7 @@ class GreenFlowPolicy:
             return Plan()
         if self.resource == "carbon" and context.forecast is None:
             return _carbon_agnostic(jobs, now)
-        pools = gpu_pools(snapshot, memo) if self.typed else [(None, snapshot)]
+        pools = gpu_pools(snapshot, memo, context.models) if self.typed else [(None, snapshot)]
         decisions: list[JobDecision] = []
         notes = []
         prices = []
@@ -163,7 +163,7 @@ class GreenFlowPolicy:
         """The decision's plan before placement, with its objective (None without pending jobs);
         on a cluster of one GPU type (of several, the first pool's)."""
         memo, now = context.memo, context.now
-        gpu, pool = gpu_pools(context.snapshot, memo)[0] if self.typed else (None, context.snapshot)
+        gpu, pool = gpu_pools(context.snapshot, memo, context.models)[0] if self.typed else (None, context.snapshot)
         jobs = pending_jobs(pool, self.default_runtime_s, memo)
         if not len(jobs):
             return None

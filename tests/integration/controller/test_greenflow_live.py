@@ -117,18 +117,18 @@ def test_a_job_that_asked_its_gpus_per_job_or_task_starts_at_its_own_size(site: 
 def test_a_job_is_not_pinned_to_a_node_whose_cpus_or_memory_cpu_jobs_hold(site: Cluster, hog: list[str],
                                                                           seen: str) -> None:
     """CPU-only jobs hold every CPU (or all but 2000 MiB of the memory: ``CR_Core_Memory``) of
-    node3 and node4, whose GPUs stand free. GreenFlow placed by GPUs alone and picked node3 (its
-    A40s draw less): the job was pinned there and waited (``Reason=Resources``) while node1 and
-    node2 stood idle (24.11, each case; the 1-GPU job's 4000 MiB come from ``DefMemPerCPU``).
-    Now a node with no CPU (or no memory) free shows no GPU free (``Node.starts_jobs``), so
-    GreenFlow does not place the job there (the job, planned for the A40s, the cluster's type by
-    name at a tie, is released at its size); where some memory is free but not the job's, the
-    planner drops the pin (``planner.where_jobs_fit``) and Slurm places the job. Either way it
-    starts at once, at its decided size, on a node with CPUs and memory."""
+    node1 and node2, whose H100s stand free, the type GreenFlow plans a job that asked for none
+    for when it has room (``gpu_types.planned_types``). GreenFlow placed by GPUs alone: seen on
+    24.11 with the hogs on node3 and node4, then its choice, it pinned the job there and the job
+    waited (``Reason=Resources``; the 1-GPU job's 4000 MiB come from ``DefMemPerCPU``). Now a
+    node with no CPU (or no memory) free shows no GPU free (``Node.starts_jobs``), so GreenFlow
+    plans the job for the A40s and places it there; where some memory is free but not the
+    job's, the planner drops the pin (``planner.where_jobs_fit``) and Slurm places the job.
+    Either way it starts at once, at its decided size, on a node with CPUs and memory."""
     c = site
     name = "greenflow-fit"
     hogs = [c.sbatch("bob", [*hog, "-w", node, "-t", "3", "--comment", "green:off"], "sleep 120\n")
-            for node in ("node3", "node4")]
+            for node in ("node1", "node2")]
     try:
         for hog_id in hogs:
             state_of(c, hog_id, {"RUNNING"}, 30)
@@ -137,13 +137,14 @@ def test_a_job_is_not_pinned_to_a_node_whose_cpus_or_memory_cpu_jobs_hold(site: 
         run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
         [(per_node, nodes, reason)] = store_rows(
             c, name, f"SELECT gpus_per_node, nodes, reason FROM decisions WHERE job_id = {job}")
-        if seen == "full":  # the policy itself sees no GPU free there (here: the A40 pool full, so released)
-            assert not {"node3", "node4"} & set((nodes or "").split(",")) and "lacks" not in reason, (nodes, reason)
+        assert reason.startswith("start now"), reason
+        if seen == "full":  # the policy itself sees no GPU free there: placed on the A40s
+            assert nodes and set(nodes.split(",")) <= {"node3", "node4"} and "lacks" not in reason, (nodes, reason)
         else:  # pinned there, and the pin dropped: Slurm places it
-            assert not nodes and reason.startswith("start now") and seen in reason, (nodes, reason)
+            assert not nodes and seen in reason, (nodes, reason)
         state_of(c, job, {"RUNNING", *DONE}, 30)
         got = job_report(c, REPORT, job)
-        assert got["host"] in ("node1", "node2") and len(got["gpus"].split(",")) == (per_node or 1), got
+        assert got["host"] in ("node3", "node4") and len(got["gpus"].split(",")) == (per_node or 1), got
     finally:
         c.exec("controller", "scancel", *map(str, hogs), check=False)
         c.exec("controller", "scancel", "-u", "alice", check=False)

@@ -133,14 +133,16 @@ def planned_types(snapshot: ClusterSnapshot, kinds: list[str | None], memo: Deci
                      key=lambda job: (-job.priority, job.submit_time, job.job_id))
     for job in pending:
         usual = types.of(job)
+        if usual not in kinds:
+            usual = types.majority
         if job.gpu_type:
-            options = [usual if usual in kinds else types.majority]
+            options = [usual]
         else:
             allowed = rules.allowed(job)
             if allowed not in open_to:
                 there = {t for n, t in type_of.items() if allowed is None or n in allowed}
                 open_to[allowed] = [k for k in kinds if k in there]
-            options = open_to[allowed] or [usual if usual in kinds else types.majority]
+            options = open_to[allowed] or [usual]
         pinned = {type_of.get(name) for name in job.nodes}
         need = job.total_gpus
         if len(options) == 1:

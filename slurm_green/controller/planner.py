@@ -23,7 +23,7 @@ from slurm_green.core import decision_token, gpu_freq
 from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit,
                                       ShareGpus)
 from slurm_green.core.gpu_freq import Enactment
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Reservation
 from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.green_options import parse_marker
 from slurm_green.core.partitions import NodeRules, node_rules
@@ -107,15 +107,23 @@ def _limit_actions(job: Job, decision: JobDecision, limits: Mapping[str, float |
     ``time_limit.partition_limits``); nothing is done without either (an unlimited job) or
     without an expected runtime.
     """
+    limit = _decided_limit(job, decision, limits, max_time_s)
+    return [SetTimeLimit(job.job_id, limit)] if limit is not None and limit != job.time_limit_s else []
+
+
+def _decided_limit(job: Job, decision: JobDecision, limits: Mapping[str, float | None],
+                   max_time_s: float | None) -> float | None:
+    """The time limit the job has once the decision is enacted (``_limit_actions``); None for
+    none (unlimited)."""
     asked = asked_limit(job, limits)
     expected = decision.expected_runtime_s
-    if asked is None or expected is None or not math.isfinite(expected):
-        return []
-    wanted = _bounded_limit(asked, expected, max_time_s)
     current = job.time_limit_s
+    if asked is None or expected is None or not math.isfinite(expected):
+        return current
+    wanted = _bounded_limit(asked, expected, max_time_s)
     if current is not None and (abs(current - wanted) < 60.0 or (wanted <= asked and current <= asked)):
-        return []
-    return [SetTimeLimit(job.job_id, wanted)]
+        return current
+    return wanted
 
 
 def _host_limit_actions(host: Job, stretch: float | None, limits: Mapping[str, float | None],
@@ -234,10 +242,35 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
     """The plan as it will be enacted: no pin or size for a job whose shape stays as submitted
     (``shape_as_submitted``), only what the job's partition can hold (``within_partition``), no
     pin to a node without the CPUs or memory to start the job (``where_jobs_fit``), no job
-    slowed past its partition's ``MaxTime`` (``within_max_time``), and only the co-locations
-    that can be enacted (``colocate``)."""
-    fitting = where_jobs_fit(within_partition(shape_as_submitted(plan, snapshot), snapshot, memo), snapshot)
+    slowed past its partition's ``MaxTime`` (``within_max_time``), no start decided for a job
+    in a reservation (``started_as_reserved``), no pin to a node another reservation holds
+    before the job would end (``clear_of_reservations``), and only the co-locations that can
+    be enacted (``colocate``)."""
+    shaped = shape_as_submitted(started_as_reserved(plan, snapshot), snapshot)
+    fitting = clear_of_reservations(where_jobs_fit(within_partition(shaped, snapshot, memo), snapshot), snapshot)
     return colocate(within_max_time(fitting, snapshot), snapshot, verify)
+
+
+def started_as_reserved(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """The plan with every pending job that Slurm runs in an advance reservation
+    (``Job.reservation``) started as Slurm schedules it: its decided start dropped (a job
+    job_submit.lua deferred is released), its cap kept.
+
+    A reservation's nodes are held for its jobs over its hours, so deferring one saves the
+    grid nothing (the GPUs stand idle meanwhile) and can cost the job its reservation: a job
+    whose begin time is past the reservation's end is held by Slurm when the reservation ends
+    (seen on 24.11: ``JobState=RESV_DEL_HOLD``) until its user releases or cancels it. The
+    controller does not read reservations' ends; it need not, once no start is decided."""
+    decisions = []
+    changed = False
+    for decision in plan.decisions:
+        job = snapshot.job(decision.job_id) if decision.start_at is not None else None
+        if job is not None and job.reservation and job.is_pending:
+            decision = replace_decision(decision, start_at=None, reason=f"{decision.reason}; starts when Slurm "
+                                                                        f"starts it in reservation {job.reservation}")
+            changed = True
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 
 
 def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
@@ -384,10 +417,7 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
                  for name, free_on, need in resources if (wanted := need(job)) > 0 for node in pinned
                  if (free := free_on.get(node)) is not None and free - taken.get((name, node), 0) < wanted]
         if short:
-            why = f"{'; '.join(short)}, so Slurm places it"
-            log.info("job %s: decided pin dropped: %s", job.job_id, why)
-            decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
-                                        partner_stretch=None, reason=f"{decision.reason}; as asked: {why}")
+            decision = _unpinned(decision, job, f"as asked: {'; '.join(short)}, so Slurm places it")
             changed = True
         else:
             for name, _, need in resources:
@@ -395,6 +425,58 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
                     taken[name, node] = taken.get((name, node), 0) + need(job)
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+def clear_of_reservations(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+    """The plan without a pin, for a pending job, to a node that a reservation the job does not
+    run in holds at some time between the job's decided start and its end by the time limit it
+    will have (a decided raise counted; no limit: no end).
+
+    Slurm starts no job on a reserved node whose time limit reaches into the reservation, and
+    the policies see a node free until its reservation begins: seen on 24.11, GreenFlow pinned
+    a 90-minute job to node1 (an H100, the type it runs fastest on) an hour before a
+    maintenance of node1 and node2, and the job waited for the maintenance to end (three hours)
+    with node3 and node4 idle. Without the pin Slurm places the job where it can, at its
+    decided size, start and cap; a share, which needs the pin, goes with it. A reservation
+    that starts at once also marks its nodes ``RESERVED``, and the policies place nothing on
+    such a node (``Node.available``)."""
+    if not snapshot.reservations:
+        return plan
+    held: dict[str, list[Reservation]] = {}
+    for reservation in snapshot.reservations:
+        for node in reservation.nodes:
+            held.setdefault(node, []).append(reservation)
+    limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
+    now = snapshot.taken_at
+    decisions = []
+    changed = False
+    for decision in plan.decisions:
+        job = snapshot.job(decision.job_id)
+        if job is None or not job.is_pending or not decision.nodes or not held.keys() & set(decision.nodes):
+            decisions.append(decision)
+            continue
+        start = max(now, decision.start_at if decision.start_at is not None else now)
+        limit = _decided_limit(job, decision, limits, max_times.get(job.partition))
+        end = start + limit if limit is not None else math.inf
+        clashes = [f"{node} is in reservation {r.name} {_from(r.start, now)}" for node in decision.nodes
+                   for r in held.get(node, ()) if r.name != job.reservation and r.overlaps(start, end)]
+        if clashes:
+            decision = _unpinned(decision, job, f"{'; '.join(clashes)}, before it would end, so Slurm places it")
+            changed = True
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+def _unpinned(decision: JobDecision, job: Job, why: str) -> JobDecision:
+    """The decision without its pin (one an earlier tick set is cleared) and without the share
+    that needs it: Slurm places the job, at its decided size, start and cap."""
+    log.info("job %s: decided pin dropped: %s", job.job_id, why)
+    return replace_decision(decision, nodes=() if job.nodes else None, share_with=None, partner_stretch=None,
+                            reason=f"{decision.reason}; {why}")
+
+
+def _from(start: float, now: float) -> str:
+    return "now" if start <= now else f"from {(start - now) / 3600:.1f} h on"
 
 
 #: What ``where_jobs_fit`` checks on a pinned node: (name in reasons, free on a node or None where

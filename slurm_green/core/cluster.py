@@ -93,6 +93,9 @@ class Job:
     #: Memory the job asks for (pending) or holds, in MiB over all its nodes (the ``mem`` of its
     #: TRES); 0 where not known, and for an ended job.
     memory_mib: int = 0
+    #: The advance reservation Slurm runs the job in (``--reservation``); empty if none. Its nodes and hours are the reservation's, so its start
+    #: is Slurm's to choose (``planner.started_as_reserved``).
+    reservation: str = ""
 
     @property
     def total_gpus(self) -> int:
@@ -204,6 +207,23 @@ class Partition:
 
 
 @dataclass(frozen=True, slots=True)
+class Reservation:
+    """An advance reservation (``scontrol create reservation``): its nodes are kept from
+    ``start`` to ``end`` (POSIX seconds) for the jobs that run in it (``Job.reservation``), so
+    Slurm starts no other job there whose time limit reaches into those hours: a maintenance, or
+    hours someone booked."""
+
+    name: str
+    start: float
+    end: float
+    nodes: tuple[str, ...] = ()
+
+    def overlaps(self, start: float, end: float) -> bool:
+        """Whether the reservation holds its nodes at some time in ``[start, end)``."""
+        return self.start < end and start < self.end
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     """A consistent view of the cluster at ``taken_at`` (POSIX seconds)."""
 
@@ -212,6 +232,8 @@ class ClusterSnapshot:
     jobs: tuple[Job, ...] = ()
     nodes: tuple[Node, ...] = ()
     partitions: tuple[Partition, ...] = ()
+    #: Advance reservations not yet ended; empty where none, or not known (the simulator).
+    reservations: tuple[Reservation, ...] = ()
     _job_index: dict[int, Job] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -248,7 +248,8 @@ def submitted_limit_s(minutes: int | None) -> float | None:
 
 def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
                requeue: int | None = None, time_limit_s: float | None = None,
-               own_nodes: bool = False, array: bool = False) -> tuple[GreenOptions, int | None]:
+               own_nodes: bool = False, array: bool = False,
+               reserved: bool = False) -> tuple[GreenOptions, int | None]:
     """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
@@ -267,7 +268,9 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
     in the options (the marker) for every marked job; so are ``own_nodes``, whether it was
     submitted with a node list, excluded nodes, a constraint or a reservation, and ``array``,
-    whether it was submitted as an array.
+    whether it was submitted as an array. A job submitted to a reservation (``reserved``:
+    ``--reservation``) is not deferred: its reservation's nodes wait for it, and a begin time
+    past the reservation's end would get it held when the reservation ends (``RESV_DEL_HOLD``).
     """
     # One ``replace`` per job: the simulator's job_submit.lua runs this for every arrival.
     elastic = options.elastic and requeue != 0
@@ -279,7 +282,7 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     defer = math.floor(deadline)
     return (replace(options, time_limit_s=time_limit_s, elastic=elastic, deadline=deadline,
                     earliest=base if later else None, own_nodes=own_nodes, array=array),
-            defer if defer > base else None)
+            defer if defer > base and not reserved else None)
 
 
 

@@ -11,7 +11,8 @@ At submission it
   * writes the normalised marker (format_marker) into AdminComment, which users cannot
     change (with own_nodes=1 where the user gave -w, -x, -C or --reservation, array=1 for an
     array), and defers the job to its deadline (begin_time) so that it still starts in
-    time when the controller is down; the controller moves it earlier,
+    time when the controller is down; the controller moves it earlier (a job in a
+    reservation is not deferred: its reservation's nodes wait for it),
   * strips any decision token ("sg1.<body>.<mac>") from the user's own comment,
   * leaves a heterogeneous job's components alone (not marked, not deferred: they start together).
 On update it keeps users from changing what only the controller decides for a managed job:
@@ -406,6 +407,9 @@ local function on_submit(job_desc)
         local value = job_desc[field]
         if value ~= nil and value ~= "" then options.own_nodes = true end
     end
+    -- A job in a reservation is not deferred: the reservation's nodes wait for it anyway, and a
+    -- begin time past the reservation's end gets the job held (RESV_DEL_HOLD) when it ends.
+    local reserved = job_desc.reservation ~= nil and job_desc.reservation ~= ""
     -- An array is one pending record to the controller: one pin or size would bind every task.
     if job_desc.array_inx ~= nil and job_desc.array_inx ~= "" then options.array = true end
     if options.managed then
@@ -417,7 +421,7 @@ local function on_submit(job_desc)
         local base = later and begin or now
         if later then options.earliest = begin end
         options.deadline = base + options.flex_s
-        if math.floor(options.deadline) > base and not SETTINGS.dry_run then
+        if math.floor(options.deadline) > base and not SETTINGS.dry_run and not reserved then
             job_desc.begin_time = math.floor(options.deadline)
         end
     end

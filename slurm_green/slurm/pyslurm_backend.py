@@ -8,13 +8,15 @@ exercised only against a fake module shaped after pyslurm 25.11's documented API
 - ``pyslurm.Jobs.load()`` -> mapping whose ``values()`` are ``Job`` objects with
   ``id, name, user_name, account, partition, state, state_reason, submit_time,
   eligible_time, start_time, end_time, time_limit`` (minutes), ``num_nodes,
-  allocated_nodes, priority, nice, comment, admin_comment, gres_per_node``
+  allocated_nodes, priority, nice, comment, admin_comment, reservation, gres_per_node``
   (a dict such as ``{"gpu:a100": 2}``);
 - ``pyslurm.Nodes.load()`` -> list of ``Node`` with ``name, state`` (``"IDLE+DRAIN"``),
   ``reason, configured_gres, allocated_gres`` (dicts; with indices
   ``{"gpu:a100": {"count": 2, "indexes": "0-1"}}``), ``available_features, partitions``;
 - ``pyslurm.Partitions.load()`` -> mapping of ``Partition`` (``name, nodes, state,
   is_default, max_time, default_time`` in minutes, ``max_nodes``);
+- ``pyslurm.Reservations.load()`` -> mapping of ``Reservation`` (``name, start_time,
+  end_time`` as epoch seconds, ``nodes`` a hostlist), read with the partitions;
 - ``pyslurm.Job(id).modify(pyslurm.JobSubmitDescription(...))`` with ``begin_time``
   (epoch digits are taken as-is: no time-zone question), ``gres_per_node``, ``nodes``
   (the node count), ``required_nodes`` (``-w``), ``comment``, ``nice``, ``time_limit`` (minutes); ``Job(id).hold()`` /
@@ -50,7 +52,7 @@ from slurm_green.core.actions import (
     SignalJob,
 )
 from slurm_green.core.clock import Clock, SystemClock
-from slurm_green.core.cluster import ClusterSnapshot, Job, Partition
+from slurm_green.core.cluster import ClusterSnapshot, Job, Partition, Reservation
 from slurm_green.core.decision_token import replace_token
 from slurm_green.slurm import commands, hostlist, schema
 from slurm_green.slurm.errors import SlurmError, classify
@@ -108,6 +110,7 @@ def job_record(job: Any) -> dict[str, Any]:
         "hold": priority == 0,
         "comment": getattr(job, "comment", None),
         "admin_comment": getattr(job, "admin_comment", None),
+        "resv_name": getattr(job, "reservation", None),
     }
 
 
@@ -144,6 +147,16 @@ def partition(record: Any) -> Partition:
     )
 
 
+def reservation(record: Any) -> Reservation | None:
+    """A ``pyslurm.Reservation`` (``start_time``/``end_time`` as epoch seconds, ``nodes`` a
+    hostlist); None where its times cannot be read."""
+    start, end = schema.number(getattr(record, "start_time", None)), schema.number(getattr(record, "end_time", None))
+    if start is None or end is None:
+        return None
+    return Reservation(name=schema.text(record.name), start=float(start), end=float(end),
+                       nodes=hostlist.expand(schema.text(getattr(record, "nodes", None))))
+
+
 class PyslurmBackend:
     """``ClusterBackend`` over pyslurm; see the module docstring for what is verified."""
 
@@ -161,6 +174,7 @@ class PyslurmBackend:
         self.partition_ttl_s = partition_ttl_s
         self.recorded: list[tuple[str, ...]] = []
         self._partitions: tuple[Partition, ...] = ()
+        self._reservations: tuple[Reservation, ...] = ()
         self._partitions_at: float | None = None
         self._last: ClusterSnapshot | None = None
 
@@ -176,9 +190,11 @@ class PyslurmBackend:
         nodes = tuple(schema.parse_node(node_record(node)) for node in self._load("Nodes"))
         if self._partitions_at is None or taken_at - self._partitions_at >= self.partition_ttl_s:
             self._partitions = tuple(partition(record) for record in self._load("Partitions"))
+            self._reservations = tuple(r for record in self._load("Reservations") if (r := reservation(record)))
             self._partitions_at = taken_at
         version = getattr(self.pyslurm, "version", lambda: "")()
-        self._last = ClusterSnapshot(taken_at, str(version), jobs, nodes, self._partitions)
+        self._last = ClusterSnapshot(taken_at, str(version), jobs, nodes, self._partitions,
+                                     tuple(r for r in self._reservations if r.end > taken_at))
         return self._last
 
     def _job(self, job_id: int) -> Job | None:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from slurm_green.core.cluster import Job, JobState, Node, NodeState, Partition
+from slurm_green.core.cluster import Job, JobState, Node, NodeState, Partition, Reservation
 from slurm_green.core.text import displayable
 from slurm_green.slurm import gres, hostlist
 
@@ -228,6 +228,7 @@ def parse_job(record: Record) -> Job:
         tres_freq=text(record.get("tres_freq")),
         tres_per_node=text(record.get("tres_per_node")),
         gpus_per_node_only=_gpus_per_node_only(record),
+        reservation=text(record.get("resv_name")),
     )
 
 
@@ -314,6 +315,26 @@ def parse_partitions_text(output: str) -> tuple[Partition, ...]:
             )
         )
     return tuple(partitions)
+
+
+def parse_reservations_text(output: str) -> tuple[Reservation, ...]:
+    """Reservations from ``scontrol show reservations --oneliner`` run with
+    ``SLURM_TIME_FORMAT=%s`` (start and end as epoch seconds; the same on 22.05, 24.11 and
+    26.05). A line whose times cannot be read is left out, and logged: the planner then knows
+    less, as before reservations were read, never something wrong."""
+    reservations: list[Reservation] = []
+    for line in output.splitlines():
+        fields = dict(token.split("=", 1) for token in line.split() if "=" in token)
+        if "ReservationName" not in fields:
+            continue
+        start, end = number(fields.get("StartTime")), number(fields.get("EndTime"))
+        if start is None or end is None:
+            log.warning("reservation %s left out: its times are not epoch seconds (%s, %s)",
+                        fields["ReservationName"], fields.get("StartTime"), fields.get("EndTime"))
+            continue
+        reservations.append(Reservation(name=fields["ReservationName"], start=float(start), end=float(end),
+                                        nodes=hostlist.expand(fields.get("Nodes"))))
+    return tuple(reservations)
 
 
 def _count(value: str) -> int | None:

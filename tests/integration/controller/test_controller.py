@@ -240,6 +240,42 @@ def test_a_users_own_begin_is_never_moved_earlier(controller_site: Cluster) -> N
             c.exec("controller", "scancel", str(job), check=False)
 
 
+def test_a_job_in_a_reservation_is_not_deferred_past_it(controller_site: Cluster) -> None:
+    """A reservation's nodes wait for its jobs, and Slurm holds a job whose begin time is past
+    its reservation's end once that ends (``RESV_DEL_HOLD``). So job_submit.lua does not defer a
+    green job submitted to a reservation (before: to its deadline, 6 h on), and the controller
+    releases one deferred anyway (as an older plugin did) instead of moving it to a cleaner hour
+    3 h on, long after its 10-minute reservation; its cap is still decided, and it runs on the
+    reservation's node once alice's other job there ends."""
+    c = controller_site
+    now = time.time()
+    config = write_config(write_carbon(now + 3 * 3600, now + 4 * 3600), "reserved")
+    c.exec("controller", "scontrol", "delete", "reservation=sg-resv", check=False)
+    c.exec("controller", "scontrol", "create", "reservation", "reservationname=sg-resv", "starttime=now",
+           "duration=10", "nodes=node2", "users=alice")
+    jobs: list[int] = []
+    try:
+        jobs.append(c.sbatch("alice", ["--gres=gpu:4", "--reservation=sg-resv", "-t", "2", "--comment", "green:off"],
+                             "sleep 40\n"))
+        state_of(c, jobs[0], {"RUNNING"}, 30)
+        jobs.append(green := c.sbatch("alice", ["--gres=gpu:1", "--reservation=sg-resv", "-t", "2", "--comment",
+                                                "green:flex=6h"], "hostname\n"))
+        seen = seen_job(c, green)
+        assert seen.reservation == "sg-resv" and seen.is_pending, seen
+        assert seen.eligible_time is not None and seen.eligible_time < time.time() + 60, (seen.eligible_time, now)
+        c.exec("controller", "scontrol", "update", f"jobid={green}", "StartTime=now+6hours")
+        c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+        [(reason,)] = store_rows(c, "reserved", f"SELECT reason FROM decisions WHERE job_id = {green}")
+        assert "in reservation sg-resv" in reason, reason
+        assert seen_job(c, green).eligible_time < time.time() + 60, reason
+        state_of(c, green, {"RUNNING", *DONE}, 90)
+        assert c.exec("controller", "squeue", "-h", "-t", "all", "-j", str(green), "-o", "%N").stdout.strip() == "node2"
+    finally:
+        for job in jobs:
+            c.exec("controller", "scancel", str(job), check=False)
+        c.exec("controller", "scontrol", "delete", "reservation=sg-resv", check=False)
+
+
 def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:
     """Emulated GPUs (they draw exactly their limit): the Epilog leaves the job's energy in the
     shared directory, the next tick records it and corrects the models' power."""

@@ -263,6 +263,23 @@ def test_snapshot_costs_four_rpcs_whatever_the_queue_length(cluster: Cluster, ba
     assert json_cost == 3, json_by_type
 
 
+def test_a_reservation_is_read_with_its_hours_and_nodes(cluster: Cluster, backend: CliBackend):
+    """``scontrol show reservations --oneliner`` with ``SLURM_TIME_FORMAT=%s`` gives epoch
+    seconds and a hostlist on every version; a reservation deleted is gone at the next read."""
+    cluster.exec("controller", "scontrol", "delete", "reservation=sg-read", check=False)
+    before = time.time()
+    try:
+        cluster.exec("controller", "scontrol", "create", "reservation", "reservationname=sg-read",
+                     "starttime=now+1hour", "duration=120", "nodes=node1,node3", "flags=MAINT", "users=root")
+        fresh = CliBackend(backend.runner, timeout_s=60)
+        [read] = [r for r in fresh.snapshot().reservations if r.name == "sg-read"]
+        assert read.nodes == ("node1", "node3") and read.end - read.start == 7200, read
+        assert before + 3600 - 60 <= read.start <= time.time() + 3600 + 60, (read, before)
+    finally:
+        cluster.exec("controller", "scontrol", "delete", "reservation=sg-read", check=False)
+    assert not [r for r in CliBackend(backend.runner, timeout_s=60).snapshot().reservations if r.name == "sg-read"]
+
+
 def text_read(backend: CliBackend) -> tuple[Job, ...]:
     """The jobs as the text read alone gives them (``TextFormatError`` where the backend reads JSON)."""
     delimiter = squeue_text.new_delimiter()
@@ -290,6 +307,26 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
     fails = cluster.sbatch("bob", ["-J", "fails", "-t", "5"], script="exit 3\n")
     cluster.sbatch("bob", ["-J", "total", "--gpus=3", "--hold", "-t", "5"])
     Cluster.wait_for(lambda: cluster.job_state(fails) == "FAILED", message="the failing job did not end")
+    cluster.exec("controller", "scontrol", "delete", "reservation=sg-contract", check=False)
+    try:
+        cluster.exec("controller", "scontrol", "create", "reservation", "reservationname=sg-contract",
+                     "starttime=now", "duration=30", "nodes=node4", "users=alice")
+        reserved = cluster.sbatch("alice", ["-J", "reserved", "--reservation=sg-contract", "--hold", "-t", "5"])
+        text_jobs = _read_alike(backend)
+    finally:
+        cluster.exec("controller", "scancel", "-n", "reserved", check=False)
+        cluster.exec("controller", "scontrol", "delete", "reservation=sg-contract", check=False)
+    assert {"two\nlines SG~", "N/A", "shared", "fails", "total"} <= {job.name for job in text_jobs}
+    assert any(not job.state.is_active for job in text_jobs)
+    # CPUs and memory (DefMemPerCPU: 4000 MiB a CPU) are read, not left unknown by both reads
+    assert all(job.cpus > 0 and job.memory_mib >= 4000 * job.cpus for job in text_jobs if job.state.is_active)
+    # so is the reservation a job runs in, and only that job's
+    assert {job.job_id for job in text_jobs if job.reservation} == {reserved}
+    assert {job.reservation for job in text_jobs} == {"", "sg-contract"}
+
+
+def _read_alike(backend: CliBackend) -> tuple[Job, ...]:
+    """The queue read as text, once it reads the same as JSON."""
     json_backend = CliBackend(backend.runner, timeout_s=60, text_jobs=False)
     text_jobs: tuple[Job, ...] = ()
     for _ in range(5):  # a job that starts or ends between the two reads is read again
@@ -303,10 +340,7 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
             break
     assert backend.reads_jobs_as_text, "the text read was refused on this Slurm"
     assert {job.job_id: job for job in text_jobs} == json_jobs
-    assert {"two\nlines SG~", "N/A", "shared", "fails", "total"} <= {job.name for job in text_jobs}
-    assert any(not job.state.is_active for job in text_jobs)
-    # CPUs and memory (DefMemPerCPU: 4000 MiB a CPU) are read, not left unknown by both reads
-    assert all(job.cpus > 0 and job.memory_mib >= 4000 * job.cpus for job in text_jobs if job.state.is_active)
+    return text_jobs
 
 
 def test_a_pending_array_whose_line_hides_a_task_split_off_is_read_as_json(cluster: Cluster, backend: CliBackend):

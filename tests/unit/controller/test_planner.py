@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from slurm_green.controller.planner import START_TOLERANCE_S, colocate, enactable, plan_actions, sharing_allowed
 from slurm_green.core import decision_token as dt
 from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit, ShareGpus
-from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Partition
+from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Partition, Reservation
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import JobDecision, Plan
 
@@ -150,6 +150,26 @@ def test_a_job_whose_user_chose_its_nodes_keeps_them_and_its_size_but_not_its_de
     kept, _ = enactable(plan, snapshot(own, other))
     assert "its user chose its nodes" in kept.decisions[0].reason
     assert (kept.decisions[0].nodes, kept.decisions[0].gpus_per_node, kept.decisions[0].num_nodes) == (None,) * 3
+
+
+def test_a_job_in_a_reservation_starts_as_slurm_schedules_it_with_its_decided_cap():
+    """A pending job Slurm runs in a reservation (``Job.reservation``) gets no decided start: one
+    job_submit.lua deferred is released, a deferral decided for it is dropped, its cap stays.
+    A job in no reservation is deferred as decided."""
+    later = NOW + 3600
+    reserved = Job(5, gpus_per_node=1, eligible_time=NOW + 1200, admin_comment=OWN_NODES, reservation="r1")
+    other = Job(6, gpus_per_node=1, eligible_time=NOW + 1200, admin_comment=SHARING)
+    plan = Plan((JobDecision(5, start_at=later, power_cap_fraction=0.6, reason="a cleaner hour"),
+                 JobDecision(6, start_at=later, reason="a cleaner hour")))
+    actions = plan_actions(snapshot(reserved, other), plan, NOW, sign, verify)
+    assert [a for a in actions if not isinstance(a, SetDecision)] == [SetStartTime(5, NOW), SetStartTime(6, later)]
+    [token] = [a for a in actions if isinstance(a, SetDecision)]
+    assert (token.job_id, dt.verify(KEY, 5, token.token)) == (5, {"cap": 0.6})
+    kept, _ = enactable(plan, snapshot(reserved, other))
+    assert kept.decisions[0].start_at is None and "in reservation r1" in kept.decisions[0].reason
+    assert kept.decisions[1] == plan.decisions[1]
+    started = dataclasses.replace(reserved, eligible_time=NOW - 60)  # already eligible: nothing to send
+    assert plan_actions(snapshot(started), Plan((plan.decisions[0],)), NOW) == []
 
 
 def test_a_pending_array_keeps_its_shape_one_pin_would_bind_every_task():
@@ -515,6 +535,55 @@ def limit_actions(job: Job, expected_s: float | None, max_time_s: float | None =
     snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,),
                            partitions=(Partition("gpu", max_time_s=max_time_s),))
     return [a for a in plan_actions(snap, plan, NOW, sign, verify) if isinstance(a, SetTimeLimit)]
+
+
+MAINT = Reservation("maint", NOW + 3600, NOW + 3 * 3600, ("node1", "node2"))
+
+
+def pinned(job: Job, maint: Reservation = MAINT, start_at: float = NOW, expected_s: float | None = None,
+           share_with: int | None = None) -> tuple[JobDecision, list]:
+    """The decision and actions, with ``maint`` booked, for ``job`` pinned to node1."""
+    plan = Plan((JobDecision(job.job_id, start_at=start_at, nodes=("node1",), num_nodes=1, gpus_per_node=1,
+                             power_cap_fraction=0.7, expected_runtime_s=expected_s, share_with=share_with,
+                             reason="start now"),))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), partitions=(Partition("gpu"),),
+                           reservations=(maint,))
+    kept, _ = enactable(plan, snap)
+    return kept.decisions[0], plan_actions(snap, plan, NOW)
+
+
+@pytest.mark.parametrize("limit_h, expected_h, start_h, in_it, dropped", [
+    (1.5, None, 0, "", True),        # its limit reaches 30 min into the maintenance
+    (0.5, None, 0, "", False),       # done before it begins
+    (0.5, 1.5, 0, "", True),         # the raise the decision needs (slowed 3 x) reaches into it
+    (None, None, 0, "", True),       # no limit: no end
+    (1.5, None, 3, "", False),       # deferred past it
+    (1.5, None, 0, "maint", False),  # a job of the reservation itself
+])
+def test_no_job_is_pinned_to_a_node_a_reservation_holds_before_it_would_end(
+        limit_h, expected_h, start_h, in_it, dropped):
+    """Slurm starts no job on a reserved node whose limit reaches into the reservation; the pin
+    goes (Slurm places the job), its size, start and cap stay."""
+    limit = limit_h * 3600.0 if limit_h is not None else None
+    marker = format_marker(GreenOptions(max_delay_s=6 * 3600, time_limit_s=limit))
+    job = Job(7, gpus_per_node=1, admin_comment=marker, time_limit_s=limit, eligible_time=NOW + 3600,
+              partition="gpu", reservation=in_it)
+    decision, actions = pinned(job, start_at=NOW + start_h * 3600,
+                               expected_s=expected_h * 3600.0 if expected_h is not None else None)
+    assert (decision.nodes is None) == dropped, decision
+    assert (decision.gpus_per_node, decision.power_cap_fraction) == (1, 0.7)
+    assert any(isinstance(a, SetNodes) for a in actions) != dropped
+    assert ("node1 is in reservation maint from 1.0 h on" in decision.reason) == dropped, decision.reason
+
+
+def test_a_pin_dropped_for_a_reservation_clears_one_set_before_and_its_share():
+    """A job an earlier tick pinned to node1 (ReqNodeList) has that pin cleared, and a share,
+    which needs the pin, goes; an active reservation says "now"."""
+    now_on = Reservation("now-on", NOW - 60, NOW + 600, ("node1",))
+    job = Job(7, gpus_per_node=1, admin_comment=SHARING, time_limit_s=3600.0, nodes=("node1",), partition="gpu")
+    decision, actions = pinned(job, now_on, share_with=8)
+    assert (decision.nodes, decision.share_with) == ((), None)
+    assert SetNodes(7, ()) in actions and "node1 is in reservation now-on now" in decision.reason
 
 
 def test_a_decision_that_slows_a_job_raises_its_limit_before_it_starts():

@@ -113,13 +113,17 @@ def test_a_node_list_excluded_nodes_a_constraint_or_a_reservation_is_kept_in_the
         plugin: LuaPlugin, field: str, value: str) -> None:
     """-w, -x, -C and --reservation (job_desc's req_nodes, exc_nodes, features, reservation) make
     the marker say ``own_nodes=1``: the controller then pins the job nowhere and keeps its size.
-    Empty is not given."""
+    A job in a reservation is not deferred (its reservation's nodes wait for it). Empty is not given."""
+    reserved = field == "reservation" and bool(value)
     for comment in ("green:flex=1h,gpus=1-4", "green:off"):
         answer = plugin.submit(comment=comment, tres_per_node="gres/gpu:1", **{field: value})
         assert answer.rc == 0
-        assert answer.job["admin_comment"] == expected_submission(comment, own_nodes=bool(value))[0]
+        marker, begin, _ = expected_submission(comment, own_nodes=bool(value), reserved=reserved)
+        assert answer.job["admin_comment"] == marker
         assert answer.job["admin_comment"].endswith(";own_nodes=1") == bool(value)
         assert answer.job[field] == value  # recorded, never changed
+        assert (answer.job.get("begin_time") or 0) == begin
+        assert bool(begin) == (comment != "green:off" and not reserved)
 
 
 @pytest.mark.parametrize("value", ["0-7", "1,3,5%2", ""])

@@ -12,7 +12,7 @@ from slurm_captured import FIXTURES, fixture_versions, load_json, nodes_file
 from slurm_green.core.actions import (ActionError, Hold, Release, SetDecision, SetGpus, SetNice, SetNodes, SetStartTime,
                                       ShareGpus)
 from slurm_green.core.clock import ManualClock
-from slurm_green.core.cluster import JobState
+from slurm_green.core.cluster import JobState, Reservation
 from slurm_green.slurm.cli_backend import CliBackend
 from slurm_green.slurm import squeue_text
 from slurm_green.slurm.errors import SlurmError
@@ -89,8 +89,61 @@ def test_snapshot_of_captured_output(version):
     # partitions are cached: the second snapshot reads jobs and nodes only; the refused
     # text read of jobs is tried once, then JSON is read straight away
     assert [call[:3] for call in runner.calls].count(("scontrol", "show", "partitions")) == 1
+    assert [call[:3] for call in runner.calls].count(("scontrol", "show", "reservations")) == 1
     assert [call[:3] for call in runner.calls].count(("squeue", "--states=all", "--noheader")) == 1
-    assert len(runner.calls) == 6
+    assert len(runner.calls) == 7
+
+
+# As 24.11 prints them with SLURM_TIME_FORMAT=%s (seen on the Docker cluster), one ended.
+RESERVATIONS = (
+    f"ReservationName=maint StartTime={NOW + 3600:.0f} EndTime={NOW + 10800:.0f} Duration=02:00:00 Nodes=node[1-2] "
+    "NodeCnt=2 CoreCnt=128 Features=(null) PartitionName=(null) Flags=MAINT,SPEC_NODES TRES=cpu=128 Users=root "
+    "Groups=(null) Accounts=(null) Licenses=(null) State=INACTIVE BurstBuffer=(null) MaxStartDelay=(null)\n"
+    f"ReservationName=past StartTime={NOW - 7200:.0f} EndTime={NOW - 60:.0f} Duration=02:00:00 Nodes=node3 "
+    "State=INACTIVE\n"
+    f"ReservationName=lic StartTime={NOW:.0f} EndTime={NOW + 600:.0f} Nodes=(null) Licenses=matlab:1 State=ACTIVE\n"
+)
+
+
+def test_reservations_not_yet_ended_are_read_with_epoch_times_and_cached_like_partitions():
+    def reply(argv: tuple[str, ...]) -> tuple[int, str, str]:
+        if argv[:3] == ("scontrol", "show", "reservations"):
+            return 0, RESERVATIONS, ""
+        return reads('{"jobs": []}')(argv)
+
+    cli, runner = backend(reply, partition_ttl_s=900)
+    first = cli.snapshot()
+    assert first.reservations == (Reservation("maint", NOW + 3600, NOW + 10800, ("node1", "node2")),
+                                  Reservation("lic", NOW, NOW + 600, ()))
+    [env] = [env for call, env in zip(runner.calls, runner.envs) if call[:3] == ("scontrol", "show", "reservations")]
+    assert env is not None and env["SLURM_TIME_FORMAT"] == "%s"
+    cli.clock.advance(700)  # "lic" ended; nothing is read again within partition_ttl_s
+    assert [r.name for r in cli.snapshot().reservations] == ["maint"]
+    assert [call[:3] for call in runner.calls].count(("scontrol", "show", "reservations")) == 1
+
+
+def test_a_reservation_whose_times_are_not_epoch_seconds_is_left_out_and_logged(caplog):
+    local = RESERVATIONS.replace(f"StartTime={NOW + 3600:.0f}", "StartTime=2027-01-15T10:00:00")
+
+    def reply(argv: tuple[str, ...]) -> tuple[int, str, str]:
+        if argv[:3] == ("scontrol", "show", "reservations"):
+            return 0, local, ""
+        return reads('{"jobs": []}')(argv)
+
+    cli, _ = backend(reply)
+    assert [r.name for r in cli.snapshot().reservations] == ["lic"]
+    assert "reservation maint left out" in caplog.text
+
+
+def test_a_failed_reservation_read_fails_the_snapshot():
+    def reply(argv: tuple[str, ...]) -> tuple[int, str, str]:
+        if argv[:3] == ("scontrol", "show", "reservations"):
+            return 1, "", "slurm_load_reservations error: Unable to contact slurm controller (connect failure)"
+        return reads('{"jobs": []}')(argv)
+
+    cli, _ = backend(reply)
+    with pytest.raises(SlurmError, match="show reservations"):
+        cli.snapshot()
 
 
 def test_snapshot_failure_is_typed():

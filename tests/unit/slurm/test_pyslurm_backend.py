@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from slurm_green.core.actions import (ActionError, Hold, Release, SetDecision, SetGpuFreq, SetGpus, SetNice, SetStartTime,
                                       SetTimeLimit, ShareGpus)
 from slurm_green.core.clock import ManualClock
-from slurm_green.core.cluster import JobState, NodeState
+from slurm_green.core.cluster import JobState, NodeState, Reservation
 from slurm_green.slurm.pyslurm_backend import PyslurmBackend, gres_text
 
 NOW = 1_800_000_000.0
@@ -46,6 +46,7 @@ class FakePyslurm:
             nice=0,
             comment="green:flex=6h mine",
             admin_comment="sg:managed=1",
+            reservation="booked",
             gres_per_node={"gpu:a100": 2},
             cpus=2,
             memory=8000,
@@ -79,6 +80,9 @@ class FakePyslurm:
         part = SimpleNamespace(name="gpu", nodes="node[1-2]", state="UP", is_default=True, max_time=None,
                                default_time=90, max_nodes=2)
         self.Partitions = SimpleNamespace(load=lambda: {"gpu": part})
+        booked = SimpleNamespace(name="booked", start_time=1_800_000_000, end_time=1_800_007_200, nodes="node[1-2]")
+        ended = SimpleNamespace(name="ended", start_time=1_799_000_000, end_time=1_799_007_200, nodes="node1")
+        self.Reservations = SimpleNamespace(load=lambda: {"booked": booked, "ended": ended})
         self.RPCError = RPCError
         fake = self
 
@@ -124,6 +128,8 @@ def test_snapshot_goes_through_the_same_normalisation():
     assert snapshot.partitions[0].default and snapshot.slurm_version == "25.11.1"
     assert (snapshot.partitions[0].max_time_s, snapshot.partitions[0].default_time_s) == (None, 5400.0)
     assert snapshot.partitions[0].max_nodes == 2
+    assert (pending.reservation, running.reservation) == ("booked", "")
+    assert snapshot.reservations == (Reservation("booked", 1_800_000_000, 1_800_007_200, ("node1", "node2")),)
 
 
 def test_actions_call_modify_hold_release_and_type_errors():

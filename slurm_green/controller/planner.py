@@ -16,8 +16,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slurm_green.core import decision_token, gpu_freq
 from slurm_green.core.actions import (Action, SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit,
@@ -243,10 +244,11 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
     (``shape_as_submitted``), only what the job's partition can hold (``within_partition``), no
     pin to a node without the CPUs or memory to start the job (``where_jobs_fit``), no job
     slowed past its partition's ``MaxTime`` (``within_max_time``), no start decided for a job
-    in a reservation (``started_as_reserved``), no pin to a node another reservation holds
+    in a reservation (``started_as_reserved``), no size Slurm's QOS or association limits held
+    back (``within_site_limits``), no pin to a node another reservation holds
     before the job would end (``clear_of_reservations``), and only the co-locations that can
     be enacted (``colocate``)."""
-    shaped = shape_as_submitted(started_as_reserved(plan, snapshot), snapshot)
+    shaped = within_site_limits(shape_as_submitted(started_as_reserved(plan, snapshot), snapshot), snapshot, memo)
     fitting = clear_of_reservations(where_jobs_fit(within_partition(shaped, snapshot, memo), snapshot), snapshot)
     return colocate(within_max_time(fitting, snapshot), snapshot, verify)
 
@@ -271,6 +273,80 @@ def started_as_reserved(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
             changed = True
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+#: How Slurm names a wait for a QOS or association limit (``job_reason_string``:
+#: ``QOSMaxGRESPerUser``, ``QOSGrpGRES``, ``AssocMaxGRESPerJob``, ``QOSMinGRES``, ...).
+_SITE_LIMIT = re.compile(r"^(QOS|Assoc)(Grp|Max|Min)")
+
+
+@dataclass
+class _SubmittedSizes:
+    """Per pending job the controller resized: its (nodes, GPUs per node) before the first
+    resize, and, once Slurm held it for a site limit at another size, why (its size then stays
+    as submitted)."""
+
+    sizes: dict[int, tuple[int, int]] = field(default_factory=dict)
+    held: dict[int, str] = field(default_factory=dict)
+
+
+def within_site_limits(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None) -> Plan:
+    """The plan with a pending job that Slurm holds for a QOS or association limit
+    (``Reason=QOSMaxGRESPerUser`` and the like) at a size a decision gave it put back to the
+    size it had before the controller first resized it, uncapped, and kept there while it waits.
+
+    Sites limit GPUs per user, account or job (``sacctmgr ... MaxTRESPerUser=gres/gpu=2``) and
+    Slurm takes an update past the limit: seen on 24.11 with ``AccountingStorageEnforce=limits``,
+    GreenFlow grew a 1-GPU job to 4 GPUs against a limit of 2 and the job stayed pending
+    (``QOSMaxGRESPerUser``) with nothing else running, where Slurm alone had started it at
+    once. The controller does not read the limits (their hierarchy of QOS, associations and
+    partition QOS, and their usage, is Slurm's to weigh); it reads Slurm's verdict, so the job
+    waits at most one tick more than it would have. Without a cap its time limit needs no
+    raise. The sizes are kept in the controller's memo, which a restarted controller fills from
+    its store (``remember_sizes``)."""
+    if memo is None:
+        return plan
+    known = memo.get(_SubmittedSizes)
+    for job_id in [job_id for job_id in known.sizes if not ((job := snapshot.job(job_id)) and job.is_pending)]:
+        known.sizes.pop(job_id)
+        known.held.pop(job_id, None)
+    decisions = []
+    changed = False
+    for decision in plan.decisions:
+        job = snapshot.job(decision.job_id)
+        if job is None or not job.is_pending:
+            decisions.append(decision)
+            continue
+        submitted = known.sizes.get(job.job_id)
+        if submitted is not None and submitted != (job.num_nodes, job.gpus_per_node) \
+                and _SITE_LIMIT.match(job.state_reason):
+            known.held[job.job_id] = (f"Slurm held it for a site limit ({job.state_reason}) at "
+                                      f"{job.total_gpus} GPU(s), so its size stays as submitted")
+        why = known.held.get(job.job_id)
+        if why is not None and submitted is not None:
+            nodes, per_node = submitted
+            decision = replace_decision(decision, num_nodes=nodes, gpus_per_node=per_node,
+                                        nodes=() if job.nodes else None,
+                                        share_with=None, partner_stretch=None, power_cap_fraction=1.0,
+                                        expected_runtime_s=None, reason=f"{decision.reason}; {why}, uncapped")
+            changed = True
+        elif submitted is None and _resizes(decision, job):
+            known.sizes[job.job_id] = (job.num_nodes, job.gpus_per_node)
+        decisions.append(decision)
+    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+
+
+def remember_sizes(memo: DecisionMemo, sizes: Mapping[int, tuple[int, int]]) -> None:
+    """Give ``within_site_limits`` the sizes jobs had before any decision (the store's
+    ``asked_sizes``), so that a restarted controller still puts a job held for a limit back."""
+    known = memo.get(_SubmittedSizes).sizes
+    for job_id, size in sizes.items():
+        known.setdefault(job_id, size)
+
+
+def _resizes(decision: JobDecision, job: Job) -> bool:
+    return ((decision.gpus_per_node is not None and decision.gpus_per_node != job.gpus_per_node)
+            or (decision.num_nodes is not None and decision.num_nodes != job.num_nodes))
 
 
 def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:

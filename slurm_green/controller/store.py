@@ -139,6 +139,8 @@ _ADDED_COLUMNS = (
     ("decisions", "energy_as_asked_kwh", "REAL"),
     ("decisions", "gpu_type", "TEXT"),
     ("decisions", "model_assumed", "TEXT"),
+    ("jobs", "asked_nodes", "INTEGER"),
+    ("jobs", "asked_gpus_per_node", "INTEGER"),
 )
 
 
@@ -339,17 +341,29 @@ class StateStore:
         return {job_id: tuple(rates) for job_id, rates in found.items()}
 
     def observe_jobs(self, seen_at: float, jobs: Iterable[Job]) -> None:
-        """Keep what Slurm says of managed jobs (their actual start and end), for reports."""
+        """Keep what Slurm says of managed jobs (their actual start and end), for reports, and
+        the size a job had when first seen pending, before any decision resized it (``asked_sizes``)."""
         with self._db:
             self._db.execute("BEGIN IMMEDIATE")
             self._db.executemany(
-                "INSERT INTO jobs (job_id, user, name, submit_time, start_time, end_time, state, last_seen)"
-                " VALUES (?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET"
+                "INSERT INTO jobs (job_id, user, name, submit_time, start_time, end_time, state, last_seen,"
+                " asked_nodes, asked_gpus_per_node) VALUES (?,?,?,?,?,?,?,?,?,?) ON CONFLICT(job_id) DO UPDATE SET"
                 " start_time=COALESCE(excluded.start_time, start_time),"
-                " end_time=COALESCE(excluded.end_time, end_time), state=excluded.state, last_seen=excluded.last_seen",
+                " end_time=COALESCE(excluded.end_time, end_time), state=excluded.state, last_seen=excluded.last_seen,"
+                " asked_nodes=COALESCE(asked_nodes, excluded.asked_nodes),"
+                " asked_gpus_per_node=COALESCE(asked_gpus_per_node, excluded.asked_gpus_per_node)",
                 [(job.job_id, displayable(job.user), displayable(job.name), job.submit_time, job.start_time if not job.is_pending else None,
-                  job.end_time if not job.state.is_active else None, job.state.value, seen_at) for job in jobs],
+                  job.end_time if not job.state.is_active else None, job.state.value, seen_at,
+                  job.num_nodes if job.is_pending else None, job.gpus_per_node if job.is_pending else None)
+                 for job in jobs],
             )
+
+    def asked_sizes(self, job_ids: Iterable[int]) -> dict[int, tuple[int, int]]:
+        """(nodes, GPUs per node) each of ``job_ids`` had when the controller first saw it pending
+        (none for a job it never saw so, or saw only before it kept sizes)."""
+        rows = self._rows_of("SELECT job_id, asked_nodes, asked_gpus_per_node FROM jobs WHERE job_id IN ({ids})"
+                             " AND asked_nodes IS NOT NULL AND asked_gpus_per_node IS NOT NULL", job_ids)
+        return {int(row["job_id"]): (int(row["asked_nodes"]), int(row["asked_gpus_per_node"])) for row in rows}
 
     def account_usage(self, now: float, jobs: Iterable[Job], signal: CarbonForecast | None) -> None:
         """Add each started job's energy and carbon since it was last accounted, up to now or its end.

@@ -15,7 +15,7 @@ from typing import Protocol
 from slurm_green.carbon.failures import FailureLog
 from slurm_green.controller.budget import PeriodBudget
 from slurm_green.controller.enactment import enact
-from slurm_green.controller.planner import enactable, enactable_actions, plan_actions
+from slurm_green.controller.planner import enactable, enactable_actions, plan_actions, remember_sizes
 from slurm_green.controller.resize import Resizer
 from slurm_green.controller.store import StateStore
 from slurm_green.core.actions import Action, ActionResult
@@ -126,6 +126,7 @@ class Controller:
     #: What the policy keeps between this controller's decisions (``core.decision``).
     memo: DecisionMemo = field(default_factory=DecisionMemo, repr=False)
     _pruned_at: float = field(default=float("-inf"), repr=False)
+    _sizes_read: bool = field(default=False, repr=False)
     _carbon_log: FailureLog = field(default_factory=lambda: FailureLog(
         log, failing="carbon data unavailable, running carbon-agnostic (deferred jobs are released): {why}",
         back="carbon data available again ({name})"), repr=False)
@@ -170,6 +171,9 @@ class Controller:
         """Snapshot, forecast, policy and planning, without changing anything."""
         report = TickReport(now=now)
         snapshot = self.backend.snapshot()
+        if not self._sizes_read and self.store is not None:  # an earlier run's, for planner.within_site_limits
+            remember_sizes(self.memo, self.store.asked_sizes(job.job_id for job in snapshot.jobs if job.is_pending))
+            self._sizes_read = True
         report.pending = len(snapshot.pending())
         report.forecast = forecast = self._forecast(now, report)
         # the plan as it can be enacted (co-locations, each pair under one cap; no job slowed past its

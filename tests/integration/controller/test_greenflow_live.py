@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 from cluster import Cluster
-from controller_site import DONE, job_report, prepare, run_once, state_of, store_rows
+from controller_site import (DONE, job_report, prepare, run_once, start_controller, state_of, stop_controller,
+                             store_rows, write_carbon, write_config)
 
 pytestmark = [pytest.mark.integration, pytest.mark.contract]
 
@@ -251,6 +252,53 @@ def test_no_job_is_pinned_where_a_maintenance_begins_before_it_would_end(site: C
         for job in jobs:
             c.exec("controller", "scancel", str(job), check=False)
         c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
+
+
+def enforce_limits(c: Cluster, on: bool) -> None:
+    """Turn Slurm's enforcement of QOS and association limits on or off (the test cluster runs
+    without: ``AccountingStorageEnforce`` unset), and wait for slurmctld to answer again."""
+    c.sh("slurmctld", "sed -i '/^AccountingStorageEnforce/d' /etc/slurm/slurm.conf"
+         + (" && echo AccountingStorageEnforce=associations,limits,qos >> /etc/slurm/slurm.conf" if on else ""))
+    c.exec("slurmctld", "scontrol", "reconfigure")
+    c.wait_for(lambda: "limits" in c.exec("controller", "scontrol", "show", "config", check=False).stdout
+               if on else c.exec("controller", "scontrol", "ping", check=False).returncode == 0, 60,
+               message="slurmctld answers with the new enforcement")
+
+
+def test_a_job_slurm_holds_for_a_qos_limit_at_a_decided_size_runs_at_its_own(site: Cluster) -> None:
+    """With a QOS limit of 2 GPUs per user enforced, GreenFlow grows a 1-GPU job past it and
+    Slurm takes the update: before the controller read Slurm's verdict, the job stayed pending
+    (``QOSMaxGRESPerUser``) for as long as the controller ran, with nothing else of alice's
+    running, where Slurm alone had started it at once. Now the next tick puts it back to 1 GPU
+    and it runs (the controller as a site runs it: a daemon ticking every few seconds)."""
+    c = site
+    if c.version == "22.05":
+        pytest.skip("22.05's slurmctld applies AccountingStorageEnforce only when it starts: after "
+                    "`scontrol reconfigure` it shows the new value and still starts a 4-GPU job against a "
+                    "2-GPU limit (seen 2026-12-07); the test cluster starts without enforcement")
+    name = "greenflow-qos"
+    config = write_config(write_carbon(0.0, 0.0, name=f"carbon-{name}"), name,
+                          policy='name = "greenflow"\ngpu_time_slack = 1.0\n')
+    job = 0
+    try:
+        enforce_limits(c, True)
+        c.exec("slurmctld", "sacctmgr", "-i", "modify", "qos", "normal", "set", "MaxTRESPerUser=gres/gpu=2")
+        job = c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "--comment", "green:flex=20m,gpus=1-8"],
+                       SCRIPT)
+        start_controller(c, config)
+        state_of(c, job, {"RUNNING", *DONE}, 90)
+        stop_controller(c)
+        sizes = store_rows(c, name, f"SELECT gpus_per_node, reason FROM decisions WHERE job_id = {job} ORDER BY id")
+        assert sizes[0][0] > 2, sizes  # grown past the limit first, as before
+        assert sizes[-1][0] == 1 and "site limit (QOSMaxGRESPerUser)" in sizes[-1][1], sizes
+        assert job_report(c, REPORT, job)["gpus"].count(",") == 0  # ran on 1 GPU
+    finally:
+        stop_controller(c, "KILL")
+        if job:
+            c.exec("controller", "scancel", str(job), check=False)
+        c.exec("slurmctld", "sacctmgr", "-i", "modify", "qos", "normal", "set", "MaxTRESPerUser=gres/gpu=-1",
+               check=False)
+        enforce_limits(c, False)
 
 
 def test_an_array_keeps_its_shape_and_its_tasks_spread_over_the_free_nodes(site: Cluster) -> None:

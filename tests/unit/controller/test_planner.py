@@ -10,6 +10,7 @@ from slurm_green.core import decision_token as dt
 from slurm_green.core.actions import SetDecision, SetGpuFreq, SetGpus, SetNodes, SetStartTime, SetTimeLimit, ShareGpus
 from slurm_green.core.cluster import ClusterSnapshot, Job, JobState, Node, Partition, Reservation
 from slurm_green.core.green_options import GreenOptions, format_marker
+from slurm_green.core.decision import DecisionMemo
 from slurm_green.core.plan import JobDecision, Plan
 
 KEY = b"s" * 32
@@ -170,6 +171,46 @@ def test_a_job_in_a_reservation_starts_as_slurm_schedules_it_with_its_decided_ca
     assert kept.decisions[1] == plan.decisions[1]
     started = dataclasses.replace(reserved, eligible_time=NOW - 60)  # already eligible: nothing to send
     assert plan_actions(snapshot(started), Plan((plan.decisions[0],)), NOW) == []
+
+
+def test_a_job_slurm_holds_for_a_site_limit_at_a_decided_size_goes_back_to_its_own():
+    """Tick 1 grows a 1-GPU job to 4 on node1; tick 2 finds Slurm holding it for a QOS limit
+    (``QOSMaxGRESPerUser``): it goes back to 1 GPU, uncapped, unpinned, and stays there while it
+    waits, whatever the policy says (tick 3); another resized job, waiting for resources, is
+    resized as decided."""
+    memo = DecisionMemo()
+    grow = JobDecision(7, start_at=NOW, gpus_per_node=4, num_nodes=1, nodes=("node1",), power_cap_fraction=0.5,
+                       expected_runtime_s=1800.0, reason="start now")
+    other = JobDecision(8, start_at=NOW, gpus_per_node=2, num_nodes=1, reason="start now")
+    asked = Job(7, gpus_per_node=1, admin_comment=SHARING, state_reason="BeginTime", time_limit_s=3600.0)
+    waiting = Job(8, gpus_per_node=1, admin_comment=SHARING, state_reason="Resources", time_limit_s=3600.0)
+    first, _ = enactable(Plan((grow, other)), snapshot(asked, waiting), memo=memo)
+    assert first.decisions == (grow, other)
+    for reason in ("QOSMaxGRESPerUser", "Resources"):  # held at 4; then waiting at 1, its size kept
+        size = 4 if reason.startswith("QOS") else 1
+        now = dataclasses.replace(asked, gpus_per_node=size, nodes=("node1",) if size == 4 else (),
+                                  state_reason=reason)
+        grown = dataclasses.replace(waiting, gpus_per_node=2)
+        kept, _ = enactable(Plan((grow, other)), snapshot(now, grown), memo=memo)
+        back = kept.decisions[0]
+        assert (back.gpus_per_node, back.num_nodes, back.power_cap_fraction, back.expected_runtime_s) == (1, 1, 1.0, None)
+        assert back.nodes == (() if size == 4 else None)
+        assert "site limit (QOSMaxGRESPerUser) at 4 GPU(s)" in back.reason, back.reason
+        assert kept.decisions[1] == other
+        actions = plan_actions(snapshot(now, grown), Plan((grow, other)), NOW, sign, verify, memo=memo)
+        assert (SetGpus(7, 1, None) in actions, SetNodes(7, ()) in actions) == (size == 4, size == 4), actions
+        assert not any(isinstance(a, SetGpus) and a.job_id == 8 for a in actions)  # 2 already
+
+
+def test_a_site_limit_on_a_job_never_resized_changes_nothing():
+    """A job at its own size that a limit holds (its user's other jobs use the QOS's GPUs) waits
+    as under Slurm alone: the controller's decision stands."""
+    memo = DecisionMemo()
+    same = JobDecision(7, start_at=NOW, power_cap_fraction=0.5, reason="start now")
+    job = Job(7, gpus_per_node=1, admin_comment=SHARING, state_reason="QOSMaxGRESPerUser")
+    for _ in range(2):
+        kept, _ = enactable(Plan((same,)), snapshot(job), memo=memo)
+        assert kept.decisions == (same,)
 
 
 def test_a_pending_array_keeps_its_shape_one_pin_would_bind_every_task():

@@ -63,6 +63,16 @@ def test_bytes_users_wrote_that_are_not_utf8_are_stored_visibly(tmp_path):
     assert store.jobs()[0]["name"] == "caf\\xe9" and store.actions()[0]["message"] == "caf\\xe9"
 
 
+def test_the_size_a_job_had_when_first_seen_pending_is_kept(tmp_path):
+    """Later sizes (a decision's) leave it; a job first seen running (requeued later) gets the
+    size it has when first seen pending."""
+    store = StateStore(tmp_path / "s.db")
+    store.observe_jobs(NOW, [Job(1, gpus_per_node=1), Job(2, state=JobState.RUNNING, gpus_per_node=2)])
+    store.observe_jobs(NOW + 60, [Job(1, gpus_per_node=4, num_nodes=2), Job(2, gpus_per_node=2)])
+    store.close()
+    assert StateStore(tmp_path / "s.db").asked_sizes([1, 2, 3]) == {1: (1, 1), 2: (1, 2)}
+
+
 def flat_signal(value: float) -> CarbonSignal:
     index = pd.date_range(pd.Timestamp(NOW - 86400, unit="s", tz="UTC"), periods=72, freq="h")
     return CarbonSignal.from_series(pd.Series(value, index=index))

@@ -19,7 +19,7 @@ from slurm_green.controller.metrics import ControllerMetrics
 from slurm_green.controller.report import job_rows
 from slurm_green.controller.daemon import safe_tick
 from slurm_green.core import decision_token
-from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetStartTime
+from slurm_green.core.actions import Action, ActionError, ActionResult, SetDecision, SetGpus, SetStartTime
 from slurm_green.core.clock import ManualClock
 from slurm_green.core.cluster import ClusterSnapshot, Job
 from slurm_green.core.green_options import GreenOptions, format_marker
@@ -200,6 +200,28 @@ def test_a_tick_killed_while_enacting_is_neither_repeated_nor_recorded_twice(con
     assert sorted(d["job_id"] for d in store.decisions()) == [1, 2]  # each decision once, stored before enacting
     for job in survivor.jobs.values():
         assert decision_token.verify(KEY, job.job_id, decision_token.find_token(job.comment)) == {"cap": 0.7}
+
+
+def test_a_restarted_controller_puts_back_a_job_slurm_holds_for_a_limit_at_a_size_given_before(config: Config) -> None:
+    """The size a job had when first seen pending is kept in the store: a job grown (here: by
+    hand, as an earlier run's decision would have) and then held by Slurm for a QOS limit goes
+    back to it at the first tick of a controller started afresh."""
+    first = assemble(config, clock=ManualClock(NOW))
+    first.controller.carbon = None
+    first.controller.backend = MemoryBackend([deferred_job(1), deferred_job(2)])
+    first.controller.tick(NOW)
+    first.controller.store.close()
+
+    grown = {job_id: dataclasses.replace(deferred_job(job_id), gpus_per_node=4, state_reason=reason)
+             for job_id, reason in ((1, "QOSMaxGRESPerUser"), (2, "Resources"))}
+    restarted = assemble(config, clock=ManualClock(NOW + 60))
+    restarted.controller.carbon = None
+    restarted.controller.backend = cluster = MemoryBackend(grown.values(), taken_at=NOW + 60)
+    report = restarted.controller.tick(NOW + 60)
+    assert SetGpus(1, 1, None) in cluster.applied and not [a for a in cluster.applied
+                                                             if isinstance(a, SetGpus) and a.job_id == 2]
+    [held] = [d for d in report.plan.decisions if d.job_id == 1]
+    assert held.gpus_per_node == 1 and "site limit (QOSMaxGRESPerUser) at 4 GPU(s)" in held.reason
 
 
 class RefusingComments(MemoryBackend):

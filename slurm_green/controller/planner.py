@@ -246,10 +246,12 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
     slowed past its partition's ``MaxTime`` (``within_max_time``), no start decided for a job
     in a reservation (``started_as_reserved``), no size Slurm's QOS or association limits held
     back (``within_site_limits``), no pin to a node another reservation holds
-    before the job would end (``clear_of_reservations``), and only the co-locations that can
-    be enacted (``colocate``)."""
+    before the job would end (``clear_of_reservations``), no start or limit that runs into a
+    reservation of every node the job may use where the job as submitted would end before it
+    (``ahead_of_reservations``), and only the co-locations that can be enacted (``colocate``)."""
     shaped = within_site_limits(shape_as_submitted(started_as_reserved(plan, snapshot), snapshot), snapshot, memo)
     fitting = clear_of_reservations(where_jobs_fit(within_partition(shaped, snapshot, memo), snapshot), snapshot)
+    fitting = ahead_of_reservations(fitting, snapshot, memo)
     return colocate(within_max_time(fitting, snapshot), snapshot, verify)
 
 
@@ -263,14 +265,26 @@ def started_as_reserved(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     whose begin time is past the reservation's end is held by Slurm when the reservation ends
     (seen on 24.11: ``JobState=RESV_DEL_HOLD``) until its user releases or cancels it. The
     controller does not read reservations' ends; it need not, once no start is decided."""
+    def change(decision: JobDecision, job: Job) -> JobDecision | None:
+        if not job.reservation or decision.start_at is None:
+            return None
+        return replace_decision(decision, start_at=None,
+                                reason=f"{decision.reason}; starts when Slurm starts it in reservation {job.reservation}")
+
+    return _per_pending_job(plan, snapshot, change)
+
+
+def _per_pending_job(plan: Plan, snapshot: ClusterSnapshot,
+                     change: Callable[[JobDecision, Job], JobDecision | None]) -> Plan:
+    """The plan with ``change(decision, job)`` in place of each decision for a pending job where
+    it gives one (None: kept); the very same plan where nothing changed."""
     decisions = []
     changed = False
     for decision in plan.decisions:
-        job = snapshot.job(decision.job_id) if decision.start_at is not None else None
-        if job is not None and job.reservation and job.is_pending:
-            decision = replace_decision(decision, start_at=None, reason=f"{decision.reason}; starts when Slurm "
-                                                                        f"starts it in reservation {job.reservation}")
-            changed = True
+        job = snapshot.job(decision.job_id)
+        new = change(decision, job) if job is not None and job.is_pending else None
+        if new is not None:
+            decision, changed = new, True
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 
@@ -310,30 +324,24 @@ def within_site_limits(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
     for job_id in [job_id for job_id in known.sizes if not ((job := snapshot.job(job_id)) and job.is_pending)]:
         known.sizes.pop(job_id)
         known.held.pop(job_id, None)
-    decisions = []
-    changed = False
-    for decision in plan.decisions:
-        job = snapshot.job(decision.job_id)
-        if job is None or not job.is_pending:
-            decisions.append(decision)
-            continue
+    def change(decision: JobDecision, job: Job) -> JobDecision | None:
         submitted = known.sizes.get(job.job_id)
-        if submitted is not None and submitted != (job.num_nodes, job.gpus_per_node) \
-                and _SITE_LIMIT.match(job.state_reason):
+        if submitted is None:
+            if _resizes(decision, job):
+                known.sizes[job.job_id] = (job.num_nodes, job.gpus_per_node)
+            return None
+        if submitted != (job.num_nodes, job.gpus_per_node) and _SITE_LIMIT.match(job.state_reason):
             known.held[job.job_id] = (f"Slurm held it for a site limit ({job.state_reason}) at "
                                       f"{job.total_gpus} GPU(s), so its size stays as submitted")
         why = known.held.get(job.job_id)
-        if why is not None and submitted is not None:
-            nodes, per_node = submitted
-            decision = replace_decision(decision, num_nodes=nodes, gpus_per_node=per_node,
-                                        nodes=() if job.nodes else None,
-                                        share_with=None, partner_stretch=None, power_cap_fraction=1.0,
-                                        expected_runtime_s=None, reason=f"{decision.reason}; {why}, uncapped")
-            changed = True
-        elif submitted is None and _resizes(decision, job):
-            known.sizes[job.job_id] = (job.num_nodes, job.gpus_per_node)
-        decisions.append(decision)
-    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+        if why is None:
+            return None
+        nodes, per_node = submitted
+        return replace_decision(decision, num_nodes=nodes, gpus_per_node=per_node, nodes=() if job.nodes else None,
+                                share_with=None, partner_stretch=None, power_cap_fraction=1.0,
+                                expected_runtime_s=None, reason=f"{decision.reason}; {why}, uncapped")
+
+    return _per_pending_job(plan, snapshot, change)
 
 
 def remember_sizes(memo: DecisionMemo, sizes: Mapping[int, tuple[int, int]]) -> None:
@@ -524,23 +532,62 @@ def clear_of_reservations(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
             held.setdefault(node, []).append(reservation)
     limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
     now = snapshot.taken_at
-    decisions = []
-    changed = False
-    for decision in plan.decisions:
-        job = snapshot.job(decision.job_id)
-        if job is None or not job.is_pending or not decision.nodes or not held.keys() & set(decision.nodes):
-            decisions.append(decision)
-            continue
+    def change(decision: JobDecision, job: Job) -> JobDecision | None:
+        if not decision.nodes or not held.keys() & set(decision.nodes):
+            return None
         start = max(now, decision.start_at if decision.start_at is not None else now)
         limit = _decided_limit(job, decision, limits, max_times.get(job.partition))
         end = start + limit if limit is not None else math.inf
         clashes = [f"{node} is in reservation {r.name} {_from(r.start, now)}" for node in decision.nodes
                    for r in held.get(node, ()) if r.name != job.reservation and r.overlaps(start, end)]
-        if clashes:
-            decision = _unpinned(decision, job, f"{'; '.join(clashes)}, before it would end, so Slurm places it")
-            changed = True
-        decisions.append(decision)
-    return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
+        if not clashes:
+            return None
+        return _unpinned(decision, job, f"{'; '.join(clashes)}, before it would end, so Slurm places it")
+
+    return _per_pending_job(plan, snapshot, change)
+
+
+def ahead_of_reservations(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
+    """The plan with a pending job started at once where its decided start, or the limit its
+    decision gives it, runs into a reservation (not its own) of every node it may run on (a
+    maintenance of the partition), while the job as submitted, started now, would end before
+    that reservation begins: at its decided size and cap where those end before it too, else as
+    submitted (its size before any resize, uncapped, its limit as submitted).
+
+    Slurm starts no job whose limit reaches into such a reservation, so the job would wait for
+    the reservation's end (hours, for a maintenance) where Slurm alone could have run it first.
+    A job that would run into it even as submitted waits for it under Slurm alone too: its
+    decision stands."""
+    upcoming = [r for r in snapshot.reservations if r.start > snapshot.taken_at and r.nodes]
+    if not upcoming:
+        return plan
+    rules = node_rules(snapshot, memo)
+    limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
+    sizes = memo.get(_SubmittedSizes).sizes if memo is not None else {}
+    now = snapshot.taken_at
+    def change(decision: JobDecision, job: Job) -> JobDecision | None:
+        may = rules.allowed(job) or rules.names
+        walls = [r for r in upcoming if r.name != job.reservation and may <= set(r.nodes)] if may else []
+        asked = asked_limit(job, limits) or job.time_limit_s
+        if not walls or asked is None or any(r.overlaps(now, now + asked) for r in walls):
+            return None
+        start = max(now, decision.start_at if decision.start_at is not None else now)
+        limit = _decided_limit(job, decision, limits, max_times.get(job.partition))
+        wall = next((r for r in walls if r.overlaps(start, start + limit if limit is not None else math.inf)), None)
+        if wall is None:
+            return None
+        why = f"reservation {wall.name} holds every node it may run on {_from(wall.start, now)}"
+        log.info("job %s: started now: %s", job.job_id, why)
+        if limit is not None and not any(r.overlaps(now, now + limit) for r in walls):
+            return replace_decision(decision, start_at=None,
+                                    reason=f"{decision.reason}; started now: {why}, before it would end")
+        nodes, per_node = sizes.get(job.job_id, (job.num_nodes, job.gpus_per_node))
+        return replace_decision(decision, start_at=None, num_nodes=nodes, gpus_per_node=per_node,
+                                nodes=() if job.nodes else None, share_with=None, partner_stretch=None,
+                                power_cap_fraction=1.0, expected_runtime_s=asked,
+                                reason=f"{decision.reason}; as submitted, now: {why}, before it would end as decided")
+
+    return _per_pending_job(plan, snapshot, change)
 
 
 def _unpinned(decision: JobDecision, job: Job, why: str) -> JobDecision:

@@ -276,6 +276,30 @@ def test_a_job_in_a_reservation_is_not_deferred_past_it(controller_site: Cluster
         c.exec("controller", "scontrol", "delete", "reservation=sg-resv", check=False)
 
 
+def test_a_job_is_not_deferred_into_a_maintenance_it_could_run_before(controller_site: Cluster) -> None:
+    """A maintenance of every node booked from 1 h on, for 2 h, and a cleaner hour inside it:
+    the window policy defers a 50-minute job there, where Slurm would start it only after the
+    maintenance, 3 h on (before: deferred so). Started now, the job ends before the maintenance,
+    so the controller releases it and it runs at once."""
+    c = controller_site
+    now = time.time()
+    config = write_config(write_carbon(now + 2 * 3600, now + 2.5 * 3600), "maint")
+    c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
+    job = 0
+    try:
+        c.exec("controller", "scontrol", "create", "reservation", "reservationname=sg-maint", "starttime=now+1hour",
+               "duration=120", "nodes=ALL", "flags=MAINT", "users=root")
+        job = c.sbatch("alice", ["--gres=gpu:1", "-t", "50", "--comment", "green:flex=6h"], "sleep 1\n")
+        c.exec("controller", "slurm-green", "run", "--once", "--config", config, user="sgreen", timeout=120)
+        [(reason,)] = store_rows(c, "maint", f"SELECT reason FROM decisions WHERE job_id = {job}")
+        assert "reservation sg-maint holds every node it may run on from 1.0 h on" in reason, reason
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+    finally:
+        if job:
+            c.exec("controller", "scancel", str(job), check=False)
+        c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
+
+
 def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:
     """Emulated GPUs (they draw exactly their limit): the Epilog leaves the job's energy in the
     shared directory, the next tick records it and corrects the models' power."""

@@ -617,6 +617,48 @@ def test_no_job_is_pinned_to_a_node_a_reservation_holds_before_it_would_end(
     assert ("node1 is in reservation maint from 1.0 h on" in decision.reason) == dropped, decision.reason
 
 
+WHOLE = Reservation("maint", NOW + 3600, NOW + 3 * 3600, ("node1", "node2"))
+
+
+def around(maint: Reservation, limit_h: float, decision: JobDecision) -> JobDecision:
+    """``decision`` as enacted for a job asking ``limit_h`` hours on partition gpu (node1, node2)."""
+    marker = format_marker(GreenOptions(max_delay_s=6 * 3600, time_limit_s=limit_h * 3600))
+    job = Job(7, gpus_per_node=1, admin_comment=marker, time_limit_s=limit_h * 3600, eligible_time=NOW + 6 * 3600,
+              partition="gpu")
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,),
+                           nodes=(Node("node1", gpus_total=4), Node("node2", gpus_total=4)),
+                           partitions=(Partition("gpu", nodes=("node1", "node2")),), reservations=(maint,))
+    kept, _ = enactable(Plan((decision,)), snap)
+    return kept.decisions[0]
+
+
+def test_a_job_is_not_deferred_into_a_maintenance_it_would_have_run_before():
+    """Deferred 2 h, a 50-minute job would meet the maintenance of both nodes (1 h on) and wait
+    for its end; started now it is done before: started now, at its decided cap."""
+    decided = around(WHOLE, 50 / 60, JobDecision(7, start_at=NOW + 7200, power_cap_fraction=0.7,
+                                                 expected_runtime_s=3000.0, reason="a cleaner hour"))
+    assert decided.start_at is None and decided.power_cap_fraction == 0.7
+    assert "reservation maint holds every node it may run on from 1.0 h on" in decided.reason, decided.reason
+
+
+def test_a_job_slowed_into_a_maintenance_runs_as_submitted():
+    """Capped, a 50-minute job needs 70 minutes, into the maintenance: it runs now as submitted,
+    uncapped, at its own size and limit."""
+    decided = around(WHOLE, 50 / 60, JobDecision(7, start_at=NOW, gpus_per_node=2, power_cap_fraction=0.5,
+                                                 expected_runtime_s=4200.0, reason="start now"))
+    assert (decided.gpus_per_node, decided.num_nodes, decided.power_cap_fraction) == (1, 1, 1.0)
+    assert decided.expected_runtime_s == 3000.0 and "as submitted, now" in decided.reason
+
+
+@pytest.mark.parametrize("maint, limit_h", [
+    (WHOLE, 1.5),                                                        # into it even as submitted
+    (Reservation("half", NOW + 3600, NOW + 3 * 3600, ("node1",)), 50 / 60),  # node2 stays free
+])
+def test_a_decision_the_job_as_submitted_could_not_beat_stands(maint, limit_h):
+    decision = JobDecision(7, start_at=NOW + 7200, power_cap_fraction=0.7, reason="a cleaner hour")
+    assert around(maint, limit_h, decision) == decision
+
+
 def test_a_pin_dropped_for_a_reservation_clears_one_set_before_and_its_share():
     """A job an earlier tick pinned to node1 (ReqNodeList) has that pin cleared, and a share,
     which needs the pin, goes; an active reservation says "now"."""

@@ -243,14 +243,16 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
     """The plan as it will be enacted: no pin or size for a job whose shape stays as submitted
     (``shape_as_submitted``), only what the job's partition can hold (``within_partition``), no
     pin to a node without the CPUs or memory to start the job (``where_jobs_fit``), no job
-    slowed past its partition's ``MaxTime`` (``within_max_time``), no start decided for a job
+    slowed past its partition's ``MaxTime`` (``within_max_time``), no size whose CPUs or memory per
+    node no node has (``sized_to_fit_nodes``), no start decided for a job
     in a reservation (``started_as_reserved``), no size Slurm's QOS or association limits held
     back (``within_site_limits``), no pin to a node another reservation holds
     before the job would end (``clear_of_reservations``), no start or limit that runs into a
     reservation of every node the job may use where the job as submitted would end before it
     (``ahead_of_reservations``), and only the co-locations that can be enacted (``colocate``)."""
     shaped = within_site_limits(shape_as_submitted(started_as_reserved(plan, snapshot), snapshot), snapshot, memo)
-    fitting = clear_of_reservations(where_jobs_fit(within_partition(shaped, snapshot, memo), snapshot), snapshot)
+    sized = sized_to_fit_nodes(within_partition(shaped, snapshot, memo), snapshot, memo)
+    fitting = clear_of_reservations(where_jobs_fit(sized, snapshot), snapshot)
     fitting = ahead_of_reservations(fitting, snapshot, memo)
     return colocate(within_max_time(fitting, snapshot), snapshot, verify)
 
@@ -471,6 +473,42 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 
 
+def sized_to_fit_nodes(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
+    """The plan with a pending job that asks CPUs or memory per GPU (``--cpus-per-gpu``,
+    ``--mem-per-gpu``) grown to no more GPUs
+    per node than some node it may run on has the CPUs and memory for (counting all of them, free
+    or not); where fewer than decided, uncapped (the cap was priced for the larger size; at its
+    own size or more the limit it has holds it).
+
+    The policies size jobs by GPUs, and Slurm takes an update whose CPUs or memory no node has:
+    seen on 24.11, GreenFlow grew a ``--cpus-per-gpu=32`` job from 1 GPU to 4 on 64-CPU nodes
+    (128 CPUs), and a ``--mem-per-gpu=200000`` one to 4 on 512,000-MiB nodes, and both stayed
+    pending for ever (``Reason=BadConstraints``) where Slurm alone had started them at once."""
+    rules = node_rules(snapshot, memo)
+    by_name = {node.name: node for node in snapshot.nodes}
+
+    def fits(job: Job, gpus: int, nodes: list[Node]) -> bool:
+        return any(node.gpus_total >= gpus and all(total(node) <= 0 or need(job, gpus) <= total(node)
+                                                   for _, _, total, need in _FITTED) for node in nodes)
+
+    def change(decision: JobDecision, job: Job) -> JobDecision | None:
+        wanted = decision.gpus_per_node
+        if wanted is None or wanted <= job.gpus_per_node or not (job.cpus_per_gpu or job.memory_per_gpu_mib):
+            return None
+        nodes = [by_name[name] for name in (rules.allowed(job) or rules.names) if name in by_name]
+        if not nodes or fits(job, wanted, nodes):
+            return None
+        most = max((k for k in range(job.gpus_per_node + 1, wanted) if fits(job, k, nodes)), default=None)
+        why = (f"{wanted} GPU(s) a node would need more CPUs or memory than any node it may run on has "
+               f"(it asks them per GPU)")
+        log.info("job %s: %s", job.job_id, why)
+        return replace_decision(decision, gpus_per_node=most, nodes=() if job.nodes else None, share_with=None,
+                                partner_stretch=None, power_cap_fraction=1.0, expected_runtime_s=None,
+                                reason=f"{decision.reason}; {why}: {most or job.gpus_per_node} a node, uncapped")
+
+    return _per_pending_job(plan, snapshot, change)
+
+
 def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """The plan without a pin, for a pending job decided to start now, to a node that lacks the
     job's CPUs (``Job.cpus_per_node``) or memory (``Job.memory_per_node_mib``) free, counting
@@ -484,7 +522,7 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     whose CPUs or memory are not known is not checked for them, nor is a later start (what is
     free then is not known)."""
     resources = [(name, {node.name: free(node) for node in snapshot.nodes}, need)
-                 for name, free, need in _FITTED if any(free(node) is not None for node in snapshot.nodes)]
+                 for name, free, _, need in _FITTED if any(free(node) is not None for node in snapshot.nodes)]
     if not resources:
         return plan
     taken: dict[tuple[str, str], int] = {}
@@ -497,8 +535,9 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
             decisions.append(decision)
             continue
         pinned = decision.nodes
+        per_node = decision.gpus_per_node if decision.gpus_per_node is not None else job.gpus_per_node
         short = [f"{node} lacks its {wanted} {name} free"
-                 for name, free_on, need in resources if (wanted := need(job)) > 0 for node in pinned
+                 for name, free_on, need in resources if (wanted := need(job, per_node)) > 0 for node in pinned
                  if (free := free_on.get(node)) is not None and free - taken.get((name, node), 0) < wanted]
         if short:
             decision = _unpinned(decision, job, f"as asked: {'; '.join(short)}, so Slurm places it")
@@ -506,7 +545,7 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         else:
             for name, _, need in resources:
                 for node in pinned:
-                    taken[name, node] = taken.get((name, node), 0) + need(job)
+                    taken[name, node] = taken.get((name, node), 0) + need(job, per_node)
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 
@@ -602,11 +641,14 @@ def _from(start: float, now: float) -> str:
     return "now" if start <= now else f"from {(start - now) / 3600:.1f} h on"
 
 
-#: What ``where_jobs_fit`` checks on a pinned node: (name in reasons, free on a node or None where
-#: not known, a job's need per node or 0 where not known).
-_FITTED: tuple[tuple[str, Callable[[Node], int | None], Callable[[Job], int]], ...] = (
-    ("CPU(s)", lambda node: node.cpus_free, lambda job: job.cpus_per_node if job.cpus > 0 else 0),
-    ("MiB of memory", lambda node: node.memory_free_mib, lambda job: job.memory_per_node_mib),
+#: What ``where_jobs_fit`` checks on a pinned node, and ``sized_to_fit_nodes`` on the largest:
+#: (name in reasons, free on a node or None where not known, its total or 0 where not known, a
+#: job's need per node with that many GPUs there, or 0 where not known).
+_FITTED: tuple[tuple[str, Callable[[Node], int | None], Callable[[Node], int], Callable[[Job, int], int]], ...] = (
+    ("CPU(s)", lambda node: node.cpus_free, lambda node: node.cpus_total,
+     lambda job, gpus: job.cpus_per_node_at(gpus) if job.cpus > 0 or job.cpus_per_gpu > 0 else 0),
+    ("MiB of memory", lambda node: node.memory_free_mib, lambda node: node.memory_total_mib,
+     lambda job, gpus: job.memory_per_node_mib_at(gpus)),
 )
 
 

@@ -93,6 +93,10 @@ class Job:
     #: Memory the job asks for (pending) or holds, in MiB over all its nodes (the ``mem`` of its
     #: TRES); 0 where not known, and for an ended job.
     memory_mib: int = 0
+    #: CPUs and memory (MiB) the job asks per GPU (``--cpus-per-gpu``, ``--mem-per-gpu``: Slurm's
+    #: ``cpus_per_tres``/``memory_per_tres``); 0 where none. Such a job's CPUs and memory grow with its GPUs (``cpus_per_node_at``).
+    cpus_per_gpu: int = 0
+    memory_per_gpu_mib: int = 0
     #: The advance reservation Slurm runs the job in (``--reservation``); empty if none. Its nodes and hours are the reservation's, so its start
     #: is Slurm's to choose (``planner.started_as_reserved``).
     reservation: str = ""
@@ -110,6 +114,15 @@ class Job:
     def memory_per_node_mib(self) -> int:
         """The memory (MiB) the job needs on each of its nodes; 0 where not known."""
         return -(-self.memory_mib // max(1, self.num_nodes))
+
+    def cpus_per_node_at(self, gpus_per_node: int) -> int:
+        """The CPUs the job needs on each node with ``gpus_per_node`` GPUs there: its CPUs per
+        GPU times that where it asks per GPU, else what it asks now."""
+        return self.cpus_per_gpu * gpus_per_node if self.cpus_per_gpu > 0 else self.cpus_per_node
+
+    def memory_per_node_mib_at(self, gpus_per_node: int) -> int:
+        """As ``cpus_per_node_at``, for memory (MiB; 0 where not known)."""
+        return self.memory_per_gpu_mib * gpus_per_node if self.memory_per_gpu_mib > 0 else self.memory_per_node_mib
 
     @property
     def is_pending(self) -> bool:

@@ -228,6 +228,8 @@ def parse_job(record: Record) -> Job:
         tres_freq=text(record.get("tres_freq")),
         tres_per_node=text(record.get("tres_per_node")),
         gpus_per_node_only=_gpus_per_node_only(record),
+        cpus_per_gpu=gres.count(text(record.get("cpus_per_tres")), "gpu")[0],
+        memory_per_gpu_mib=gres.count(text(record.get("memory_per_tres")), "gpu")[0],
         reservation=text(record.get("resv_name")),
     )
 

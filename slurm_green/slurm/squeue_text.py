@@ -49,6 +49,8 @@ FIELDS = (
     ("tres-per-task", "tres_per_task"),
     ("tres-per-socket", "tres_per_socket"),
     ("tres-alloc", "tres_alloc_str"),
+    ("cpus-per-tres", "cpus_per_tres"),
+    ("mem-per-tres", "memory_per_tres"),
     ("NodeList", "nodes"),
     ("ReqNodes", "required_nodes"),
     ("PriorityLong", "priority"),

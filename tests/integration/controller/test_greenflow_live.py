@@ -254,6 +254,26 @@ def test_no_job_is_pinned_where_a_maintenance_begins_before_it_would_end(site: C
         c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
 
 
+@pytest.mark.parametrize("per_gpu", ["--cpus-per-gpu=32", "--mem-per-gpu=200000"])
+def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_holds(site: Cluster,
+                                                                                   per_gpu: str) -> None:
+    """The nodes have 64 CPUs and 512,000 MiB: before, GreenFlow grew such a 1-GPU job to 4 GPUs
+    (128 CPUs, or 800,000 MiB), Slurm took the update, and the job stayed pending for ever
+    (``Reason=BadConstraints``). Now it gets at most 2 GPUs, what one node holds, and runs."""
+    c = site
+    name = "greenflow-per-gpu-" + per_gpu.split("=")[0].strip("-")
+    job = c.sbatch("alice", ["--gres=gpu:1", per_gpu, "-t", "3", "-J", "resnet50", "--comment",
+                             "green:flex=20m,gpus=1-8"], SCRIPT)
+    try:
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(per_node, reason)] = store_rows(c, name, f"SELECT gpus_per_node, reason FROM decisions WHERE job_id = {job}")
+        assert "more CPUs or memory than any node it may run on has" in reason, reason
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+        assert len(job_report(c, REPORT, job)["gpus"].split(",")) == (per_node or 1) <= 2
+    finally:
+        c.exec("controller", "scancel", str(job), check=False)
+
+
 def enforce_limits(c: Cluster, on: bool) -> None:
     """Turn Slurm's enforcement of QOS and association limits on or off (the test cluster runs
     without: ``AccountingStorageEnforce`` unset), and wait for slurmctld to answer again."""

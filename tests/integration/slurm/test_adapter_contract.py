@@ -306,6 +306,7 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
     cluster.sbatch("bob", ["-a", "1-2", "-J", "shared", "--gres=shard:2", "-t", "5"], script="sleep 30\n")
     fails = cluster.sbatch("bob", ["-J", "fails", "-t", "5"], script="exit 3\n")
     cluster.sbatch("bob", ["-J", "total", "--gpus=3", "--hold", "-t", "5"])
+    cluster.sbatch("bob", ["-J", "per-gpu", "--gres=gpu:1", "--cpus-per-gpu=2", "--mem-per-gpu=1000", "--hold", "-t", "5"])
     Cluster.wait_for(lambda: cluster.job_state(fails) == "FAILED", message="the failing job did not end")
     cluster.exec("controller", "scontrol", "delete", "reservation=sg-contract", check=False)
     try:
@@ -316,11 +317,13 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
     finally:
         cluster.exec("controller", "scancel", "-n", "reserved", check=False)
         cluster.exec("controller", "scontrol", "delete", "reservation=sg-contract", check=False)
-    assert {"two\nlines SG~", "N/A", "shared", "fails", "total"} <= {job.name for job in text_jobs}
+    assert {"two\nlines SG~", "N/A", "shared", "fails", "total", "per-gpu"} <= {job.name for job in text_jobs}
     assert any(not job.state.is_active for job in text_jobs)
     # CPUs and memory (DefMemPerCPU: 4000 MiB a CPU) are read, not left unknown by both reads
-    assert all(job.cpus > 0 and job.memory_mib >= 4000 * job.cpus for job in text_jobs if job.state.is_active)
-    # so is the reservation a job runs in, and only that job's
+    assert all(job.cpus > 0 and job.memory_mib >= 4000 * job.cpus for job in text_jobs
+               if job.state.is_active and job.name != "per-gpu")  # that one asks 1000 MiB a GPU
+    # so are CPUs and memory asked per GPU, and the reservation a job runs in, and only that job's
+    assert {(job.cpus_per_gpu, job.memory_per_gpu_mib) for job in text_jobs if job.name == "per-gpu"} == {(2, 1000)}
     assert {job.job_id for job in text_jobs if job.reservation} == {reserved}
     assert {job.reservation for job in text_jobs} == {"", "sg-contract"}
 

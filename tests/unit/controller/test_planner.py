@@ -288,6 +288,20 @@ def test_no_job_starting_now_is_pinned_to_a_node_whose_cpus_other_jobs_hold():
     assert enactable(Plan((JobDecision(7, start_at=NOW, nodes=("b1",)),)), unknown, verify)[0].decisions[0].nodes == ("b1",)
 
 
+def test_a_pin_is_checked_for_the_cpus_a_job_asking_them_per_gpu_needs_at_its_decided_size():
+    """16 CPUs a GPU: on b2 (24 free) 1 GPU fits, the 2 decided need 32."""
+    busy = (Node("b1", gpus_total=4, cpus_total=64, cpus_allocated=64), Node("b2", gpus_total=4, cpus_total=64,
+                                                                              cpus_allocated=40))
+    job = Job(7, partition="b", gpus_per_node=1, cpus=16, cpus_per_gpu=16, eligible_time=NOW + 3600,
+              admin_comment=ALONE)
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=busy, partitions=PARTITIONS)
+    for gpus, kept_pin in ((1, True), (2, False)):
+        decided = enactable(Plan((JobDecision(7, start_at=NOW, gpus_per_node=gpus, nodes=("b2",)),)), snap,
+                            verify)[0].decisions[0]
+        assert (decided.nodes == ("b2",)) == kept_pin, decided.reason
+    assert "b2 lacks its 32 CPU(s) free" in decided.reason
+
+
 def test_no_job_starting_now_is_pinned_to_a_node_whose_memory_other_jobs_hold():
     """As with CPUs: where memory is consumable (``CR_Core_Memory``) one job holding a node's
     memory leaves its GPUs and CPUs free and starts nothing there. A job or node whose memory is
@@ -615,6 +629,34 @@ def test_no_job_is_pinned_to_a_node_a_reservation_holds_before_it_would_end(
     assert (decision.gpus_per_node, decision.power_cap_fraction) == (1, 0.7)
     assert any(isinstance(a, SetNodes) for a in actions) != dropped
     assert ("node1 is in reservation maint from 1.0 h on" in decision.reason) == dropped, decision.reason
+
+
+def grown_per_gpu(**asks) -> JobDecision:
+    """A 1-GPU job asking CPUs or memory per GPU, decided 4 GPUs on 64-CPU, 512,000-MiB nodes of 4 GPUs."""
+    job = Job(7, gpus_per_node=1, cpus=asks.get("cpus_per_gpu", 1), admin_comment=SHARING, partition="gpu", **asks)
+    nodes = tuple(Node(f"node{i}", gpus_total=4, cpus_total=64, memory_total_mib=512_000) for i in (1, 2))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), nodes=nodes,
+                           partitions=(Partition("gpu", nodes=("node1", "node2")),))
+    decision = JobDecision(7, start_at=NOW, gpus_per_node=4, num_nodes=1, power_cap_fraction=0.5,
+                           expected_runtime_s=900.0, reason="start now")
+    kept, _ = enactable(Plan((decision,)), snap)
+    return kept.decisions[0]
+
+
+@pytest.mark.parametrize("asks, most", [
+    ({"cpus_per_gpu": 32}, 2),                   # 4 x 32 CPUs: no node has 128
+    ({"memory_per_gpu_mib": 200_000}, 2),        # 4 x 200,000 MiB: no node has 800,000
+    ({"cpus_per_gpu": 64}, None),                # 2 x 64 neither: it keeps its own 1 GPU
+])
+def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_holds(asks, most):
+    decided = grown_per_gpu(**asks)
+    assert (decided.gpus_per_node, decided.power_cap_fraction, decided.expected_runtime_s) == (most, 1.0, None)
+    assert "more CPUs or memory than any node it may run on has" in decided.reason
+
+
+@pytest.mark.parametrize("asks", [{"cpus_per_gpu": 16}, {"memory_per_gpu_mib": 100_000}, {}])
+def test_a_size_whose_cpus_and_memory_a_node_holds_stands(asks):
+    assert (grown_per_gpu(**asks).gpus_per_node, grown_per_gpu(**asks).power_cap_fraction) == (4, 0.5)
 
 
 WHOLE = Reservation("maint", NOW + 3600, NOW + 3 * 3600, ("node1", "node2"))

@@ -47,6 +47,8 @@ class FakePyslurm:
             comment="green:flex=6h mine",
             admin_comment="sg:managed=1",
             reservation="booked",
+            cpus_per_gpu=8,
+            memory_per_gpu=64000,
             gres_per_node={"gpu:a100": 2},
             cpus=2,
             memory=8000,
@@ -129,6 +131,7 @@ def test_snapshot_goes_through_the_same_normalisation():
     assert (snapshot.partitions[0].max_time_s, snapshot.partitions[0].default_time_s) == (None, 5400.0)
     assert snapshot.partitions[0].max_nodes == 2
     assert (pending.reservation, running.reservation) == ("booked", "")
+    assert (pending.cpus_per_gpu, pending.memory_per_gpu_mib, running.cpus_per_gpu) == (8, 64000, 0)
     assert snapshot.reservations == (Reservation("booked", 1_800_000_000, 1_800_007_200, ("node1", "node2")),)
 
 

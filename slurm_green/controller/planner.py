@@ -406,7 +406,8 @@ def shape_as_submitted(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
 def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
     """The plan without what Slurm would refuse for a pending job: a pin to a node outside its
     partition(s), more GPUs per node than any node there has, more nodes than its partitions'
-    ``MaxNodes`` (taken, and the job left pending with ``Reason=PartitionNodeLimit``), whole
+    ``MaxNodes`` (taken, and the job left pending with ``Reason=PartitionNodeLimit``) or than the
+    tasks its user gave (``-n``: taken, and the job left pending for ever), whole
     GPUs for a job that asked for none (a CPU job, or one on shards of a GPU), or a size for one
     that asked its GPUs per job, task or socket (``Job.gpus_per_node_only``: ``Gres=`` is refused
     on a ``--gpus`` job, and on a ``--gpus-per-task`` one raises its task count). A job that asked for a GPU type
@@ -463,6 +464,10 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
                                         nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
         elif (past := _past_max_nodes(decision, job, rules)) is not None:
             why.append(f"its partition gives a job at most {past[1]} node(s) (MaxNodes), not {past[0]}")
+            decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
+                                        nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
+        elif (past := _past_tasks(decision, job)) is not None:
+            why.append(f"its user gave it {past[1]} task(s) (-n), which span no more nodes, not {past[0]}")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
                                         nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
         changed = changed or decision is not original
@@ -658,6 +663,17 @@ def _past_max_nodes(decision: JobDecision, job: Job, rules: NodeRules) -> tuple[
     count = decision.num_nodes or len(decision.nodes or ())
     most = rules.max_nodes(job)
     return (count, most) if most is not None and count > max(most, job.num_nodes) else None
+
+
+def _past_tasks(decision: JobDecision, job: Job) -> tuple[int, int] | None:
+    """(nodes decided, tasks) where ``decision`` gives ``job`` more nodes than the task count its
+    user gave (``GreenOptions.tasks``): Slurm takes the update and the job then waits for ever
+    (seen on 24.11: a ``-n 1`` job decided 2 nodes stayed pending, ``Reason=Resources``, on an
+    idle cluster); None otherwise."""
+    options = parse_marker(job.admin_comment)
+    count = decision.num_nodes or len(decision.nodes or ())
+    tasks = options.tasks if options is not None else None
+    return (count, tasks) if tasks is not None and count > max(tasks, job.num_nodes) else None
 
 
 def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:

@@ -61,6 +61,10 @@ class GreenOptions:
     #: record, so one pin or size would hold every task to one decision's nodes; its start and
     #: cap are decided.
     array: bool = False
+    #: The task count its user gave (``-n``); None: none given. A job is never given more nodes
+    #: than tasks: Slurm takes such an update and leaves the job pending (``Reason=Resources``)
+    #: on an idle cluster, where without ``-n`` it spreads the job's one task list over them.
+    tasks: int | None = None
 
     @property
     def shape_fixed(self) -> bool:
@@ -234,6 +238,8 @@ def format_marker(options: GreenOptions) -> str:
         fields.append("own_nodes=1")
     if options.array:
         fields.append("array=1")
+    if options.tasks is not None:
+        fields.append(f"tasks={options.tasks}")
     return MARKER_PREFIX + ";".join(fields)
 
 
@@ -249,7 +255,7 @@ def submitted_limit_s(minutes: int | None) -> float | None:
 def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
                requeue: int | None = None, time_limit_s: float | None = None,
                own_nodes: bool = False, array: bool = False,
-               reserved: bool = False) -> tuple[GreenOptions, int | None]:
+               reserved: bool = False, tasks: int | None = None) -> tuple[GreenOptions, int | None]:
     """job_submit.lua's rule for a submitted job (``on_submit``, not in dry-run): its options
     with their deadline, and the begin time it is deferred to (``None``: not deferred).
 
@@ -268,20 +274,23 @@ def on_arrival(options: GreenOptions, now: float, begin: float | None = None,
     ``time_limit_s`` is the limit the job was submitted with (``submitted_limit_s``), recorded
     in the options (the marker) for every marked job; so are ``own_nodes``, whether it was
     submitted with a node list, excluded nodes, a constraint or a reservation, and ``array``,
-    whether it was submitted as an array. A job submitted to a reservation (``reserved``:
+    whether it was submitted as an array, and ``tasks``, the task count its user gave
+    (``num_tasks``; None where not, or ``NO_VAL``). A job submitted to a reservation (``reserved``:
     ``--reservation``) is not deferred: its reservation's nodes wait for it, and a begin time
     past the reservation's end would get it held when the reservation ends (``RESV_DEL_HOLD``).
     """
     # One ``replace`` per job: the simulator's job_submit.lua runs this for every arrival.
     elastic = options.elastic and requeue != 0
+    tasks = tasks if tasks is not None and 0 < tasks < NO_VAL else None
     if not options.managed:
-        return replace(options, time_limit_s=time_limit_s, elastic=elastic, own_nodes=own_nodes, array=array), None
+        return (replace(options, time_limit_s=time_limit_s, elastic=elastic, own_nodes=own_nodes, array=array,
+                        tasks=tasks), None)
     later = begin is not None and now < begin < NO_VAL
     base = begin if later and begin is not None else now
     deadline = base + options.max_delay_s
     defer = math.floor(deadline)
     return (replace(options, time_limit_s=time_limit_s, elastic=elastic, deadline=deadline,
-                    earliest=base if later else None, own_nodes=own_nodes, array=array),
+                    earliest=base if later else None, own_nodes=own_nodes, array=array, tasks=tasks),
             defer if defer > base and not reserved else None)
 
 
@@ -331,8 +340,11 @@ def parse_marker(admin_comment: str) -> GreenOptions | None:
             earliest=float(values["begin"]) if "begin" in values else None,
             own_nodes=values.get("own_nodes", "0") == "1",
             array=values.get("array", "0") == "1",
+            tasks=int(values["tasks"]) if "tasks" in values else None,
         )
     except ValueError:
+        return None
+    if options.tasks is not None and options.tasks < 1:
         return None
     # Written before counts were bounded: such a job is left to Slurm rather than stop every tick.
     if any(count is not None and not 1 <= count <= MAX_GPUS for count in (options.gpus_min, options.gpus_max)):

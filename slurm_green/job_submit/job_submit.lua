@@ -281,6 +281,9 @@ local function format_marker(options)
     if options.array then
         fields[#fields + 1] = "array=1"
     end
+    if options.tasks then
+        fields[#fields + 1] = string.format("tasks=%d", options.tasks)
+    end
     return MARKER_PREFIX .. table.concat(fields, ";")
 end
 
@@ -412,6 +415,9 @@ local function on_submit(job_desc)
     local reserved = job_desc.reservation ~= nil and job_desc.reservation ~= ""
     -- An array is one pending record to the controller: one pin or size would bind every task.
     if job_desc.array_inx ~= nil and job_desc.array_inx ~= "" then options.array = true end
+    -- The task count the user gave (-n): the controller gives the job no more nodes than that.
+    local tasks = tonumber(job_desc.num_tasks)
+    if tasks and tasks > 0 and tasks < NO_VAL then options.tasks = math.floor(tasks) end
     if options.managed then
         local now = os.time()
         local begin = tonumber(job_desc.begin_time) or 0

@@ -274,6 +274,23 @@ def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_hold
         c.exec("controller", "scancel", str(job), check=False)
 
 
+def test_a_job_is_given_no_more_nodes_than_the_tasks_its_user_gave(site: Cluster) -> None:
+    """``-n 1 --gres=gpu:4``, ``gpus=1-8``: before, GreenFlow decided 2 nodes x 4 GPUs, Slurm took
+    it, and the one task's job stayed pending (``Reason=Resources``) on an idle cluster. Now
+    job_submit.lua records the task count (``tasks=1``) and the job runs on one node."""
+    c = site
+    name = "greenflow-tasks"
+    job = c.sbatch("alice", ["--gres=gpu:4", "-n", "1", "-t", "3", "-J", "resnet50", "--comment",
+                             "green:flex=20m,gpus=1-8"], SCRIPT)
+    try:
+        assert "tasks=1" in c.exec("controller", "scontrol", "show", "job", str(job)).stdout
+        run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        state_of(c, job, {"RUNNING", *DONE}, 60)
+        assert job_report(c, REPORT, job)["num"] == "1"
+    finally:
+        c.exec("controller", "scancel", str(job), check=False)
+
+
 def enforce_limits(c: Cluster, on: bool) -> None:
     """Turn Slurm's enforcement of QOS and association limits on or off (the test cluster runs
     without: ``AccountingStorageEnforce`` unset), and wait for slurmctld to answer again."""

@@ -258,6 +258,16 @@ def test_no_job_is_pinned_outside_its_partition_nor_given_more_gpus_per_node_tha
         SetGpus(7, 4, None), SetNodes(7, ("b2",)), SetStartTime(7, NOW)]
 
 
+def test_a_job_is_given_no_more_nodes_than_the_tasks_its_user_gave():
+    """``-n 1`` (the marker's tasks=1): 2 nodes is dropped, the size stays as submitted; with
+    ``-n 4``, or no ``-n``, 2 nodes stand."""
+    for tasks, spread in ((1, False), (4, True), (None, True)):
+        marker = format_marker(GreenOptions(max_delay_s=3600, gpus_min=1, gpus_max=8, tasks=tasks))
+        job = Job(7, partition="b", gpus_per_node=4, eligible_time=NOW + 3600, admin_comment=marker)
+        actions = partitioned(job, JobDecision(7, start_at=NOW, gpus_per_node=4, num_nodes=2, nodes=("b1", "b2")))
+        assert (SetGpus(7, 4, 2) in actions) == spread, (tasks, actions)
+
+
 def test_a_job_that_asked_for_no_whole_gpu_is_given_none():
     """A CPU job, or one on shards of a GPU, marked by job_submit.lua like any other."""
     for job in (Job(7, partition="b", eligible_time=NOW + 3600, admin_comment=ALONE),

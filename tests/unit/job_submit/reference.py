@@ -26,20 +26,21 @@ MAX_FLEX_S = 72 * 3600  # the shipped site setting
 def expected_submission(comment: str, now: int = NOW, max_flex_s: float = MAX_FLEX_S,
                         begin: int = 0, requeue: int = NO_VAL16,
                         time_limit: int = NO_VAL, own_nodes: bool = False,
-                        array: bool = False, reserved: bool = False) -> tuple[str | None, int, int]:
+                        array: bool = False, reserved: bool = False,
+                        tasks: int | None = None) -> tuple[str | None, int, int]:
     """What the Python reference says the marker (None: no green option), the begin time
     (0: none) and the requeue field (NO_VAL16: unset) must be after the plugin, for a job
     submitted with ``time_limit`` minutes (NO_VAL: none), and with a node list, excluded
     nodes, a constraint or a reservation where ``own_nodes`` (any of ``-w``, ``-x``, ``-C``,
     ``--reservation`` given, not empty), in a reservation where ``reserved`` (``--reservation``),
-    and as an array where ``array`` (``--array``, not empty)
+    as an array where ``array`` (``--array``, not empty), and with ``tasks`` (``-n``: num_tasks)
     (``green_options.on_arrival``, the simulator's rule too, and ``plugin_requeue``); raises
     GreenOptionError (a ValueError) where the plugin must refuse the submission."""
     text = find_user_options(comment)
     if text is None:
         return None, begin, requeue
     options, deferred = on_arrival(parse_user_options(text, max_flex_s), now, begin or None, requeue,
-                                   submitted_limit_s(time_limit), own_nodes, array, reserved)
+                                   submitted_limit_s(time_limit), own_nodes, array, reserved, tasks)
     after = plugin_requeue(options, requeue)
     assert after is not None
     return format_marker(options), begin if deferred is None else deferred, after

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from slurm_green.core import decision_token
-from slurm_green.core.green_options import NO_VAL16, GreenOptions, format_marker, parse_user_options
+from slurm_green.core.green_options import NO_VAL16, GreenOptions, format_marker, parse_marker, parse_user_options
 
 from lua_plugin import LuaPlugin, start_plugin
 from reference import MAX_FLEX_S, NOW, comments, expected_marker, expected_submission
@@ -136,6 +136,17 @@ def test_an_array_is_kept_in_the_marker(plugin: LuaPlugin, value: str) -> None:
     assert answer.job["admin_comment"] == expected_submission("green:flex=1h,gpus=1-4", own_nodes=True,
                                                               array=bool(value))[0]
     assert answer.job["admin_comment"].endswith(";own_nodes=1;array=1" if value else ";own_nodes=1")
+
+
+@pytest.mark.parametrize("tasks, recorded", [(1, 1), (4, 4), (4294967294, None), (0, None), (None, None)])
+def test_a_task_count_the_user_gave_is_kept_in_the_marker(plugin: LuaPlugin, tasks, recorded) -> None:
+    """-n (job_desc's num_tasks; NO_VAL where not given): the controller then gives the job no
+    more nodes than tasks (a 1-task job spread over 2 nodes waits for ever)."""
+    job = {"num_tasks": tasks} if tasks is not None else {}
+    answer = plugin.submit(comment="green:flex=1h,gpus=1-8", tres_per_node="gres/gpu:4", **job)
+    assert answer.rc == 0
+    assert answer.job["admin_comment"] == expected_submission("green:flex=1h,gpus=1-8", tasks=tasks)[0]
+    assert parse_marker(answer.job["admin_comment"]).tasks == recorded
 
 
 @pytest.mark.parametrize("offset", [0, 1])

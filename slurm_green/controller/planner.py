@@ -677,7 +677,10 @@ def _past_tasks(decision: JobDecision, job: Job) -> tuple[int, int] | None:
 
 
 def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
-    """The plan with no decision that would slow a pending job past its partition's ``MaxTime``.
+    """The plan with no decision that would slow a pending job past its partition's ``MaxTime``,
+    or past its own ``--deadline`` (``Job.deadline``): seen on 24.11, the window policy capped a
+    ``--deadline=now+60minutes -t 50`` job, its limit was raised to 61 minutes, and Slurm
+    cancelled the job (``JobState=DEADLINE``) before it ran, where alone it had run it.
 
     A slowed job's limit is raised with its decision (``_limit_actions``), but never past
     ``MaxTime`` (a pending job whose limit exceeds it is left pending, possibly indefinitely:
@@ -695,14 +698,17 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     max_time = partition_max_times(snapshot)
     limits = partition_limits(snapshot)
 
-    slowed: set[int] = set()
+    slowed: dict[int, str] = {}  # job id -> what it would outrun
     unshared: set[int] = set()
     for decision in plan.decisions:
         job = snapshot.job(decision.job_id)
         if job is None or not job.is_pending:
             continue
         if slowed_past_max_time(job, decision.expected_runtime_s, limits, max_time):
-            slowed.add(job.job_id)
+            slowed[job.job_id] = "its partition's MaxTime"
+        elif job.deadline is not None and (limit := _decided_limit(job, decision, limits, max_time.get(job.partition))) \
+                and max(snapshot.taken_at, decision.start_at or 0.0) + limit > job.deadline:
+            slowed[job.job_id] = "its --deadline (Slurm would cancel it)"
         partner = snapshot.job(decision.share_with) if decision.share_with is not None else None
         if (partner is not None and partner.state is JobState.RUNNING and decision.partner_stretch
                 and slowed_past_max_time(partner, None, limits, max_time, decision.partner_stretch)):
@@ -711,16 +717,16 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         return plan
     decisions = []
     for decision in plan.decisions:
-        if decision.job_id in slowed:
+        if (outrun := slowed.get(decision.job_id)) is not None:
             job = snapshot.job(decision.job_id)
             assert job is not None  # only pending jobs were found slowed
-            log.info("job %s: enacted as asked: as decided (%.0f s) it would outrun its partition's MaxTime",
-                     decision.job_id, decision.expected_runtime_s or 0.0)
+            log.info("job %s: enacted as asked: as decided (%.0f s) it would outrun %s",
+                     decision.job_id, decision.expected_runtime_s or 0.0, outrun)
             decision = replace_decision(
                 decision, gpus_per_node=None, num_nodes=None, nodes=None, power_cap_fraction=None, share_with=None,
                 partner_stretch=None, expected_runtime_s=asked_limit(job, limits),
                 expected_energy_kwh=decision.energy_as_asked_kwh, expected_carbon_kg=None,
-                reason=f"{decision.reason}; enacted as asked: so slowed it would outrun its partition's MaxTime")
+                reason=f"{decision.reason}; enacted as asked: so slowed it would outrun {outrun}")
         elif decision.job_id in unshared or decision.share_with in slowed:
             decision = replace_decision(decision, share_with=None, partner_stretch=None, nodes=None,
                                         reason=f"{decision.reason}; not co-located: its partner would outrun "

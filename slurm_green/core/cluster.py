@@ -97,6 +97,9 @@ class Job:
     #: ``cpus_per_tres``/``memory_per_tres``); 0 where none. Such a job's CPUs and memory grow with its GPUs (``cpus_per_node_at``).
     cpus_per_gpu: int = 0
     memory_per_gpu_mib: int = 0
+    #: Slurm's own ``--deadline`` (POSIX seconds): Slurm cancels the job (``DEADLINE``) once it
+    #: cannot end by then within its limit; None where none.
+    deadline: float | None = None
     #: The advance reservation Slurm runs the job in (``--reservation``); empty if none. Its nodes and hours are the reservation's, so its start
     #: is Slurm's to choose (``planner.started_as_reserved``).
     reservation: str = ""

@@ -8,7 +8,7 @@ exercised only against a fake module shaped after pyslurm 25.11's documented API
 - ``pyslurm.Jobs.load()`` -> mapping whose ``values()`` are ``Job`` objects with
   ``id, name, user_name, account, partition, state, state_reason, submit_time,
   eligible_time, start_time, end_time, time_limit`` (minutes), ``num_nodes,
-  allocated_nodes, priority, nice, comment, admin_comment, reservation, cpus_per_gpu,
+  allocated_nodes, priority, nice, comment, admin_comment, reservation, deadline, cpus_per_gpu,
   memory_per_gpu`` (MiB), ``gres_per_node``
   (a dict such as ``{"gpu:a100": 2}``);
 - ``pyslurm.Nodes.load()`` -> list of ``Node`` with ``name, state`` (``"IDLE+DRAIN"``),
@@ -112,6 +112,7 @@ def job_record(job: Any) -> dict[str, Any]:
         "comment": getattr(job, "comment", None),
         "admin_comment": getattr(job, "admin_comment", None),
         "resv_name": getattr(job, "reservation", None),
+        "deadline": getattr(job, "deadline", None),
         # per GPU, as squeue's ``cpus_per_tres``/``memory_per_tres`` (MiB) say it
         "cpus_per_tres": f"gres/gpu:{n}" if isinstance(n := getattr(job, "cpus_per_gpu", None), int) else None,
         "memory_per_tres": f"gres/gpu:{m}" if isinstance(m := getattr(job, "memory_per_gpu", None), int) else None,

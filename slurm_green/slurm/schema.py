@@ -231,6 +231,7 @@ def parse_job(record: Record) -> Job:
         cpus_per_gpu=gres.count(text(record.get("cpus_per_tres")), "gpu")[0],
         memory_per_gpu_mib=gres.count(text(record.get("memory_per_tres")), "gpu")[0],
         reservation=text(record.get("resv_name")),
+        deadline=epoch(record.get("deadline")),
     )
 
 

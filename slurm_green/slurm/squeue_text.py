@@ -57,6 +57,7 @@ FIELDS = (
     ("Nice", "nice"),
     ("tres-freq", "tres_freq"),
     ("Reservation", "resv_name"),
+    ("Deadline", "deadline"),
     # Checked, not read (``ARRAY_TASK``): a task's index, or a pending master's remaining ones ("[1,3]").
     ("ArrayTaskID", ARRAY_TASK),
     ("admin_comment", "admin_comment"),

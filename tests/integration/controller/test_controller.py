@@ -300,6 +300,22 @@ def test_a_job_is_not_deferred_into_a_maintenance_it_could_run_before(controller
         c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
 
 
+def test_a_job_is_never_slowed_past_its_own_deadline(controller_site: Cluster) -> None:
+    """``--deadline=now+60minutes -t 50``, capped at 50 %: before, its limit was raised to 61
+    minutes and Slurm cancelled the job (``DEADLINE``) before it ran. Now the decision is enacted
+    as asked (no cap, the limit as submitted) and the job runs."""
+    c = controller_site
+    job = c.sbatch("alice", ["--gres=gpu:1", "--deadline=now+60minutes", "-t", "50", "--comment", "green:flex=5m"],
+                   "sleep 1\n")
+    try:
+        run_once(c, "deadline", "window", "cap_fraction = 0.5\n")
+        [(reason,)] = store_rows(c, "deadline", f"SELECT reason FROM decisions WHERE job_id = {job}")
+        assert "outrun its --deadline" in reason, reason
+        assert state_of(c, job, {"RUNNING", "COMPLETED", "DEADLINE"}, 60) != "DEADLINE"
+    finally:
+        c.exec("controller", "scancel", str(job), check=False)
+
+
 def test_metered_energy_reaches_the_store_and_the_models(controller_site: Cluster) -> None:
     """Emulated GPUs (they draw exactly their limit): the Epilog leaves the job's energy in the
     shared directory, the next tick records it and corrects the models' power."""

@@ -306,7 +306,8 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
     cluster.sbatch("bob", ["-a", "1-2", "-J", "shared", "--gres=shard:2", "-t", "5"], script="sleep 30\n")
     fails = cluster.sbatch("bob", ["-J", "fails", "-t", "5"], script="exit 3\n")
     cluster.sbatch("bob", ["-J", "total", "--gpus=3", "--hold", "-t", "5"])
-    cluster.sbatch("bob", ["-J", "per-gpu", "--gres=gpu:1", "--cpus-per-gpu=2", "--mem-per-gpu=1000", "--hold", "-t", "5"])
+    cluster.sbatch("bob", ["-J", "per-gpu", "--gres=gpu:1", "--cpus-per-gpu=2", "--mem-per-gpu=1000", "--hold", "-t", "5",
+                           "--deadline=now+2hours"])
     Cluster.wait_for(lambda: cluster.job_state(fails) == "FAILED", message="the failing job did not end")
     cluster.exec("controller", "scontrol", "delete", "reservation=sg-contract", check=False)
     try:
@@ -324,6 +325,9 @@ def test_text_and_json_reads_of_the_same_queue_agree(cluster: Cluster, backend: 
                if job.state.is_active and job.name != "per-gpu")  # that one asks 1000 MiB a GPU
     # so are CPUs and memory asked per GPU, and the reservation a job runs in, and only that job's
     assert {(job.cpus_per_gpu, job.memory_per_gpu_mib) for job in text_jobs if job.name == "per-gpu"} == {(2, 1000)}
+    [ends_by] = [job.deadline for job in text_jobs if job.name == "per-gpu"]  # and its --deadline
+    assert ends_by is not None and abs(ends_by - time.time() - 7200) < 600
+    assert all(job.deadline is None for job in text_jobs if job.name in ("N/A", "shared", "total"))
     assert {job.job_id for job in text_jobs if job.reservation} == {reserved}
     assert {job.reservation for job in text_jobs} == {"", "sg-contract"}
 

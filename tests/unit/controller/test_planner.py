@@ -729,6 +729,20 @@ def test_a_decision_that_slows_a_job_raises_its_limit_before_it_starts():
     assert actions[1] == SetTimeLimit(7, 4740.0)  # 78 min 1 s, up to whole minutes
 
 
+def test_no_job_is_slowed_past_its_own_deadline():
+    """Slurm cancels a job (DEADLINE) whose limit no longer ends by its --deadline: a raise to
+    78 min against a deadline 70 min on is enacted as asked; 90 min on, it stands."""
+    for ends_in_min, raised in ((70, False), (90, True)):
+        job = dataclasses.replace(limited_job(), deadline=NOW + ends_in_min * 60)
+        plan = Plan((JobDecision(7, start_at=NOW, power_cap_fraction=0.6, expected_runtime_s=1.3 * 3600 + 1),))
+        snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,), partitions=(Partition("gpu"),))
+        kept, _ = enactable(plan, snap)
+        limits = [a for a in plan_actions(snap, plan, NOW, sign, verify) if isinstance(a, SetTimeLimit)]
+        assert (limits == [SetTimeLimit(7, 4740.0)]) == raised, limits
+        assert (kept.decisions[0].power_cap_fraction == 0.6) == raised
+        assert ("outrun its --deadline" in kept.decisions[0].reason) != raised
+
+
 def test_a_raised_limit_is_in_force_at_the_next_tick_and_not_raised_again():
     assert limit_actions(limited_job(limit_now=4740.0), 1.3 * 3600 + 1) == []
 

@@ -254,7 +254,7 @@ def enactable(plan: Plan, snapshot: ClusterSnapshot,
     sized = sized_to_fit_nodes(within_partition(shaped, snapshot, memo), snapshot, memo)
     fitting = clear_of_reservations(where_jobs_fit(sized, snapshot), snapshot)
     fitting = ahead_of_reservations(fitting, snapshot, memo)
-    return colocate(within_max_time(fitting, snapshot), snapshot, verify)
+    return colocate(within_max_time(fitting, snapshot, memo), snapshot, verify)
 
 
 def started_as_reserved(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
@@ -317,8 +317,7 @@ def within_site_limits(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
     (``QOSMaxGRESPerUser``) with nothing else running, where Slurm alone had started it at
     once. The controller does not read the limits (their hierarchy of QOS, associations and
     partition QOS, and their usage, is Slurm's to weigh); it reads Slurm's verdict, so the job
-    waits at most one tick more than it would have. Without a cap its time limit needs no
-    raise. The sizes are kept in the controller's memo, which a restarted controller fills from
+    waits at most one tick more than it would have (``_as_submitted``). The sizes are kept in the controller's memo, which a restarted controller fills from
     its store (``remember_sizes``)."""
     if memo is None:
         return plan
@@ -338,11 +337,9 @@ def within_site_limits(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
         why = known.held.get(job.job_id)
         if why is None:
             return None
-        nodes, per_node = submitted
-        return replace_decision(decision, num_nodes=nodes, gpus_per_node=per_node, nodes=() if job.nodes else None,
-                                share_with=None, partner_stretch=None, power_cap_fraction=1.0,
-                                expected_runtime_s=None, reason=f"{decision.reason}; {why}, uncapped")
+        return _as_submitted(decision, job, known.sizes, limits, f"{why}, uncapped")
 
+    limits = partition_limits(snapshot)
     return _per_pending_job(plan, snapshot, change)
 
 
@@ -446,7 +443,7 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
         if decision.nodes and allowed is not None and not set(decision.nodes) <= allowed:
             why.append(f"its pin is outside its partition's {kind} nodes" if kind
                        else "its pin is outside its partition")
-            decision = replace_decision(decision, nodes=() if job.nodes else None, share_with=None,
+            decision = replace_decision(decision, nodes=_cleared_pin(job), share_with=None,
                                         partner_stretch=None)
         if (decision.gpus_per_node is not None or decision.num_nodes is not None) and not job.gpus_per_node_only:
             why.append("its GPUs are asked per job, task or socket (--gpus, --gpus-per-task), which a Gres= update "
@@ -461,15 +458,15 @@ def within_partition(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo |
             why.append(f"no {label} of its partition holds {size} GPUs" if widest or not kind
                        else f"no node of its partition has {kind} GPUs")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
-                                        nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
+                                        nodes=_cleared_pin(job), share_with=None, partner_stretch=None)
         elif (past := _past_max_nodes(decision, job, rules)) is not None:
             why.append(f"its partition gives a job at most {past[1]} node(s) (MaxNodes), not {past[0]}")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
-                                        nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
+                                        nodes=_cleared_pin(job), share_with=None, partner_stretch=None)
         elif (past := _past_tasks(decision, job)) is not None:
             why.append(f"its user gave it {past[1]} task(s) (-n), which span no more nodes, not {past[0]}")
             decision = replace_decision(decision, gpus_per_node=None, num_nodes=None,
-                                        nodes=() if job.nodes else None, share_with=None, partner_stretch=None)
+                                        nodes=_cleared_pin(job), share_with=None, partner_stretch=None)
         changed = changed or decision is not original
         if why:
             log.info("job %s: decided size or pin dropped: %s", job.job_id, "; ".join(why))
@@ -507,8 +504,8 @@ def sized_to_fit_nodes(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
         why = (f"{wanted} GPU(s) a node would need more CPUs or memory than any node it may run on has "
                f"(it asks them per GPU)")
         log.info("job %s: %s", job.job_id, why)
-        return replace_decision(decision, gpus_per_node=most, nodes=() if job.nodes else None, share_with=None,
-                                partner_stretch=None, power_cap_fraction=1.0, expected_runtime_s=None,
+        return replace_decision(decision, gpus_per_node=most, nodes=_cleared_pin(job), share_with=None,
+                                partner_stretch=None, power_cap_fraction=None, expected_runtime_s=None,
                                 reason=f"{decision.reason}; {why}: {most or job.gpus_per_node} a node, uncapped")
 
     return _per_pending_job(plan, snapshot, change)
@@ -596,7 +593,7 @@ def ahead_of_reservations(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionM
     decision gives it, runs into a reservation (not its own) of every node it may run on (a
     maintenance of the partition), while the job as submitted, started now, would end before
     that reservation begins: at its decided size and cap where those end before it too, else as
-    submitted (its size before any resize, uncapped, its limit as submitted).
+    submitted (``_as_submitted``).
 
     Slurm starts no job whose limit reaches into such a reservation, so the job would wait for
     the reservation's end (hours, for a maintenance) where Slurm alone could have run it first.
@@ -625,11 +622,9 @@ def ahead_of_reservations(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionM
         if limit is not None and not any(r.overlaps(now, now + limit) for r in walls):
             return replace_decision(decision, start_at=None,
                                     reason=f"{decision.reason}; started now: {why}, before it would end")
-        nodes, per_node = sizes.get(job.job_id, (job.num_nodes, job.gpus_per_node))
-        return replace_decision(decision, start_at=None, num_nodes=nodes, gpus_per_node=per_node,
-                                nodes=() if job.nodes else None, share_with=None, partner_stretch=None,
-                                power_cap_fraction=1.0, expected_runtime_s=asked,
-                                reason=f"{decision.reason}; as submitted, now: {why}, before it would end as decided")
+        return replace_decision(_as_submitted(decision, job, sizes, limits,
+                                              f"as submitted, now: {why}, before it would end as decided"),
+                                start_at=None)
 
     return _per_pending_job(plan, snapshot, change)
 
@@ -638,8 +633,38 @@ def _unpinned(decision: JobDecision, job: Job, why: str) -> JobDecision:
     """The decision without its pin (one an earlier tick set is cleared) and without the share
     that needs it: Slurm places the job, at its decided size, start and cap."""
     log.info("job %s: decided pin dropped: %s", job.job_id, why)
-    return replace_decision(decision, nodes=() if job.nodes else None, share_with=None, partner_stretch=None,
+    return replace_decision(decision, nodes=_cleared_pin(job), share_with=None, partner_stretch=None,
                             reason=f"{decision.reason}; {why}")
+
+
+def _as_submitted(decision: JobDecision, job: Job, sizes: Mapping[int, tuple[int, int]],
+                  limits: Mapping[str, float | None], why: str) -> JobDecision:
+    """The decision with the job as its user submitted it, its start kept: the size it had before
+    the controller first resized it (``sizes``, from ``_SubmittedSizes``; else the size it has),
+    no pin the controller set (a node list its user gave stays), no shared GPU, no cap, and its
+    time limit as submitted (one a decision raised comes back down).
+
+    The one fallback of every rule that finds a decision would leave the job worse off than
+    Slurm alone: the job then runs as under Slurm alone. The size before any resize matters: a
+    job an earlier tick shrank and whose limit is brought back to the one submitted would be
+    stopped at that limit before it ended."""
+    nodes, per_node = sizes.get(job.job_id, (job.num_nodes, job.gpus_per_node))
+    resized = (nodes, per_node) != (job.num_nodes, job.gpus_per_node)
+    return replace_decision(
+        decision, num_nodes=nodes if resized else None, gpus_per_node=per_node if resized else None,
+        nodes=_cleared_pin(job), share_with=None, partner_stretch=None, power_cap_fraction=None,
+        expected_runtime_s=asked_limit(job, limits), expected_energy_kwh=decision.energy_as_asked_kwh,
+        expected_carbon_kg=None, reason=f"{decision.reason}; {why}")
+
+
+def _cleared_pin(job: Job) -> tuple[str, ...] | None:
+    """The node list that clears the controller's pin on ``job`` (an empty one where Slurm holds
+    one), or None (leave it) where there is none, or where its user gave it (``-w``: the
+    marker's ``own_nodes``)."""
+    if not job.nodes:
+        return None
+    options = parse_marker(job.admin_comment)
+    return None if options is not None and options.own_nodes else ()
 
 
 def _from(start: float, now: float) -> str:
@@ -676,7 +701,7 @@ def _past_tasks(decision: JobDecision, job: Job) -> tuple[int, int] | None:
     return (count, tasks) if tasks is not None and count > max(tasks, job.num_nodes) else None
 
 
-def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
+def within_max_time(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> Plan:
     """The plan with no decision that would slow a pending job past its partition's ``MaxTime``,
     or past its own ``--deadline`` (``Job.deadline``): seen on 24.11, the window policy capped a
     ``--deadline=now+60minutes -t 50`` job, its limit was raised to 61 minutes, and Slurm
@@ -686,8 +711,8 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     ``MaxTime`` (a pending job whose limit exceeds it is left pending, possibly indefinitely:
     sbatch(1)): a job slowed further would be stopped there and its work lost, which is
     worse than any saving. Such a decision is enacted without what slows it: its start is
-    kept, the rest is the job's request (its GPUs, no cap, no pin, no shared GPU), and a
-    share naming it is dropped too. A guest whose **running** host it would stretch past the
+    kept, the rest is the job as submitted (``_as_submitted``: the size before an earlier
+    tick's resize too), and a share naming it is dropped too. A guest whose **running** host it would stretch past the
     host's ``MaxTime`` (``partner_stretch``) does not join it. A guest dropped so keeps the
     rest of its decision but not the pin to its partner's node (which was for the share).
     "Past" is read as the limit would be set: the expected run in whole minutes above both
@@ -715,6 +740,7 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
             unshared.add(job.job_id)
     if not slowed and not unshared:
         return plan
+    sizes = memo.get(_SubmittedSizes).sizes if memo is not None else {}
     decisions = []
     for decision in plan.decisions:
         if (outrun := slowed.get(decision.job_id)) is not None:
@@ -722,11 +748,7 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
             assert job is not None  # only pending jobs were found slowed
             log.info("job %s: enacted as asked: as decided (%.0f s) it would outrun %s",
                      decision.job_id, decision.expected_runtime_s or 0.0, outrun)
-            decision = replace_decision(
-                decision, gpus_per_node=None, num_nodes=None, nodes=None, power_cap_fraction=None, share_with=None,
-                partner_stretch=None, expected_runtime_s=asked_limit(job, limits),
-                expected_energy_kwh=decision.energy_as_asked_kwh, expected_carbon_kg=None,
-                reason=f"{decision.reason}; enacted as asked: so slowed it would outrun {outrun}")
+            decision = _as_submitted(decision, job, sizes, limits, f"enacted as asked: so slowed it would outrun {outrun}")
         elif decision.job_id in unshared or decision.share_with in slowed:
             decision = replace_decision(decision, share_with=None, partner_stretch=None, nodes=None,
                                         reason=f"{decision.reason}; not co-located: its partner would outrun "

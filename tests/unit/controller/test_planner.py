@@ -193,7 +193,8 @@ def test_a_job_slurm_holds_for_a_site_limit_at_a_decided_size_goes_back_to_its_o
         grown = dataclasses.replace(waiting, gpus_per_node=2)
         kept, _ = enactable(Plan((grow, other)), snapshot(now, grown), memo=memo)
         back = kept.decisions[0]
-        assert (back.gpus_per_node, back.num_nodes, back.power_cap_fraction, back.expected_runtime_s) == (1, 1, 1.0, None)
+        own = 1 if size == 4 else None  # None: the size it has
+        assert (back.gpus_per_node, back.num_nodes, back.power_cap_fraction, back.expected_runtime_s) == (own, own, None, None)
         assert back.nodes == (() if size == 4 else None)
         assert "site limit (QOSMaxGRESPerUser) at 4 GPU(s)" in back.reason, back.reason
         assert kept.decisions[1] == other
@@ -660,7 +661,7 @@ def grown_per_gpu(**asks) -> JobDecision:
 ])
 def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_holds(asks, most):
     decided = grown_per_gpu(**asks)
-    assert (decided.gpus_per_node, decided.power_cap_fraction, decided.expected_runtime_s) == (most, 1.0, None)
+    assert (decided.gpus_per_node, decided.power_cap_fraction, decided.expected_runtime_s) == (most, None, None)
     assert "more CPUs or memory than any node it may run on has" in decided.reason
 
 
@@ -698,8 +699,23 @@ def test_a_job_slowed_into_a_maintenance_runs_as_submitted():
     uncapped, at its own size and limit."""
     decided = around(WHOLE, 50 / 60, JobDecision(7, start_at=NOW, gpus_per_node=2, power_cap_fraction=0.5,
                                                  expected_runtime_s=4200.0, reason="start now"))
-    assert (decided.gpus_per_node, decided.num_nodes, decided.power_cap_fraction) == (1, 1, 1.0)
+    assert (decided.gpus_per_node, decided.num_nodes, decided.power_cap_fraction) == (None, None, None)  # as it is
     assert decided.expected_runtime_s == 3000.0 and "as submitted, now" in decided.reason
+
+
+def test_a_job_whose_user_chose_its_nodes_runs_as_submitted_on_them_ahead_of_a_maintenance():
+    """A ``-w node1`` job slowed into the maintenance runs now as submitted: its user's node
+    list stays (clearing it would run the job where its user did not want it)."""
+    marker = format_marker(GreenOptions(max_delay_s=6 * 3600, time_limit_s=3000.0, own_nodes=True))
+    job = Job(7, gpus_per_node=1, admin_comment=marker, time_limit_s=3000.0, eligible_time=NOW + 6 * 3600,
+              partition="gpu", nodes=("node1",))
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(job,),
+                           nodes=(Node("node1", gpus_total=4), Node("node2", gpus_total=4)),
+                           partitions=(Partition("gpu", nodes=("node1", "node2")),), reservations=(WHOLE,))
+    plan = Plan((JobDecision(7, start_at=NOW, power_cap_fraction=0.5, expected_runtime_s=4200.0, reason="now"),))
+    [kept] = enactable(plan, snap)[0].decisions
+    assert kept.nodes is None and kept.power_cap_fraction is None and "as submitted, now" in kept.reason, kept
+    assert not [a for a in plan_actions(snap, plan, NOW) if isinstance(a, SetNodes)]
 
 
 @pytest.mark.parametrize("maint, limit_h", [
@@ -778,6 +794,25 @@ def test_a_decision_that_would_slow_a_job_past_its_partitions_max_time_is_enacte
     assert plan_actions(snap, plan, NOW, sign, verify) == [SetStartTime(7, NOW + 600)]  # no GPUs, cap, pin, limit
     # without a MaxTime (or within it) the decision stands
     assert enactable(plan, snapshot(job), verify)[0] == plan
+
+
+def test_a_job_an_earlier_tick_resized_goes_back_to_its_own_size_when_enacted_as_asked():
+    """Tick 1 shrinks a 4-GPU job to 2 (within MaxTime); tick 2's decision, capped too, would slow
+    it past MaxTime: it is enacted as asked, which is its submitted 4 GPUs, not the 2 of tick 1
+    (at 2 GPUs and the limit as submitted Slurm would stop it before it ended)."""
+    memo = DecisionMemo()
+    partitions = (Partition("gpu", max_time_s=2 * 3600.0),)
+    shrink = JobDecision(7, start_at=NOW, gpus_per_node=2, expected_runtime_s=1.5 * 3600.0)
+    first, _ = enactable(Plan((shrink,)), ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5",
+                                                          jobs=(limited_job(),), partitions=partitions), memo=memo)
+    assert first.decisions == (shrink,)
+    shrunk = dataclasses.replace(limited_job(limit_now=5400.0), gpus_per_node=2)
+    snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=(shrunk,), partitions=partitions)
+    capped = Plan((dataclasses.replace(shrink, power_cap_fraction=0.6, expected_runtime_s=2.5 * 3600.0),))
+    [kept] = enactable(capped, snap, memo=memo)[0].decisions
+    assert (kept.gpus_per_node, kept.power_cap_fraction, kept.expected_runtime_s) == (4, None, 3600.0), kept
+    actions = plan_actions(snap, capped, NOW, sign, verify, memo=memo)
+    assert SetGpus(7, 4, None) in actions and SetTimeLimit(7, 3600.0) in actions, actions
 
 
 def test_a_job_submitted_to_several_partitions_is_held_to_the_smallest_max_time():

@@ -487,26 +487,22 @@ def sized_to_fit_nodes(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
     (128 CPUs), and a ``--mem-per-gpu=200000`` one to 4 on 512,000-MiB nodes, and both stayed
     pending for ever (``Reason=BadConstraints``) where Slurm alone had started them at once."""
     rules = node_rules(snapshot, memo)
-    by_name = {node.name: node for node in snapshot.nodes}
-
-    def fits(job: Job, gpus: int, nodes: list[Node]) -> bool:
-        return any(node.gpus_total >= gpus and all(total(node) <= 0 or need(job, gpus) <= total(node)
-                                                   for _, _, total, need in _FITTED) for node in nodes)
 
     def change(decision: JobDecision, job: Job) -> JobDecision | None:
         wanted = decision.gpus_per_node
         if wanted is None or wanted <= job.gpus_per_node or not (job.cpus_per_gpu or job.memory_per_gpu_mib):
             return None
-        nodes = [by_name[name] for name in (rules.allowed(job) or rules.names) if name in by_name]
-        if not nodes or fits(job, wanted, nodes):
+        may = rules.allowed(job) or rules.names
+        most = rules.most_gpus_per_node(job, may) if may else 0
+        if not may or wanted <= most:
             return None
-        most = max((k for k in range(job.gpus_per_node + 1, wanted) if fits(job, k, nodes)), default=None)
+        grown = most if most > job.gpus_per_node else None
         why = (f"{wanted} GPU(s) a node would need more CPUs or memory than any node it may run on has "
                f"(it asks them per GPU)")
         log.info("job %s: %s", job.job_id, why)
-        return replace_decision(decision, gpus_per_node=most, nodes=_cleared_pin(job), share_with=None,
+        return replace_decision(decision, gpus_per_node=grown, nodes=_cleared_pin(job), share_with=None,
                                 partner_stretch=None, power_cap_fraction=None, expected_runtime_s=None,
-                                reason=f"{decision.reason}; {why}: {most or job.gpus_per_node} a node, uncapped")
+                                reason=f"{decision.reason}; {why}: {grown or job.gpus_per_node} a node, uncapped")
 
     return _per_pending_job(plan, snapshot, change)
 
@@ -524,7 +520,7 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     whose CPUs or memory are not known is not checked for them, nor is a later start (what is
     free then is not known)."""
     resources = [(name, {node.name: free(node) for node in snapshot.nodes}, need)
-                 for name, free, _, need in _FITTED if any(free(node) is not None for node in snapshot.nodes)]
+                 for name, free, need in _FITTED if any(free(node) is not None for node in snapshot.nodes)]
     if not resources:
         return plan
     taken: dict[tuple[str, str], int] = {}
@@ -671,14 +667,12 @@ def _from(start: float, now: float) -> str:
     return "now" if start <= now else f"from {(start - now) / 3600:.1f} h on"
 
 
-#: What ``where_jobs_fit`` checks on a pinned node, and ``sized_to_fit_nodes`` on the largest:
-#: (name in reasons, free on a node or None where not known, its total or 0 where not known, a
-#: job's need per node with that many GPUs there, or 0 where not known).
-_FITTED: tuple[tuple[str, Callable[[Node], int | None], Callable[[Node], int], Callable[[Job, int], int]], ...] = (
-    ("CPU(s)", lambda node: node.cpus_free, lambda node: node.cpus_total,
+#: What ``where_jobs_fit`` checks on a pinned node: (name in reasons, free on a node or None
+#: where not known, a job's need per node with that many GPUs there, or 0 where not known).
+_FITTED: tuple[tuple[str, Callable[[Node], int | None], Callable[[Job, int], int]], ...] = (
+    ("CPU(s)", lambda node: node.cpus_free,
      lambda job, gpus: job.cpus_per_node_at(gpus) if job.cpus > 0 or job.cpus_per_gpu > 0 else 0),
-    ("MiB of memory", lambda node: node.memory_free_mib, lambda node: node.memory_total_mib,
-     lambda job, gpus: job.memory_per_node_mib_at(gpus)),
+    ("MiB of memory", lambda node: node.memory_free_mib, lambda job, gpus: job.memory_per_node_mib_at(gpus)),
 )
 
 

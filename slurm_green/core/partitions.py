@@ -17,9 +17,11 @@ rule here, so the two never disagree:
   not read types, the simulator's one-type cluster, whose jobs name that type).
 
 How many nodes a job may be given is read here too (``NodeRules.max_nodes``, the partitions'
-``MaxNodes``): Slurm takes an update to more and leaves the job pending
-(``Reason=PartitionNodeLimit``), so the policies size within it and the planner drops a size
-past it.
+``MaxNodes``; ``most_nodes`` adds the task count its user gave), and how many GPUs per node
+(``most_gpus_per_node``: the CPUs and memory it asks per GPU must fit one node): Slurm takes an
+update past either and leaves the job pending (``PartitionNodeLimit``, ``Resources``,
+``BadConstraints``), so the policies size within them and the planner drops or trims a size
+past them.
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ from dataclasses import dataclass, field
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
 from slurm_green.core.decision import DecisionMemo
+from slurm_green.core.green_options import parse_marker
 
 
 @dataclass
 class NodeRules:
     """The rule for one snapshot's nodes and partitions, answered once per (partitions, type).
-    Of ``nodes`` it reads only names, GPU types and GPU counts (``node_rules`` may hand on one
-    built from an earlier tuple that had the same)."""
+    Of ``nodes`` it reads only names, GPU types and counts of GPUs, CPUs and memory
+    (``node_rules`` may hand on one built from an earlier tuple that had the same)."""
 
     nodes: tuple[Node, ...]
     partitions: tuple[Partition, ...]
@@ -45,6 +48,8 @@ class NodeRules:
         names = {node.name for node in self.nodes}
         self.names = frozenset(names)
         self._gpus_of = {node.name: node.gpus_total for node in self.nodes}
+        self._sizes_of = {node.name: (node.gpus_total, node.cpus_total, node.memory_total_mib) for node in self.nodes}
+        self._per_node: dict[tuple[frozenset[str], int, int], int] = {}
         self._of_type: dict[str | None, frozenset[str]] = {}
         self._widest: dict[frozenset[str], int] = {}
         self._by_name = {partition.name: partition for partition in self.partitions}
@@ -68,6 +73,35 @@ class NodeRules:
         none, or the snapshot does not list them)."""
         limits = [p.max_nodes for p in self._listed(job.partition)]
         return None if not limits or None in limits else max(limit for limit in limits if limit is not None)
+
+    def most_nodes(self, job: Job) -> int | None:
+        """The most nodes ``job`` may be given: ``max_nodes``, and no more than the tasks its user
+        gave (``-n``, the marker's ``tasks``: a job of 1 task given 2 nodes waits for ever), never
+        below the nodes it asked for; None: no limit known."""
+        options = parse_marker(job.admin_comment)
+        limits = [limit for limit in (self.max_nodes(job), options.tasks if options is not None else None)
+                  if limit is not None]
+        return max(min(limits), job.num_nodes) if limits else None
+
+    def most_gpus_per_node(self, job: Job, names: frozenset[str]) -> int:
+        """The most GPUs per node ``job`` may be given on some node among ``names``: its GPUs,
+        and where the job asks CPUs or memory per GPU (``--cpus-per-gpu``, ``--mem-per-gpu``) as
+        many as that node's CPUs and memory hold (all of them counted, free or not; a total not
+        known is not checked). 0: none of ``names`` has a GPU."""
+        if not (job.cpus_per_gpu or job.memory_per_gpu_mib):
+            return self.widest(names)
+        key = (names, job.cpus_per_gpu, job.memory_per_gpu_mib)
+        if key not in self._per_node:
+            most = 0
+            for name in names:
+                gpus, cpus, memory = self._sizes_of.get(name, (0, 0, 0))
+                if job.cpus_per_gpu and cpus > 0:
+                    gpus = min(gpus, cpus // job.cpus_per_gpu)
+                if job.memory_per_gpu_mib and memory > 0:
+                    gpus = min(gpus, memory // job.memory_per_gpu_mib)
+                most = max(most, gpus)
+            self._per_node[key] = most
+        return self._per_node[key]
 
     def of_type(self, kind: str | None) -> frozenset[str]:
         """The names of the nodes whose GPU type is ``kind``."""
@@ -104,25 +138,26 @@ class NodeRules:
         return None if names is None else frozenset(names)
 
 
-def _signature(nodes: tuple[Node, ...]) -> tuple[tuple[str, str | None, int], ...]:
-    """What the rule reads of the nodes: their names, GPU types and GPU counts."""
-    return tuple([(node.name, node.gpu_type, node.gpus_total) for node in nodes])
+def _signature(nodes: tuple[Node, ...]) -> tuple[tuple[str, str | None, int, int, int], ...]:
+    """What the rule reads of the nodes: their names, GPU types and counts of GPUs, CPUs and memory."""
+    return tuple([(node.name, node.gpu_type, node.gpus_total, node.cpus_total, node.memory_total_mib)
+                  for node in nodes])
 
 
 @dataclass
 class _RulesMemo:
     """The last snapshot's rule, in a controller's memo. The simulator hands over a new node
     tuple whenever a node's allocation changes, and a new partition tuple with every snapshot,
-    while names, types, GPU counts and partitions stay the same: the rule is kept while they do."""
+    while names, types, sizes and partitions stay the same: the rule is kept while they do."""
 
     nodes: tuple[Node, ...] | None = None
-    signature: tuple[tuple[str, str | None, int], ...] = ()
+    signature: tuple[tuple[str, str | None, int, int, int], ...] = ()
     rules: NodeRules | None = None
 
 
 def node_rules(snapshot: ClusterSnapshot, memo: DecisionMemo | None = None) -> NodeRules:
-    """The rule for ``snapshot`` (kept in ``memo`` while its nodes' names, types and GPU counts
-    and its partitions are the same)."""
+    """The rule for ``snapshot`` (kept in ``memo`` while its nodes' names, types and counts of
+    GPUs, CPUs and memory and its partitions are the same)."""
     if memo is None:
         return NodeRules(snapshot.nodes, snapshot.partitions)
     held = memo.get(_RulesMemo)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from operator import itemgetter
 
 import numpy as np
@@ -32,8 +33,9 @@ class PendingJobs:
     from its time limit as submitted (all Slurm knows; ``managed.asked_runtime_s``) or
     ``default_runtime_s`` without one.
     ``gpus_min``/``gpus_max`` are the user's allowed range, or the current count; the most is
-    at most what its partitions' ``MaxNodes`` nodes can hold (``NodeRules.max_nodes``), never
-    below its own request.
+    at most what as many nodes as it may be given (its partitions' ``MaxNodes``, its user's
+    task count: ``NodeRules.most_nodes``) can hold of its GPUs, CPUs and memory per GPU
+    (``NodeRules.most_gpus_per_node``), never below its own request.
     ``max_runtime_s`` is the partition's ``MaxTime`` (inf: none): no raise of a job's limit
     passes it, so no decision may slow a job past it (``planner.within_max_time``).
     """
@@ -71,7 +73,7 @@ class _RowsMemo:
 
 
 #: What a row was read with besides the job: (default runtime, its partition's default limit,
-#: its partition's MaxTime, the most GPUs its partitions' MaxNodes allow).
+#: its partition's MaxTime, the most GPUs it may be given, ``_most_gpus``).
 _ReadWith = tuple[float, float | None, float | None, float]
 
 
@@ -82,19 +84,26 @@ def _row(job: Job, default_runtime_s: float, limits: Mapping[str, float | None],
     gpus = max(1, job.total_gpus)
     # GPUs asked per job, task or socket: no size change can be enacted (``Job.gpus_per_node_only``)
     low, high = options.gpu_bounds(gpus) if job.gpus_per_node_only else (gpus, gpus)
-    if high > read_with[3]:  # past what MaxNodes nodes hold: cut to it, but never below its own request
+    if high > read_with[3]:  # past what it may be given: cut to it, but never below its own request
         high = int(max(read_with[3], min(gpus, high)))
     return ((job.submit_time, job.job_id), job, options, job.job_id, job.submit_time, deadline_of(job, options),
             gpus, low, high, options.accept_cap,
             asked_runtime_s(job, options, limits, default_runtime_s), job.name, read_with[2] or math.inf)
 
 
-def _most_gpus(job: Job, rules: NodeRules | None) -> float:
-    """The most GPUs ``job`` could have on its partitions' ``MaxNodes`` nodes (inf: no limit)."""
-    if rules is None or (most := rules.max_nodes(job)) is None:
+def _most_gpus(job: Job, partitions_limit: bool, rules: Callable[[], NodeRules]) -> float:
+    """The most GPUs ``job`` could have on as many of the nodes it may run on as it may be given
+    (inf: no limit on their number): ``NodeRules.most_nodes`` x ``most_gpus_per_node``. The rule
+    is asked only where some partition limits nodes or the job's user gave a task count (never
+    in the simulator)."""
+    options = parse_marker(job.admin_comment)
+    if not partitions_limit and (options is None or options.tasks is None):
         return math.inf
-    allowed = rules.allowed(job)
-    return float(most * rules.widest(allowed if allowed is not None else rules.names))
+    held = rules()
+    if (most := held.most_nodes(job)) is None:
+        return math.inf
+    allowed = held.allowed(job)
+    return float(most * held.most_gpus_per_node(job, allowed if allowed is not None else held.names))
 
 
 def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: DecisionMemo) -> PendingJobs:
@@ -105,12 +114,12 @@ def pending_jobs(snapshot: ClusterSnapshot, default_runtime_s: float, memo: Deci
     rows = []
     pending = JobState.PENDING
     limits, max_times = partition_limits(snapshot), partition_max_times(snapshot)
-    # read per job only where a partition limits nodes (never in the simulator's)
-    rules = node_rules(snapshot, memo) if any(p.max_nodes for p in snapshot.partitions) else None
+    partitions_limit = any(p.max_nodes for p in snapshot.partitions)
+    rules = partial(node_rules, snapshot, memo)
     for job in [job for job in snapshot.jobs if job.state is pending]:  # most active jobs run
         hit = last.get(job.job_id)
         read_with = (default_runtime_s, limits.get(job.partition or ""), max_times.get(job.partition),
-                     _most_gpus(job, rules))
+                     _most_gpus(job, partitions_limit, rules))
         if hit is not None and hit[0] is job and hit[1] == read_with:
             row = hit[2]
         else:

@@ -30,8 +30,10 @@ class Where:
     """Where each pending job of a pool may run (``core.partitions``, the planner's rule): per
     row, the pool's nodes it is held to (None: all of them, the usual case of one partition)
     and the GPUs per node its sizes are laid out in (its allowed nodes' most common count; the
-    pool's where it is held to none). Its sizes and pins then fit its partition, and
-    ``planner.within_partition`` has nothing to drop."""
+    pool's where it is held to none; for a job asking CPUs or memory per GPU no more than some
+    of those nodes holds them for, ``NodeRules.most_gpus_per_node``, nor less than it asked).
+    Its sizes and pins then fit its partition and its nodes, and ``planner.within_partition``
+    and ``planner.sized_to_fit_nodes`` have nothing to drop."""
 
     allowed: tuple[frozenset[str] | None, ...]
     gpn: tuple[int, ...]
@@ -58,7 +60,11 @@ class Where:
                 inside = None if wanted is None or wanted >= among else wanted & among
                 held = narrowed[wanted] = (inside, gpn if inside is None else rules.gpus_per_node(inside) or gpn)
             allowed.append(held[0])
-            gpns.append(held[1])
+            if job.cpus_per_gpu or job.memory_per_gpu_mib:  # as many as a node holds its CPUs and memory for
+                most = rules.most_gpus_per_node(job, held[0] if held[0] is not None else among)
+                gpns.append(max(job.gpus_per_node, min(held[1], most)))
+            else:
+                gpns.append(held[1])
         return cls(tuple(allowed), tuple(gpns), {})
 
     def mask(self, row: int, names: tuple[str, ...]) -> np.ndarray | None:

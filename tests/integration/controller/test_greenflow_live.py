@@ -257,19 +257,23 @@ def test_no_job_is_pinned_where_a_maintenance_begins_before_it_would_end(site: C
 @pytest.mark.parametrize("per_gpu", ["--cpus-per-gpu=32", "--mem-per-gpu=200000"])
 def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_holds(site: Cluster,
                                                                                    per_gpu: str) -> None:
-    """The nodes have 64 CPUs and 512,000 MiB: before, GreenFlow grew such a 1-GPU job to 4 GPUs
-    (128 CPUs, or 800,000 MiB), Slurm took the update, and the job stayed pending for ever
-    (``Reason=BadConstraints``). Now it gets at most 2 GPUs, what one node holds, and runs."""
+    """The nodes have 64 CPUs and 512,000 MiB: before 2026-12-07, GreenFlow grew such a 1-GPU job
+    to 4 GPUs (128 CPUs, or 800,000 MiB), Slurm took the update, and the job stayed pending for
+    ever (``Reason=BadConstraints``); then the planner cut it back to 2 GPUs, uncapped and
+    unpinned (``planner.sized_to_fit_nodes``). Since 2026-12-08 GreenFlow itself sizes it to at
+    most 2 GPUs a node, what one node holds, and the job runs as it decided."""
     c = site
     name = "greenflow-per-gpu-" + per_gpu.split("=")[0].strip("-")
     job = c.sbatch("alice", ["--gres=gpu:1", per_gpu, "-t", "3", "-J", "resnet50", "--comment",
                              "green:flex=20m,gpus=1-8"], SCRIPT)
     try:
         run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
-        [(per_node, reason)] = store_rows(c, name, f"SELECT gpus_per_node, reason FROM decisions WHERE job_id = {job}")
-        assert "more CPUs or memory than any node it may run on has" in reason, reason
+        [(per_node, nodes, reason)] = store_rows(
+            c, name, f"SELECT gpus_per_node, num_nodes, reason FROM decisions WHERE job_id = {job}")
+        assert per_node <= 2 and "more CPUs or memory than any node" not in reason, (per_node, reason)
         state_of(c, job, {"RUNNING", *DONE}, 60)
-        assert len(job_report(c, REPORT, job)["gpus"].split(",")) == (per_node or 1) <= 2
+        report = job_report(c, REPORT, job)
+        assert (len(report["gpus"].split(",")), int(report["num"])) == (per_node, nodes), report
     finally:
         c.exec("controller", "scancel", str(job), check=False)
 
@@ -277,7 +281,8 @@ def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_hold
 def test_a_job_is_given_no_more_nodes_than_the_tasks_its_user_gave(site: Cluster) -> None:
     """``-n 1 --gres=gpu:4``, ``gpus=1-8``: before, GreenFlow decided 2 nodes x 4 GPUs, Slurm took
     it, and the one task's job stayed pending (``Reason=Resources``) on an idle cluster. Now
-    job_submit.lua records the task count (``tasks=1``) and the job runs on one node."""
+    job_submit.lua records the task count (``tasks=1``), GreenFlow sizes the job within one node
+    (the planner drops nothing) and it runs there."""
     c = site
     name = "greenflow-tasks"
     job = c.sbatch("alice", ["--gres=gpu:4", "-n", "1", "-t", "3", "-J", "resnet50", "--comment",
@@ -285,6 +290,8 @@ def test_a_job_is_given_no_more_nodes_than_the_tasks_its_user_gave(site: Cluster
     try:
         assert "tasks=1" in c.exec("controller", "scontrol", "show", "job", str(job)).stdout
         run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
+        [(nodes, reason)] = store_rows(c, name, f"SELECT num_nodes, reason FROM decisions WHERE job_id = {job}")
+        assert nodes == 1 and "as asked" not in reason, reason
         state_of(c, job, {"RUNNING", *DONE}, 60)
         assert job_report(c, REPORT, job)["num"] == "1"
     finally:

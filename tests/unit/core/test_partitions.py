@@ -6,6 +6,7 @@ import pytest
 
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
 from slurm_green.core.decision import DecisionMemo
+from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.partitions import node_rules
 
 NODES = (Node("a1", gpus_total=4, gpu_type="h100"), Node("a2", gpus_total=4, gpu_type="a40"),
@@ -61,3 +62,31 @@ def test_the_most_nodes_a_job_may_have_is_the_largest_maxnodes_of_its_partitions
                   Partition("c", nodes=("b3",), max_nodes=3))
     snap = ClusterSnapshot(taken_at=0.0, nodes=NODES, partitions=partitions)
     assert node_rules(snap).max_nodes(Job(1, partition=partition)) == expected
+
+
+@pytest.mark.parametrize("limit, tasks, asked, expected", [
+    (None, None, 1, None), (None, 1, 1, 1), (3, 2, 1, 2), (1, 4, 1, 1),
+    (1, 1, 2, 2),  # never below the nodes it asked for
+])
+def test_the_most_nodes_a_job_may_have_counts_maxnodes_and_its_users_tasks(limit, tasks, asked, expected):
+    snap = ClusterSnapshot(taken_at=0.0, nodes=NODES, partitions=(Partition("a", nodes=("a1", "a2"), max_nodes=limit),))
+    marker = format_marker(GreenOptions(max_delay_s=3600.0, tasks=tasks))
+    assert node_rules(snap).most_nodes(Job(1, partition="a", num_nodes=asked, admin_comment=marker)) == expected
+
+
+SIZED = (Node("s1", gpus_total=4, cpus_total=64, memory_total_mib=512_000),
+         Node("s2", gpus_total=8, cpus_total=96, memory_total_mib=256_000),
+         Node("s3", gpus_total=8))  # CPUs and memory not known: not checked
+
+
+@pytest.mark.parametrize("names, asks, expected", [
+    ({"s1", "s2"}, {}, 8),                                          # no per-GPU ask: the widest node
+    ({"s1", "s2"}, {"cpus_per_gpu": 32}, 3),                        # 96 // 32 on s2; 64 // 32 on s1
+    ({"s1", "s2"}, {"memory_per_gpu_mib": 200_000}, 2),             # only s1 holds two
+    ({"s1", "s2"}, {"cpus_per_gpu": 16, "memory_per_gpu_mib": 100_000}, 4),  # s1: 4 GPUs; s2: 2 of memory
+    ({"s1"}, {"cpus_per_gpu": 128}, 0),                             # not one GPU's CPUs
+    ({"s1", "s3"}, {"cpus_per_gpu": 128}, 8),
+])
+def test_the_most_gpus_per_node_a_job_may_have_fits_its_cpus_and_memory_per_gpu(names, asks, expected):
+    rules = node_rules(ClusterSnapshot(taken_at=0.0, nodes=SIZED))
+    assert rules.most_gpus_per_node(Job(1, **asks), frozenset(names)) == expected

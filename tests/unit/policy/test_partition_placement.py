@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 from policy_literals import HOUR, NOW, context, pending, signal
 
-from slurm_green.controller.planner import within_partition
+from slurm_green.controller.planner import enactable, within_partition
 from slurm_green.core.cluster import ClusterSnapshot, Job, Node, Partition
 from slurm_green.core.green_options import GreenOptions, format_marker
 from slurm_green.core.plan import Plan
@@ -39,6 +39,34 @@ def test_greenflow_pins_a_job_to_its_partition_at_a_width_its_nodes_hold(models,
     assert decision.nodes and set(decision.nodes) <= {"a0", "a1"}
     assert decision.gpus_per_node * len(decision.nodes) == gpus and decision.gpus_per_node <= 4
     assert "as asked" not in decision.reason  # the planner dropped nothing
+
+
+@pytest.mark.parametrize("asks, tasks, gpus, per_node", [
+    ({"cpus_per_gpu": 32}, None, 1, 2),             # 64 CPUs a node: 2 GPUs a node at most
+    ({"memory_per_gpu_mib": 200_000}, None, 1, 2),  # 512,000 MiB a node: 2
+    ({"cpus_per_gpu": 32}, 1, 1, 2),                # one task: one node of 2
+    ({}, 1, 2, 4),                                  # one task: one node of 4
+])
+def test_greenflow_sizes_a_job_within_its_tasks_and_the_cpus_and_memory_a_node_holds(models, asks, tasks, gpus,
+                                                                                     per_node):
+    """On 4-GPU, 64-CPU, 512,000-MiB nodes a ``gpus=1-8`` job asking CPUs or memory per GPU, or
+    giving a task count, is sized to fit by GreenFlow itself, its cap and pin included: the
+    planner (``enactable``: ``sized_to_fit_nodes``, ``within_partition``) changes nothing. Before,
+    GreenFlow decided 4 GPUs on one node (or 8 on two) and the planner cut the job back to 2
+    GPUs a node, or to its own size, uncapped and unpinned."""
+    sized = tuple(Node(f"n{i}", gpus_total=4, cpus_total=64, memory_total_mib=512_000) for i in range(4))
+    marker = format_marker(GreenOptions(max_delay_s=6 * HOUR, gpus_min=1, gpus_max=8, deadline=NOW + 6 * HOUR,
+                                        tasks=tasks))
+    asked = replace(pending(1, gpus=gpus, gpus_per_node=4), name="resnet50", admin_comment=marker, partition="gpu",
+                    **asks)
+    snap = ClusterSnapshot(taken_at=NOW, jobs=(asked,), nodes=sized,
+                           partitions=(Partition("gpu", nodes=tuple(n.name for n in sized), default=True),))
+    plan = GreenFlowPolicy(gpu_time_slack=1.0)(context(snap, signal(FLAT), models))
+    [decision] = plan.decisions
+    assert decision.gpus_per_node <= per_node and decision.num_nodes <= (tasks or 4), decision
+    assert decision.gpus_per_node * decision.num_nodes > gpus  # grown (else this would test nothing)
+    assert decision.nodes and len(decision.nodes) == decision.num_nodes
+    assert enactable(plan, snap)[0] == plan
 
 
 def test_greenflow_pins_a_typed_job_to_its_partitions_nodes_of_that_type(models):

@@ -85,6 +85,20 @@ def test_no_policy_sizes_a_job_past_what_its_partitions_maxnodes_nodes_hold():
         assert pending_jobs(snapshot, 600.0, memo).gpus_max.tolist() == most  # the memo reads the change
 
 
+def test_no_policy_sizes_a_job_past_its_users_tasks_of_the_gpus_cpus_and_memory_a_node_holds():
+    """gpus=1-16 on 4-GPU, 64-CPU nodes: ``-n 1`` holds it to one node (4 GPUs), 2 tasks and
+    ``--cpus-per-gpu=32`` to two nodes of 2 (4); without a task count, its range (the GPUs per
+    node its sizes are laid out in are the policy's: ``greenflow.options.Where``)."""
+    nodes = tuple(Node(f"n{i}", gpus_total=4, cpus_total=64) for i in range(4))
+    partition = dataclasses.replace(GPU, nodes=tuple(n.name for n in nodes))
+    for tasks, per_gpu, most in ((1, 0, 4), (2, 32, 4), (None, 32, 16)):
+        marker = format_marker(GreenOptions(max_delay_s=3600.0, gpus_min=1, gpus_max=16, tasks=tasks))
+        job = Job(1, partition="gpu", submit_time=NOW, time_limit_s=3600.0, gpus_per_node=1, admin_comment=marker,
+                  cpus_per_gpu=per_gpu)
+        snapshot = ClusterSnapshot(NOW, jobs=(job,), nodes=nodes, partitions=(partition,))
+        assert pending_jobs(snapshot, 600.0, DecisionMemo()).gpus_max.tolist() == [most]
+
+
 def test_no_policy_sizes_a_job_that_asked_its_gpus_per_job_or_task():
     """No ``Gres=`` update can resize it (``Job.gpus_per_node_only``): its range is its request."""
     marker = format_marker(GreenOptions(max_delay_s=3600.0, gpus_min=1, gpus_max=8))

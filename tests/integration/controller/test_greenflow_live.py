@@ -254,19 +254,36 @@ def test_no_job_is_pinned_where_a_maintenance_begins_before_it_would_end(site: C
         c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
 
 
-@pytest.mark.parametrize("per_gpu", ["--cpus-per-gpu=32", "--mem-per-gpu=200000"])
+def partition_default(c: Cluster, setting: str, on: bool) -> None:
+    """Add ``setting`` (``DefCpuPerGPU=32``) to partition gpu's line in slurm.conf, or take it off,
+    and wait until slurmctld shows it so (or no longer)."""
+    edit = f"s/^PartitionName=gpu .*/& {setting}/" if on else f"s/ {setting}//"
+    c.sh("slurmctld", f"sed -i '{edit}' /etc/slurm/slurm.conf")
+    c.exec("slurmctld", "scontrol", "reconfigure")
+    c.wait_for(lambda: (setting in c.exec("controller", "scontrol", "show", "partition", "gpu", check=False).stdout) == on,
+               60, message=f"slurmctld shows partition gpu {'with' if on else 'without'} {setting}")
+
+
+@pytest.mark.parametrize("per_gpu", ["--cpus-per-gpu=32", "--mem-per-gpu=200000", "DefCpuPerGPU=32",
+                                     "DefMemPerGPU=200000"])
 def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_holds(site: Cluster,
                                                                                    per_gpu: str) -> None:
     """The nodes have 64 CPUs and 512,000 MiB: before 2026-12-07, GreenFlow grew such a 1-GPU job
     to 4 GPUs (128 CPUs, or 800,000 MiB), Slurm took the update, and the job stayed pending for
     ever (``Reason=BadConstraints``); then the planner cut it back to 2 GPUs, uncapped and
     unpinned (``planner.sized_to_fit_nodes``). Since 2026-12-08 GreenFlow itself sizes it to at
-    most 2 GPUs a node, what one node holds, and the job runs as it decided."""
+    most 2 GPUs a node, what one node holds, and the job runs as it decided. A partition's
+    ``DefCpuPerGPU``/``DefMemPerGPU`` shows in its jobs' ``CpusPerTres``/``MemPerTres`` and is read
+    the same way (the job asks nothing per GPU itself)."""
     c = site
+    asked = per_gpu.startswith("--")
     name = "greenflow-per-gpu-" + per_gpu.split("=")[0].strip("-")
-    job = c.sbatch("alice", ["--gres=gpu:1", per_gpu, "-t", "3", "-J", "resnet50", "--comment",
-                             "green:flex=20m,gpus=1-8"], SCRIPT)
+    job = 0
     try:
+        if not asked:
+            partition_default(c, per_gpu, True)
+        job = c.sbatch("alice", ["--gres=gpu:1", *([per_gpu] if asked else []), "-t", "3", "-J", "resnet50",
+                                 "--comment", "green:flex=20m,gpus=1-8"], SCRIPT)
         run_once(c, name, "greenflow", "gpu_time_slack = 1.0\n")
         [(per_node, nodes, reason)] = store_rows(
             c, name, f"SELECT gpus_per_node, num_nodes, reason FROM decisions WHERE job_id = {job}")
@@ -275,7 +292,10 @@ def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_hold
         report = job_report(c, REPORT, job)
         assert (len(report["gpus"].split(",")), int(report["num"])) == (per_node, nodes), report
     finally:
-        c.exec("controller", "scancel", str(job), check=False)
+        if job:
+            c.exec("controller", "scancel", str(job), check=False)
+        if not asked:
+            partition_default(c, per_gpu, False)
 
 
 def test_a_job_is_given_no_more_nodes_than_the_tasks_its_user_gave(site: Cluster) -> None:

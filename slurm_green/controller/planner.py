@@ -510,20 +510,31 @@ def sized_to_fit_nodes(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
 def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
     """The plan without a pin, for a pending job decided to start now, to a node that lacks the
     job's CPUs (``Job.cpus_per_node``) or memory (``Job.memory_per_node_mib``) free, counting
-    what this plan's earlier pins there take.
+    what this plan's earlier pins there take; nor, for a job that takes its nodes whole (in a
+    partition with ``OverSubscribe=EXCLUSIVE``), to a node that runs anything or that an
+    earlier pin of this plan takes; nor, for any job, to a node an earlier pin of this plan gave
+    such a job. A job's own ``--exclusive`` is not read (squeue's text and JSON do not show it
+    alike on every version); a node where such a job runs shows its CPUs all taken.
 
     The policies place by GPUs alone, and a node whose CPUs or memory other jobs hold shows its
     GPUs free: seen on 24.11, GreenFlow pinned a 1-GPU job to node3 while all 64 of its CPUs
     ran a CPU job (or one job held all its memory), and the job waited (``Reason=Resources``)
-    with node1 and node2 idle. Without the pin Slurm places the job where it fits, at its
-    decided size, start and cap; a share, which needs the pin, goes with it. A node or job
-    whose CPUs or memory are not known is not checked for them, nor is a later start (what is
-    free then is not known)."""
+    with node1 and node2 idle; on a partition with ``OverSubscribe=EXCLUSIVE`` it pinned three
+    1-GPU jobs to node1, one ran there alone and two waited (``Resources``) with three nodes
+    idle. Without the pin Slurm places the job where it fits, at its decided size, start and
+    cap; a share, which needs the pin, goes with it. A node or job whose CPUs or memory are not
+    known is not checked for them, nor is a later start (what is free then is not known)."""
     resources = [(name, {node.name: free(node) for node in snapshot.nodes}, need)
                  for name, free, need in _FITTED if any(free(node) is not None for node in snapshot.nodes)]
-    if not resources:
+    exclusive = {p.name for p in snapshot.partitions if p.exclusive}
+    if not resources and not exclusive:
         return plan
+    defaults = [p.name for p in snapshot.partitions if p.default]
+    busy = {node.name for node in snapshot.nodes if node.gpus_allocated or node.cpus_allocated
+            or node.memory_allocated_mib}
     taken: dict[tuple[str, str], int] = {}
+    pinned_now: set[str] = set()  # nodes an earlier pin of this plan takes a part of
+    whole: set[str] = set()  # nodes an earlier pin of this plan takes whole
     decisions = []
     changed = False
     for decision in plan.decisions:
@@ -537,6 +548,11 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
         short = [f"{node} lacks its {wanted} {name} free"
                  for name, free_on, need in resources if (wanted := need(job, per_node)) > 0 for node in pinned
                  if (free := free_on.get(node)) is not None and free - taken.get((name, node), 0) < wanted]
+        short += [f"{node} goes whole to a job decided before it" for node in pinned if node in whole]
+        takes_whole = bool(exclusive.intersection(job.partition.split(",") if job.partition else defaults))
+        if takes_whole:
+            short += [f"{node} runs other jobs and it takes its nodes whole" for node in pinned
+                      if (node in busy or node in pinned_now) and node not in whole]
         if short:
             decision = _unpinned(decision, job, f"as asked: {'; '.join(short)}, so Slurm places it")
             changed = True
@@ -544,6 +560,9 @@ def where_jobs_fit(plan: Plan, snapshot: ClusterSnapshot) -> Plan:
             for name, _, need in resources:
                 for node in pinned:
                     taken[name, node] = taken.get((name, node), 0) + need(job, per_node)
+            pinned_now.update(pinned)
+            if takes_whole:
+                whole.update(pinned)
         decisions.append(decision)
     return dataclasses.replace(plan, decisions=tuple(decisions)) if changed else plan
 

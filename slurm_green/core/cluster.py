@@ -220,6 +220,9 @@ class Partition:
     #: ``MaxNodes``: the most nodes one job may have there (None: unlimited). A job given more
     #: stays pending (``Reason=PartitionNodeLimit``) until someone shrinks it.
     max_nodes: int | None = None
+    #: ``OverSubscribe=EXCLUSIVE``: every job takes the nodes it runs on whole (``scontrol show
+    #: partitions`` prints it so up to 24.11, as ``Exclusive=NODE`` on 26.05).
+    exclusive: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -315,6 +315,8 @@ def parse_partitions_text(output: str) -> tuple[Partition, ...]:
                 max_time_s=slurm_duration(fields.get("MaxTime", "")),
                 default_time_s=slurm_duration(fields.get("DefaultTime", "")),
                 max_nodes=_count(fields.get("MaxNodes", "")),
+                exclusive=(fields.get("OverSubscribe", "").upper().startswith("EXCLUSIVE")  # 22.05, 24.11
+                           or fields.get("Exclusive", "").upper() == "NODE"),  # 26.05
             )
         )
     return tuple(partitions)

@@ -254,14 +254,18 @@ def test_no_job_is_pinned_where_a_maintenance_begins_before_it_would_end(site: C
         c.exec("controller", "scontrol", "delete", "reservation=sg-maint", check=False)
 
 
-def partition_default(c: Cluster, setting: str, on: bool) -> None:
+def partition_default(c: Cluster, setting: str, on: bool, shown: tuple[str, ...] = ()) -> None:
     """Add ``setting`` (``DefCpuPerGPU=32``) to partition gpu's line in slurm.conf, or take it off,
-    and wait until slurmctld shows it so (or no longer)."""
+    and wait until slurmctld shows it so (as ``setting`` or one of ``shown``), or no longer."""
     edit = f"s/^PartitionName=gpu .*/& {setting}/" if on else f"s/ {setting}//"
     c.sh("slurmctld", f"sed -i '{edit}' /etc/slurm/slurm.conf")
     c.exec("slurmctld", "scontrol", "reconfigure")
-    c.wait_for(lambda: (setting in c.exec("controller", "scontrol", "show", "partition", "gpu", check=False).stdout) == on,
-               60, message=f"slurmctld shows partition gpu {'with' if on else 'without'} {setting}")
+
+    def shows() -> bool:
+        text = c.exec("controller", "scontrol", "show", "partition", "gpu", check=False).stdout
+        return any(form in text for form in (setting, *shown)) == on
+
+    c.wait_for(shows, 60, message=f"slurmctld shows partition gpu {'with' if on else 'without'} {setting}")
 
 
 @pytest.mark.parametrize("per_gpu", ["--cpus-per-gpu=32", "--mem-per-gpu=200000", "DefCpuPerGPU=32",
@@ -296,6 +300,33 @@ def test_a_job_asking_cpus_or_memory_per_gpu_is_grown_only_as_far_as_a_node_hold
             c.exec("controller", "scancel", str(job), check=False)
         if not asked:
             partition_default(c, per_gpu, False)
+
+
+def test_no_two_jobs_are_pinned_to_a_node_one_of_them_takes_whole(site: Cluster) -> None:
+    """On a partition with ``OverSubscribe=EXCLUSIVE`` (26.05 shows it as ``Exclusive=NODE``) a
+    job takes its node whole: before, GreenFlow pinned three 1-GPU jobs to node1, one ran and
+    two waited (``Reason=Resources``) with node2-4 idle. Now the first keeps its pin, the others
+    are unpinned (the planner's ``where_jobs_fit``) and all three run at once, each on a node."""
+    c = site
+    whole = "OverSubscribe=EXCLUSIVE"
+    name = "greenflow-whole"
+    jobs: list[int] = []
+    try:
+        partition_default(c, whole, True, shown=("Exclusive=NODE",))
+        for _ in range(3):
+            jobs.append(c.sbatch("alice", ["--gres=gpu:1", "-t", "3", "-J", "resnet50", "--comment", "green:flex=20m"],
+                                 SCRIPT))
+        run_once(c, name, "greenflow")
+        rows = store_rows(c, name, "SELECT job_id, nodes, reason FROM decisions")
+        assert sum(1 for _, nodes, _ in rows if nodes) >= 1, rows
+        for job in jobs:
+            state_of(c, job, {"RUNNING", *DONE}, 30)
+        hosts = [job_report(c, REPORT, job)["host"] for job in jobs]
+        assert len(set(hosts)) == 3, hosts
+    finally:
+        for job in jobs:
+            c.exec("controller", "scancel", str(job), check=False)
+        partition_default(c, whole, False, shown=("Exclusive=NODE",))
 
 
 def test_a_job_is_given_no_more_nodes_than_the_tasks_its_user_gave(site: Cluster) -> None:

@@ -337,6 +337,27 @@ def test_no_job_starting_now_is_pinned_to_a_node_whose_memory_other_jobs_hold():
     assert pins(unknown, JobDecision(7, start_at=NOW, nodes=("b1",))) == [("b1",)]
 
 
+def test_no_two_jobs_are_pinned_to_one_node_where_one_takes_it_whole():
+    """On a partition with ``OverSubscribe=EXCLUSIVE`` a job takes its node whole: seen on 24.11, GreenFlow pinned three 1-GPU jobs
+    to node1, one ran and two waited (``Resources``) with three nodes idle. The first keeps its
+    pin; the others are unpinned and Slurm places them; a job taking its node whole is not
+    pinned where anything runs. Elsewhere two jobs share a node as before."""
+    idle = tuple(Node(f"n{i}", gpus_total=4, cpus_total=64) for i in (1, 2))
+    used = (dataclasses.replace(idle[0], gpus_allocated=1, cpus_allocated=1), idle[1])
+
+    def pins(nodes, exclusive_partition, *jobs):
+        partitions = (Partition("p", nodes=("n1", "n2"), default=True, exclusive=exclusive_partition),)
+        pending = tuple(Job(j, gpus_per_node=1, cpus=1, eligible_time=NOW + 3600, admin_comment=ALONE) for j in jobs)
+        snap = ClusterSnapshot(taken_at=NOW, slurm_version="24.11.5", jobs=pending, nodes=nodes, partitions=partitions)
+        plan = Plan(tuple(JobDecision(j, start_at=NOW, nodes=("n1",)) for j in jobs))
+        return [d.nodes for d in enactable(plan, snap, verify)[0].decisions]
+
+    assert pins(idle, True, 7, 8, 9) == [("n1",), None, None]
+    assert pins(used, True, 7) == [None]  # n1 runs a job
+    assert pins(idle, False, 7, 8, 9) == [("n1",)] * 3  # 4 GPUs and 64 CPUs: all three fit
+    assert pins(used, False, 7) == [("n1",)]
+
+
 def test_no_job_that_asked_its_gpus_per_job_or_task_is_resized_or_shared():
     """``--gpus=1``: Slurm refuses ``Gres=`` (``Invalid generic resource (gres) specification``,
     24.11) and the job's start with it, so it would wait until its deadline; ``--gpus-per-task=1``:

@@ -237,14 +237,19 @@ def test_partitions_from_oneliner_text():
     # one line of `scontrol show partitions --oneliner` (24.11), plus a second made-up one
     text = (
         "PartitionName=gpu AllowGroups=ALL Default=YES QoS=N/A DefaultTime=01:00:00 MaxNodes=UNLIMITED "
-        "MaxTime=UNLIMITED Nodes=node[1-4] State=UP TotalNodes=4 TRES=cpu=256,mem=2000G,node=4,gres/gpu=16\n"
-        "PartitionName=short Default=NO MaxNodes=2 MaxTime=1-02:00:00 Nodes=node[3-4] State=DRAIN\n\n"
+        "MaxTime=UNLIMITED Nodes=node[1-4] OverSubscribe=NO State=UP TotalNodes=4 TRES=cpu=256,mem=2000G,node=4,gres/gpu=16\n"
+        "PartitionName=short Default=NO MaxNodes=2 MaxTime=1-02:00:00 Nodes=node[3-4] OverSubscribe=EXCLUSIVE State=DRAIN\n\n"
     )
     gpu, short = schema.parse_partitions_text(text)
     assert (gpu.name, gpu.default, gpu.max_time_s, gpu.state) == ("gpu", True, None, "UP")
     assert (gpu.default_time_s, short.default_time_s) == (3600.0, None)  # what a job without --time gets
     assert gpu.nodes == ("node1", "node2", "node3", "node4")
     assert (gpu.max_nodes, short.max_nodes) == (None, 2)
+    assert (gpu.exclusive, short.exclusive) == (False, True)  # every job there takes its nodes whole
+    # 26.05 prints OverSubscribe=NO for it, and Exclusive=NODE
+    [whole] = schema.parse_partitions_text("PartitionName=x Exclusive=NODE OverSubscribe=NO Nodes=n1\n")
+    [other] = schema.parse_partitions_text("PartitionName=x Exclusive=USER OverSubscribe=NO Nodes=n1\n")
+    assert (whole.exclusive, other.exclusive) == (True, False)
     assert (short.default, short.max_time_s, short.state, short.nodes) == (
         False,
         26 * 3600.0,

@@ -317,8 +317,9 @@ def within_site_limits(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo
     (``QOSMaxGRESPerUser``) with nothing else running, where Slurm alone had started it at
     once. The controller does not read the limits (their hierarchy of QOS, associations and
     partition QOS, and their usage, is Slurm's to weigh); it reads Slurm's verdict, so the job
-    waits at most one tick more than it would have (``_as_submitted``). The sizes are kept in the controller's memo, which a restarted controller fills from
-    its store (``remember_sizes``)."""
+    waits at most one tick more than it would have (``_as_submitted``). The sizes are kept in
+    the controller's memo, which a restarted controller fills from its store
+    (``remember_sizes``)."""
     if memo is None:
         return plan
     known = memo.get(_SubmittedSizes)
@@ -725,8 +726,8 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | 
     sbatch(1)): a job slowed further would be stopped there and its work lost, which is
     worse than any saving. Such a decision is enacted without what slows it: its start is
     kept, the rest is the job as submitted (``_as_submitted``: the size before an earlier
-    tick's resize too), and a share naming it is dropped too. A guest whose **running** host it would stretch past the
-    host's ``MaxTime`` (``partner_stretch``) does not join it. A guest dropped so keeps the
+    tick's resize too), and a share naming it is dropped too. A guest whose **running** host it
+    would stretch past the host's ``MaxTime`` (``partner_stretch``) does not join it. A guest dropped so keeps the
     rest of its decision but not the pin to its partner's node (which was for the share).
     "Past" is read as the limit would be set: the expected run in whole minutes above both
     ``MaxTime`` and the limit as submitted; jobs whose partition has no ``MaxTime`` or whose
@@ -761,7 +762,8 @@ def within_max_time(plan: Plan, snapshot: ClusterSnapshot, memo: DecisionMemo | 
             assert job is not None  # only pending jobs were found slowed
             log.info("job %s: enacted as asked: as decided (%.0f s) it would outrun %s",
                      decision.job_id, decision.expected_runtime_s or 0.0, outrun)
-            decision = _as_submitted(decision, job, sizes, limits, f"enacted as asked: so slowed it would outrun {outrun}")
+            decision = _as_submitted(decision, job, sizes, limits,
+                                     f"enacted as asked: so slowed it would outrun {outrun}")
         elif decision.job_id in unshared or decision.share_with in slowed:
             decision = replace_decision(decision, share_with=None, partner_stretch=None, nodes=None,
                                         reason=f"{decision.reason}; not co-located: its partner would outrun "
